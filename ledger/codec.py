@@ -1,0 +1,96 @@
+"""Canonical JSON and content ids: the one byte format that is hashed, compared and committed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+try:  # orjson parses ~3x faster than json; both give the same values (see README).
+    import orjson
+
+    def loads(data: bytes | str) -> Any:
+        """Parse one JSON document."""
+        return orjson.loads(data)
+
+except ImportError:  # pragma: no cover - exercised only where orjson is missing
+
+    def loads(data: bytes | str) -> Any:
+        """Parse one JSON document."""
+        return json.loads(data)
+
+
+ID_HEX = 32
+# Every line starts with this prefix because "id" sorts before every other envelope key;
+# that lets replay verify a content id from the raw bytes without re-encoding the record.
+ID_PREFIX = b'{"id":"'
+_ID_END = len(ID_PREFIX) + ID_HEX
+_BODY_START = _ID_END + 2  # skip the closing quote and the comma
+
+
+def canonical_json(value: Any) -> str:
+    """Encode `value` canonically: sorted keys, no spaces, UTF-8 text, no NaN or infinity."""
+    # Only the standard library encodes, so the committed bytes never depend on an optional
+    # package: orjson and json format some floats differently (1e+16 vs 1e16).
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+def digest(data: bytes) -> str:
+    """The sha256 hex digest of `data`, the one content hash used everywhere."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def content_id(body: str) -> str:
+    """The content id of a record whose canonical encoding without its id is `body`."""
+    return digest(body.encode("utf-8"))[:ID_HEX]
+
+
+def encode_line(record_without_id: dict[str, Any]) -> tuple[str, bytes]:
+    """Return (id, line bytes with trailing newline) for a record given without its id."""
+    if "id" in record_without_id:
+        raise ValueError("the record must not carry an id yet")
+    body = canonical_json(record_without_id)
+    event_id = content_id(body)
+    line = '{"id":"' + event_id + '",' + body[1:] + "\n"
+    return event_id, line.encode("utf-8")
+
+
+def id_of_line(line: bytes) -> str | None:
+    """The id a line (without its newline) claims if its bytes hash to it, else None."""
+    if not line.startswith(ID_PREFIX) or len(line) <= _BODY_START:
+        return None
+    claimed = line[len(ID_PREFIX):_ID_END]
+    if line[_ID_END:_BODY_START] != b'",':
+        return None
+    actual = hashlib.sha256(b"{" + line[_BODY_START:]).hexdigest()[:ID_HEX]
+    try:
+        text = claimed.decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    return text if text == actual else None
+
+
+def is_canonical_line(line: bytes) -> bool:
+    """True when a line (without its newline) is the canonical encoding of what it holds."""
+    try:
+        record = loads(line)
+    except ValueError:
+        return False
+    if not isinstance(record, dict) or "id" not in record:
+        return False
+    event_id = record.pop("id")
+    try:
+        again_id, again = encode_line(record)
+    except (TypeError, ValueError):
+        return False
+    return again == line + b"\n" and again_id == event_id
+
+
+def check_finite(value: float, what: str) -> float:
+    """Return `value` as a float, refusing NaN and infinities (R11)."""
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{what} must be a finite number, got {value!r}")
+    return number

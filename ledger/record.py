@@ -1,0 +1,147 @@
+"""The event envelope (id, parents, Lamport counter, provenance) and its one cattrs converter.
+
+An `Event` keeps its payload as validated plain data (`data`) and structures it into the typed
+payload class on demand (`payload()`). Replay reads `data` directly: structuring every event
+with cattrs costs 2-6x the JSON parse itself (measured: 7-20 µs vs 3.6 µs per event), and the
+content id already proves the bytes are the ones a validated write produced; audit structures
+every event to re-check the schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cattrs
+from attrs import frozen
+
+from ledger import codec, upcast
+from ledger.events import PAYLOAD_TYPES, Payload
+
+
+@frozen
+class Provenance:
+    """Who wrote an event and when: tool and version, host, process, command, UTC time."""
+
+    at: str
+    tool: str
+    version: str
+    host: str
+    pid: int
+    command: str
+
+
+@frozen
+class Draft:
+    """An event decided but not yet placed in the log (no id, parents or counter yet)."""
+
+    payload: Payload
+    provenance: Provenance
+
+
+@frozen
+class Event:
+    """An immutable event as stored: content id, parents, Lamport counter, batch part, data."""
+
+    id: str
+    lamport: int
+    parents: tuple[str, ...]
+    # (index, size) within the command that appended it: a command's events land together,
+    # and a batch missing its last part at the end of the file is a torn write.
+    part: tuple[int, int]
+    type: str
+    schema: int
+    data: dict[str, Any]
+    provenance: dict[str, Any]
+
+    def payload(self) -> Payload:
+        """The typed payload (validates the data against the current schema)."""
+        cls = PAYLOAD_TYPES[self.type]
+        result: Payload = converter.structure(self.data, cls)
+        return result
+
+    def written_by(self) -> Provenance:
+        """The typed provenance."""
+        return converter.structure(self.provenance, Provenance)
+
+
+def _make_converter() -> cattrs.Converter:
+    made = cattrs.Converter(forbid_extra_keys=True)
+    # Values inside configs, policy and free fields are plain JSON: passed through unchanged.
+    made.register_structure_hook(Any, lambda value, _type: value)  # type: ignore[arg-type]
+    return made
+
+
+converter = _make_converter()
+
+
+def unstructure_payload(payload: Payload) -> dict[str, Any]:
+    """The payload as plain JSON-ready data."""
+    data: dict[str, Any] = converter.unstructure(payload)
+    return data
+
+
+def seal(
+    draft: Draft, parents: tuple[str, ...], lamport: int, part: tuple[int, int]
+) -> tuple[Event, bytes]:
+    """Place a draft in the log: compute its content id; return the event and its line."""
+    data = unstructure_payload(draft.payload)
+    provenance: dict[str, Any] = converter.unstructure(draft.provenance)
+    body = {
+        "lamport": lamport,
+        "parents": list(parents),
+        "part": list(part),
+        "payload": data,
+        "provenance": provenance,
+        "schema": draft.payload.SCHEMA,
+        "type": draft.payload.TYPE,
+    }
+    event_id, line = codec.encode_line(body)
+    # Re-read the written bytes so the in-memory event equals what a later replay sees
+    # (tuples become lists, numpy scalars become floats).
+    record = codec.loads(line)
+    return from_record(record), line
+
+
+def from_record(record: dict[str, Any]) -> Event:
+    """Turn a parsed line into an Event, upcasting an old schema version of its payload.
+
+    Raises KeyError, TypeError or ValueError when the envelope is malformed.
+    """
+    type_name = record["type"]
+    if type_name not in PAYLOAD_TYPES:
+        raise ValueError(f"unknown event type {type_name!r}")
+    schema = record["schema"]
+    data = record["payload"]
+    if schema != PAYLOAD_TYPES[type_name].SCHEMA:
+        data = upcast.upcast(type_name, schema, data)
+        schema = PAYLOAD_TYPES[type_name].SCHEMA
+    part = record["part"]
+    return Event(
+        id=record["id"],
+        lamport=record["lamport"],
+        parents=tuple(record["parents"]),
+        part=(part[0], part[1]),
+        type=type_name,
+        schema=schema,
+        data=data,
+        provenance=record["provenance"],
+    )
+
+
+def to_record(event: Event) -> dict[str, Any]:
+    """The envelope as plain data, without its id (its id is the hash of this)."""
+    return {
+        "lamport": event.lamport,
+        "parents": list(event.parents),
+        "part": list(event.part),
+        "payload": event.data,
+        "provenance": event.provenance,
+        "schema": event.schema,
+        "type": event.type,
+    }
+
+
+def to_line(event: Event) -> bytes:
+    """The canonical line (with newline) of an event, as the store writes it."""
+    _event_id, line = codec.encode_line(to_record(event))
+    return line

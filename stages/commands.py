@@ -1,0 +1,232 @@
+"""The commands an agent can give, as plain values; `stages.decide` turns each into events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attrs import field, frozen
+
+from ledger.events import Origin, OutputCheck
+
+
+@frozen
+class Init:
+    """Create the op's ledger."""
+
+    op: str
+
+
+@frozen
+class RecordCompare:
+    """Record E2E tensor-compare evidence for the implementation with this digest (R1)."""
+
+    outputs: tuple[OutputCheck, ...]
+    impl_path: str
+    impl_digest: str
+    origin: Origin
+
+
+@frozen
+class RecordLayout:
+    """Record a layout check's exit code for the implementation with this digest (R1)."""
+
+    exit_code: int
+    impl_path: str
+    impl_digest: str
+    origin: Origin
+
+
+@frozen
+class Activate:
+    """Check the evidence against the current implementation digest (R1)."""
+
+    impl_digest: str
+
+
+@frozen
+class SetTarget:
+    """Write the Performance target sheet (R3)."""
+
+    baseline_us: float
+    shape: str
+    target_us: float
+    target_source: str
+    source_ref: str | None
+    config: dict[str, Any]
+    origin: Origin
+    metric: str = "time"
+    cube_m: int | None = None
+    baseline_samples_us: tuple[float, ...] = ()
+    util_pct: float | None = None
+    bubble_pct: float | None = None
+
+
+@frozen
+class Relax:
+    """Relax a tile-shape upper limit, with its basis (R3)."""
+
+    what: str
+    limit: Any
+    basis: str
+
+
+@frozen
+class LoadSkill:
+    """Load a skill (R2)."""
+
+    name: str
+
+
+@frozen
+class UnloadSkill:
+    """Unload a skill (R2)."""
+
+    name: str
+
+
+@frozen
+class EnterStage:
+    """Enter the next stage (R4)."""
+
+    stage: str
+
+
+@frozen
+class ExitStage:
+    """Exit the current stage; `by_user` claims the user's stop as the exit condition (R4)."""
+
+    stage: str
+    reason: str = ""
+    by_user: bool = False
+
+
+@frozen
+class OpenPoint:
+    """Open an optimization point in the current stage (R7)."""
+
+    name: str
+
+
+@frozen
+class ClosePoint:
+    """Close the open optimization point (R7); not_applicable needs a reason."""
+
+    name: str
+    reason: str
+    not_applicable: bool = False
+
+
+@frozen
+class ProposeCandidate:
+    """Measure a full config proposed from a prior (R7 candidate phase)."""
+
+    config: dict[str, Any]
+    prior: str
+    override: str | None = None
+
+
+@frozen
+class TryMutation:
+    """Change exactly one parameter of the best config (R6, R7 mutation phase)."""
+
+    param: str
+    value: Any
+    override: str | None = None
+
+
+@frozen
+class TryAlgorithm:
+    """Try an algorithm change, described in words, with the new implementation digest (R5)."""
+
+    description: str
+    impl_digest: str | None = None
+    override: str | None = None
+
+
+@frozen
+class Verify:
+    """Record the verifier's result for the pending attempt; the ledger computes the verdict."""
+
+    attempt: str
+    outputs: tuple[OutputCheck, ...]
+    layout_exit: int
+    times_us: tuple[float, ...]
+    origin: Origin
+    util_pct: float | None = None
+    bubble_pct: float | None = None
+    metrics: dict[str, float] = field(factory=dict)
+
+
+@frozen
+class Fail:
+    """Record that the attempt failed (compile, timeout, oom, accuracy, runtime)."""
+
+    attempt: str
+    category: str
+    detail: str = ""
+    origin: Origin | None = None
+
+
+@frozen
+class Abandon:
+    """Give up a pending attempt without a result (e.g. interrupted by a crash)."""
+
+    attempt: str
+    reason: str
+
+
+@frozen
+class Stop:
+    """The user stops the campaign (R10)."""
+
+    reason: str
+
+
+@frozen
+class RecordReport:
+    """Record that a tuning report was written (R4: needed before the algorithm stage)."""
+
+    path: str
+    digest: str
+
+
+@frozen
+class SetPolicy:
+    """Set a policy threshold for this op."""
+
+    key: str
+    value: Any
+    reason: str = ""
+
+
+@frozen
+class AddNote:
+    """Record free text."""
+
+    text: str
+
+
+Command = (
+    Init
+    | RecordCompare
+    | RecordLayout
+    | Activate
+    | SetTarget
+    | Relax
+    | LoadSkill
+    | UnloadSkill
+    | EnterStage
+    | ExitStage
+    | OpenPoint
+    | ClosePoint
+    | ProposeCandidate
+    | TryMutation
+    | TryAlgorithm
+    | Verify
+    | Fail
+    | Abandon
+    | Stop
+    | RecordReport
+    | SetPolicy
+    | AddNote
+)
