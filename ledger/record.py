@@ -28,6 +28,10 @@ class Provenance:
     host: str
     pid: int
     command: str
+    # An agent's retry key (--idempotency-key) and the digest of the request it named, so a
+    # retried command returns the original result instead of appending twice (DESIGN §5).
+    key: str | None = None
+    request: str | None = None
 
 
 @frozen
@@ -67,7 +71,7 @@ class Event:
 def _make_converter() -> cattrs.Converter:
     made = cattrs.Converter(forbid_extra_keys=True)
     # Values inside configs, policy and free fields are plain JSON: passed through unchanged.
-    made.register_structure_hook(Any, lambda value, _type: value)  # type: ignore[arg-type]
+    made.register_structure_hook(Any, lambda value, _type: value)
     return made
 
 
@@ -95,7 +99,7 @@ def seal(
         "schema": draft.payload.SCHEMA,
         "type": draft.payload.TYPE,
     }
-    event_id, line = codec.encode_line(body)
+    _event_id, line = codec.encode_line(body)
     # Re-read the written bytes so the in-memory event equals what a later replay sees
     # (tuples become lists, numpy scalars become floats).
     record = codec.loads(line)

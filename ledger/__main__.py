@@ -1,0 +1,5 @@
+"""`python -m ledger`: the same as the `tune-ledger` console script."""
+
+from ledger.cli import main
+
+main()

@@ -1,0 +1,180 @@
+"""The Python API: run a command against an op's ledger with the protocol's rules and errors.
+
+This is the shell around the pure core: read the log, replay, decide, append atomically with
+optimistic concurrency, re-render MEMORY.md. The CLI is a thin layer over it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from ledger import codec, projections, provenance, splice
+from ledger.errors import BadInput, Conflict, LedgerError
+from ledger.events import Payload
+from ledger.record import Draft, Event, converter
+from ledger.replay import replay
+from ledger.state import State
+from ledger.store import FileStore, Log, ledger_path
+from ledger.units import check_op_name
+
+# Appends retried after another writer got in first; more means a livelock, which is a bug.
+_MAX_CONFLICT_RETRIES = 20
+
+
+@frozen
+class Outcome:
+    """What a command did: the events it appended (or found, for a retried key) and warnings."""
+
+    events: tuple[Event, ...]
+    warnings: tuple[str, ...]
+    state: State
+    replayed: bool = False  # True when an idempotency key returned an earlier result
+
+
+@frozen
+class Loaded:
+    """An op's verified log and the state replayed from it."""
+
+    log: Log
+    state: State
+
+
+def request_digest(command: object) -> str:
+    """A digest of a command's type and arguments, to match retried idempotency keys."""
+    body = {"command": type(command).__name__, "args": converter.unstructure(command)}
+    return codec.digest(codec.canonical_json(body).encode("utf-8"))[:32]
+
+
+class OpLedger:
+    """One op's ledger under a root folder that holds `custom/`."""
+
+    def __init__(self, root: Path | str, op: str) -> None:
+        self.root = Path(root)
+        self.op = check_op_name(op)
+        self.dir = self.root / "custom" / self.op
+        self.store = FileStore(ledger_path(self.root, self.op))
+        self.memory_path = self.dir / "MEMORY.md"
+        self.report_path = self.dir / f"{self.op}_tuning_report.md"
+
+    def exists(self) -> bool:
+        """True when the op's ledger file exists."""
+        return self.store.path.exists()
+
+    def require(self) -> None:
+        """Raise BadInput when the op has no ledger yet."""
+        if not self.exists():
+            raise BadInput(
+                f"unknown op {self.op!r}: {self.store.path} does not exist",
+                hint=f"run `tune-ledger init {self.op}` first (or check --root)",
+            )
+
+    def load(self) -> Loaded:
+        """Read and verify the log, and replay it."""
+        self.require()
+        log = self.store.read()
+        return Loaded(log=log, state=replay(log.events))
+
+    def execute(
+        self,
+        command: Any,
+        *,
+        key: str | None = None,
+        command_line: str | None = None,
+    ) -> Outcome:
+        """Decide `command` on the current state and append its events (or raise its refusal)."""
+        from stages import Refusal, decide
+
+        request = request_digest(command)
+        for _ in range(_MAX_CONFLICT_RETRIES):
+            loaded = self.load() if self.exists() else None
+            log_events: Sequence[Event] = loaded.log.events if loaded else ()
+            if key is not None:
+                earlier = _events_for_key(log_events, key, request)
+                if earlier:
+                    state = loaded.state if loaded else State()
+                    return Outcome(events=earlier, warnings=(), state=state, replayed=True)
+            state = loaded.state if loaded else State()
+            decision = decide(state, command)
+            if isinstance(decision, Refusal):
+                if decision.events:  # a hand-back records the failed check (R1, exit 5)
+                    self._append(decision.events, loaded, key, request, command_line)
+                    self._render_after_append()
+                raise decision.to_error()
+            try:
+                appended = self._append(decision.events, loaded, key, request, command_line)
+            except Conflict:
+                continue
+            new_state = replay(appended, state)
+            warnings = tuple(decision.warnings) + self._render_after_append()
+            return Outcome(events=appended, warnings=warnings, state=new_state)
+        raise LedgerError("gave up after repeated concurrent appends; run the command again")
+
+    def _append(
+        self,
+        payloads: Sequence[Payload],
+        loaded: Loaded | None,
+        key: str | None,
+        request: str,
+        command_line: str | None,
+    ) -> tuple[Event, ...]:
+        written_by = provenance.capture(command_line)
+        if key is not None:
+            written_by = _with_key(written_by, key, request)
+        drafts = [Draft(payload=p, provenance=written_by) for p in payloads]
+        head = loaded.log.head if loaded else ()
+        result = self.store.append(drafts, expected_head=head)
+        return tuple(result.events)
+
+    def _render_after_append(self) -> tuple[str, ...]:
+        # The events are durable by now: a MEMORY.md that cannot be spliced (hand-broken
+        # markers) must not make the command look failed, so it becomes a warning instead.
+        try:
+            self.render_memory()
+        except BadInput as e:
+            return (f"MEMORY.md not updated: {e.message}; fix it, then `tune-ledger render "
+                    f"{self.op}`",)
+        return ()
+
+    def render_memory(self) -> bool:
+        """Re-render MEMORY.md's managed sections from the ledger; True when bytes changed."""
+        from stages.policy import effective_policy
+
+        loaded = self.load()
+        existing = splice.read_text(self.memory_path)
+        position = projections.Position(
+            events=len(loaded.log.events),
+            last=loaded.log.events[-1].id if loaded.log.events else "",
+        )
+        text = projections.render_memory(
+            existing, loaded.state, effective_policy(loaded.state), position
+        )
+        return splice.write_if_changed(self.memory_path, text)
+
+
+def _with_key(written_by: Any, key: str, request: str) -> Any:
+    from attrs import evolve
+
+    return evolve(written_by, key=key, request=request)
+
+
+def _events_for_key(events: Sequence[Event], key: str, request: str) -> tuple[Event, ...]:
+    """The events an earlier command with this idempotency key appended (DESIGN §5)."""
+    found = tuple(e for e in events if e.provenance.get("key") == key)
+    if found and found[0].provenance.get("request") != request:
+        raise BadInput(
+            f"idempotency key {key!r} was used before for a different command",
+            hint="use a new key for a new command; reuse a key only to retry the same command",
+        )
+    return found
+
+
+def list_ops(root: Path | str) -> list[str]:
+    """The ops under `root/custom/` that have a ledger, sorted."""
+    custom = Path(root) / "custom"
+    if not custom.is_dir():
+        return []
+    return sorted(p.parent.name for p in custom.glob("*/events.jsonl"))

@@ -1,0 +1,100 @@
+"""R1 Activation: evidence bound to the implementation digest gates every tuning step."""
+
+from __future__ import annotations
+
+from ledger.events import ActivationFailed, ActivationPassed, CompareEvidence, LayoutEvidence
+from ledger.state import Evidence, State
+from stages.commands import Activate, RecordCompare, RecordLayout
+from stages.outcome import Result, accept, build, nonempty, refuse
+from stages.refusal import Refusal
+
+_NEXT = (
+    "hand back to pypto-op-orchestrator: fix accuracy, record passing evidence for the "
+    "current implementation (evidence compare, evidence layout), then activate"
+)
+
+
+def _short(digest: str | None) -> str:
+    return (digest or "-")[:12]
+
+
+def decide_compare(_state: State, command: RecordCompare) -> Result:
+    """Record E2E tensor-compare evidence for an implementation digest (R1)."""
+    nonempty(command.impl_digest, "the implementation digest")
+    return accept(build(CompareEvidence, "tensor-compare evidence", outputs=command.outputs,
+                        impl_path=command.impl_path, impl_digest=command.impl_digest,
+                        origin=command.origin))
+
+
+def decide_layout(_state: State, command: RecordLayout) -> Result:
+    """Record a layout check's exit code for an implementation digest (R1)."""
+    nonempty(command.impl_digest, "the implementation digest")
+    return accept(build(LayoutEvidence, "layout evidence", exit_code=command.exit_code,
+                        impl_path=command.impl_path, impl_digest=command.impl_digest,
+                        origin=command.origin))
+
+
+def _compare_problems(evidence: Evidence | None, digest: str) -> list[str]:
+    if evidence is None:
+        return ["no E2E tensor-compare evidence is recorded"]
+    if evidence.impl_digest != digest:
+        return [f"the tensor-compare evidence checked another implementation "
+                f"({_short(evidence.impl_digest)}, current {_short(digest)}): stale"]
+    failing = [str(o["name"]) for o in evidence.outputs if not o["all_close"]]
+    if failing:
+        return [f"outputs not all_close: {', '.join(failing)}"]
+    return []
+
+
+def _layout_problems(evidence: Evidence | None, digest: str) -> list[str]:
+    if evidence is None:
+        return ["no layout-check evidence is recorded"]
+    if evidence.impl_digest != digest:
+        return [f"the layout evidence checked another implementation "
+                f"({_short(evidence.impl_digest)}, current {_short(digest)}): stale"]
+    if evidence.exit_code != 0:
+        return [f"the layout check exited {evidence.exit_code}, not 0"]
+    return []
+
+
+def activation_problems(state: State, digest: str) -> list[str]:
+    """What keeps the latest evidence from activating implementation `digest` (R1)."""
+    return _compare_problems(state.compare, digest) + _layout_problems(state.layout, digest)
+
+
+def evidence_ready(state: State) -> bool:
+    """True when the latest evidence of both kinds passes for one implementation (R1)."""
+    compare, layout = state.compare, state.layout
+    return (compare is not None and layout is not None and compare.passed and layout.passed
+            and compare.impl_digest == layout.impl_digest)
+
+
+def decide_activate(state: State, command: Activate) -> Result:
+    """Pass activation, or record the failed check and hand back to the orchestrator (R1)."""
+    digest = nonempty(command.impl_digest, "the implementation digest")
+    problems = activation_problems(state, digest)
+    compare, layout = state.compare, state.layout
+    if problems or compare is None or layout is None:
+        failed = ActivationFailed(impl_digest=digest, problems=tuple(problems))
+        return Refusal(
+            rule="R1",
+            message="activation failed: " + "; ".join(problems),
+            blocking="; ".join(problems),
+            next_step=_NEXT,
+            kind="hand-back",
+            events=(failed,),
+        )
+    return accept(ActivationPassed(impl_digest=digest, compare_event=compare.event,
+                                   layout_event=layout.event))
+
+
+def activation_gate(state: State) -> Refusal | None:
+    """Refuse a tuning step while activation has not passed (R1)."""
+    if state.activated:
+        return None
+    if state.handed_back:
+        blocking = "activation failed: " + "; ".join(state.activation_problems)
+    else:
+        blocking = "activation has not passed yet"
+    return refuse("R1", "tuning is not activated: nothing else may happen until activation "
+                  "passes", blocking, _NEXT)

@@ -1,0 +1,120 @@
+"""What the state allows next (status `allowed`) and what was in flight (resume).
+
+`allowed` asks the same blocker functions the deciders use, so it cannot drift from them. It
+lists the protocol's next steps by their CLI names; `note`, `policy` and `report` are allowed at
+any time after `init` (also after a stop) and are listed only where the protocol needs them
+(`report` before the algorithm stage).
+"""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+from ledger.events import SKILLS
+from ledger.state import Attempt, State
+from stages import commands as cmd
+from stages.activation import evidence_ready
+from stages.pipeline import active_stage, entry_blocker, exit_blocker, next_stage
+from stages.search import (
+    algorithm_blocker,
+    candidate_blocker,
+    close_blocker,
+    mutation_blocker,
+    open_blocker,
+)
+from stages.skills import load_blocker
+
+COMMAND_NAMES: dict[type[object], str] = {
+    cmd.Init: "init",
+    cmd.RecordCompare: "evidence compare",
+    cmd.RecordLayout: "evidence layout",
+    cmd.Activate: "activate",
+    cmd.SetTarget: "target",
+    cmd.Relax: "relax",
+    cmd.LoadSkill: "skill load",
+    cmd.UnloadSkill: "skill unload",
+    cmd.EnterStage: "stage enter",
+    cmd.ExitStage: "stage exit",
+    cmd.OpenPoint: "point open",
+    cmd.ClosePoint: "point close",
+    cmd.ProposeCandidate: "candidate",
+    cmd.TryMutation: "try",
+    cmd.TryAlgorithm: "try",
+    cmd.Verify: "verify",
+    cmd.Fail: "fail",
+    cmd.Abandon: "abandon",
+    cmd.Stop: "stop",
+    cmd.RecordReport: "report",
+    cmd.SetPolicy: "policy",
+    cmd.AddNote: "note",
+}
+
+# Allowed whenever the op exists, even after a stop (R10); not listed by `allowed`.
+ALWAYS = ("note", "policy", "report")
+
+
+def command_name(command: object) -> str:
+    """The CLI name of a command (`try` for both mutations and algorithm changes)."""
+    return COMMAND_NAMES[type(command)]
+
+
+def allowed(state: State) -> list[str]:
+    """The CLI names of the protocol steps allowed next, in the order of the protocol."""
+    if state.op is None:
+        return ["init"]
+    if state.stopped is not None:
+        return []
+    if not state.activated:
+        names = ["evidence compare", "evidence layout"]
+        return [*names, "activate"] if evidence_ready(state) else names
+    names = []
+    if state.target is None:
+        names.append("target")
+    if "algorithm" not in state.entered:
+        names.append("relax")
+    if any(load_blocker(state, skill) is None for skill in SKILLS):
+        names.append("skill load")
+    if state.skills:
+        names.append("skill unload")
+    upcoming = next_stage(state)
+    if upcoming == "algorithm" and "incore" in state.exited and not state.report_after_incore:
+        names.append("report")
+    if upcoming is not None and entry_blocker(state, upcoming) is None:
+        names.append("stage enter")
+    current = active_stage(state)
+    if current is not None and exit_blocker(state, current, by_user=True) is None:
+        names.append("stage exit")
+    if open_blocker(state) is None:
+        names.append("point open")
+    if close_blocker(state) is None:
+        names.append("point close")
+    if candidate_blocker(state) is None:
+        names.append("candidate")
+    if mutation_blocker(state) is None or algorithm_blocker(state) is None:
+        names.append("try")
+    if state.pending is not None:
+        names.extend(["verify", "fail", "abandon"])
+    names.append("stop")
+    return names
+
+
+@frozen
+class InFlight:
+    """Where an interrupted campaign stood: stage, open point, pending attempt, skills."""
+
+    stage: str | None
+    point: str | None
+    attempt: Attempt | None
+    skills: tuple[str, ...]
+    stopped: str | None
+
+
+def in_flight(state: State) -> InFlight:
+    """What was in flight when the log ended, for `resume`."""
+    return InFlight(
+        stage=active_stage(state),
+        point=state.open_point,
+        attempt=state.attempts.get(state.pending) if state.pending else None,
+        skills=tuple(state.skills),
+        stopped=state.stopped,
+    )

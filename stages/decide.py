@@ -1,0 +1,107 @@
+"""`decide(state, command)`: the stop and activation gates, then the concern's decider."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from ledger.errors import BadInput
+from ledger.events import NoteAdded, OpInitialized, PolicySet, ReportGenerated
+from ledger.state import State
+from stages import activation, pipeline, search, skills, stop, target, verdict
+from stages import commands as cmd
+from stages.allowed import allowed
+from stages.outcome import Decision, Result, accept, build, nonempty, plain
+from stages.policy import DEFAULT_POLICY, DEFAULTS_KEY, check_policy_value
+from stages.refusal import Refusal
+
+# Bookkeeping: allowed at any time once the op exists, also after a stop (R10).
+_BOOKKEEPING = (cmd.AddNote, cmd.SetPolicy, cmd.RecordReport)
+# The steps that reach activation, so the R1 gate cannot apply to them.
+_ACTIVATION_STEPS = (cmd.RecordCompare, cmd.RecordLayout, cmd.Activate)
+
+_PINNED = "the defaults in force when the op was created, pinned so decisions replay unchanged"
+
+
+def _init(state: State, command: cmd.Init) -> Result:
+    if state.op is not None:
+        raise BadInput(f"op {state.op} already has a ledger")
+    op = nonempty(command.op, "the op name")
+    # The whole default policy goes into the ledger: later changes to the defaults in the code
+    # must not change how this op's past decisions replay.
+    return accept(OpInitialized(op=op),
+                  PolicySet(key=DEFAULTS_KEY, value=dict(DEFAULT_POLICY), reason=_PINNED))
+
+
+def _set_policy(state: State, command: cmd.SetPolicy) -> Result:
+    if command.key == DEFAULTS_KEY:
+        raise BadInput(f"policy key {DEFAULTS_KEY!r} is written by init only")
+    value = plain(command.value, f"policy {command.key}")
+    check_policy_value(state, command.key, value)
+    return accept(PolicySet(key=command.key, value=value, reason=command.reason))
+
+
+def _note(_state: State, command: cmd.AddNote) -> Result:
+    return accept(build(NoteAdded, "note", text=command.text))
+
+
+def _report(_state: State, command: cmd.RecordReport) -> Result:
+    path = nonempty(command.path, "the report path")
+    digest = nonempty(command.digest, "the report digest")
+    return accept(ReportGenerated(path=path, digest=digest))
+
+
+_DECIDERS: Mapping[type[Any], Callable[[State, Any], Result]] = {
+    cmd.RecordCompare: activation.decide_compare,
+    cmd.RecordLayout: activation.decide_layout,
+    cmd.Activate: activation.decide_activate,
+    cmd.SetTarget: target.decide_target,
+    cmd.Relax: target.decide_relax,
+    cmd.LoadSkill: skills.decide_load,
+    cmd.UnloadSkill: skills.decide_unload,
+    cmd.EnterStage: pipeline.decide_enter,
+    cmd.ExitStage: pipeline.decide_exit,
+    cmd.OpenPoint: search.decide_open,
+    cmd.ClosePoint: search.decide_close,
+    cmd.ProposeCandidate: search.decide_candidate,
+    cmd.TryMutation: search.decide_mutation,
+    cmd.TryAlgorithm: search.decide_algorithm,
+    cmd.Verify: verdict.decide_verify,
+    cmd.Fail: verdict.decide_fail,
+    cmd.Abandon: verdict.decide_abandon,
+    cmd.Stop: stop.decide_stop,
+    cmd.RecordReport: _report,
+    cmd.SetPolicy: _set_policy,
+    cmd.AddNote: _note,
+}
+
+
+def decide(state: State, command: object) -> Decision | Refusal:
+    """The events `command` appends on `state`, or the Refusal naming the rule that forbids it.
+
+    Raises BadInput (exit 2) for malformed values: an unknown skill, stage, attempt, policy key
+    or failure category, a malformed config, a value that is not plain JSON.
+    """
+    result = _decide(state, command)
+    if isinstance(result, Refusal):
+        return attrs.evolve(result, allowed=tuple(allowed(state)))
+    return result
+
+
+def _decide(state: State, command: object) -> Result:
+    if isinstance(command, cmd.Init):
+        return _init(state, command)
+    if state.op is None:
+        raise BadInput("the op has no ledger yet", hint="tune-ledger init OP")
+    decider = _DECIDERS.get(type(command))
+    if decider is None:
+        raise BadInput(f"unknown command {type(command).__name__}")
+    if not isinstance(command, _BOOKKEEPING):
+        gate = stop.stopped_refusal(state)
+        if gate is None and not isinstance(command, _ACTIVATION_STEPS):
+            gate = activation.activation_gate(state)
+        if gate is not None:
+            return gate
+    return decider(state, command)

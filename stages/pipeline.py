@@ -1,0 +1,147 @@
+"""R4 Stage order: frontend -> swimlane -> incore -> algorithm, with entry and exit conditions."""
+
+from __future__ import annotations
+
+from ledger.errors import BadInput
+from ledger.events import STAGES, TUNE_SKILLS, ExitCondition, Stage, StageEntered, StageExited
+from ledger.state import State
+from stages.commands import EnterStage, ExitStage
+from stages.outcome import Result, accept, refuse
+from stages.policy import effective_policy
+from stages.refusal import Refusal
+
+
+def known_stage(name: str) -> Stage:
+    """`name` when it is a stage, else BadInput."""
+    if name not in STAGES:
+        raise BadInput(f"unknown stage {name!r}", hint=f"stages: {', '.join(STAGES)}")
+    return name
+
+
+def active_stage(state: State) -> str | None:
+    """The stage entered and not yet exited, if any."""
+    if state.stage is None or state.stage in state.exited:
+        return None
+    return state.stage
+
+
+def next_stage(state: State) -> str | None:
+    """The one stage that may be entered next (no skipping, no going back), if any."""
+    return STAGES[len(state.entered)] if len(state.entered) < len(STAGES) else None
+
+
+def target_met(state: State) -> bool:
+    """True when the best time is at or below the target (R4, R10)."""
+    return state.target is not None and state.best is not None and (
+        state.best.time_us <= state.target.target_us
+    )
+
+
+def utilization_met(util_pct: float | None, bubble_pct: float | None, state: State) -> bool:
+    """True when utilization is above and bubble rate below the policy limits (R4, R10)."""
+    policy = effective_policy(state)
+    return (util_pct is not None and bubble_pct is not None
+            and util_pct > float(policy["util_stop_pct"])
+            and bubble_pct < float(policy["bubble_stop_pct"]))
+
+
+def entry_blocker(state: State, stage: str) -> Refusal | None:
+    """Why `stage` may not be entered now (R2, R3, R4), or None."""
+    if stage in state.entered:
+        return refuse("R4", f"stage {stage} was already entered: no going back",
+                      f"stages entered: {', '.join(state.entered)}",
+                      "continue in the current stage or exit it")
+    expected = next_stage(state)
+    if stage != expected:
+        return refuse("R4", f"stage {stage} would skip {expected}: stages go "
+                      + " -> ".join(STAGES), f"the next stage is {expected}",
+                      f"enter {expected} first (tune-ledger stage enter OP {expected})")
+    if state.target is None:
+        return refuse("R3", f"stage {stage} needs the Performance target sheet",
+                      "no target sheet is recorded", "write it: tune-ledger target OP ...")
+    previous = STAGES[STAGES.index(stage) - 1] if stage != STAGES[0] else None
+    if previous is not None and previous not in state.exited:
+        return refuse("R4", f"stage {stage} needs {previous} exited", f"{previous} is current",
+                      f"exit {previous} when an exit condition holds (tune-ledger stage exit)")
+    loaded = [s for s in state.skills if s in TUNE_SKILLS]
+    if loaded:
+        return refuse("R2", f"unload {loaded[0]} before entering {stage}",
+                      f"{loaded[0]} is loaded", f"tune-ledger skill unload OP {loaded[0]}")
+    if stage == "algorithm":
+        return _algorithm_blocker(state)
+    return None
+
+
+def _algorithm_blocker(state: State) -> Refusal | None:
+    if not state.report_after_incore:
+        return refuse("R4", "the algorithm stage needs a tuning report generated after incore "
+                      "exited", "no report since incore exited", "tune-ledger report OP")
+    if target_met(state):
+        return refuse("R4", "the algorithm stage is only for a target still unmet",
+                      "the best already meets the target", "stop the campaign")
+    return None
+
+
+def decide_enter(state: State, command: EnterStage) -> Result:
+    """Enter the next stage when its entry conditions hold (R4)."""
+    stage = known_stage(command.stage)
+    blocker = entry_blocker(state, stage)
+    if blocker is not None:
+        return blocker
+    return accept(StageEntered(stage=stage))
+
+
+def exit_condition(state: State, stage: str, by_user: bool) -> ExitCondition | None:
+    """The exit condition that holds for the current `stage`, if any (R4)."""
+    if by_user:
+        return "user"
+    if target_met(state):
+        return "target-met"
+    best = state.best.measurement if state.best else None
+    if stage == "incore" and best is not None and utilization_met(
+        best.util_pct, best.bubble_pct, state
+    ):
+        return "utilization"
+    points = [p for p in state.points.values() if p.stage == stage]
+    if points and not any(p.is_open for p in points):
+        return "points-closed"
+    return None
+
+
+def exit_blocker(state: State, stage: str, by_user: bool) -> Refusal | None:
+    """Why the current `stage` may not be exited now (R4), or None."""
+    current = active_stage(state)
+    if stage != current:
+        return refuse("R4", f"stage {stage} is not the current stage",
+                      f"current stage: {current or 'none'}", "exit only the current stage")
+    if state.pending is not None:
+        return refuse("R4", f"stage {stage} cannot be exited with an attempt pending",
+                      f"attempt {state.pending} is pending",
+                      f"verify, fail or abandon attempt {state.pending}")
+    if state.open_point is not None:
+        return refuse("R4", f"point {state.open_point} is still open",
+                      f"point {state.open_point} is open",
+                      f"close it first (tune-ledger point close OP {state.open_point} --reason)")
+    if exit_condition(state, stage, by_user) is None:
+        held = "no optimization point was opened" if not any(
+            p.stage == stage for p in state.points.values()) else "the target is not met"
+        policy = effective_policy(state)
+        incore = (f"; core utilization > {policy['util_stop_pct']}% and bubble rate < "
+                  f"{policy['bubble_stop_pct']}% on the best measurement"
+                  if stage == "incore" else "")
+        return refuse("R4", f"no exit condition of {stage} holds", held,
+                      "exit when the target is met; every point opened in the stage is closed"
+                      f"{incore}; or the user says stop (stage exit --user-stop)")
+    return None
+
+
+def decide_exit(state: State, command: ExitStage) -> Result:
+    """Exit the current stage under the exit condition that holds (R4)."""
+    stage = known_stage(command.stage)
+    blocker = exit_blocker(state, stage, command.by_user)
+    if blocker is not None:
+        return blocker
+    condition = exit_condition(state, stage, command.by_user)
+    if condition is None:  # exit_blocker refuses this case; kept for the type checker
+        raise BadInput(f"no exit condition of {stage} holds")
+    return accept(StageExited(stage=stage, condition=condition, reason=command.reason))

@@ -1,0 +1,146 @@
+"""Policy: the protocol's tunable thresholds, their defaults, and the values an op recorded.
+
+An op's policy is recorded in its ledger (`policy.set` events): `init` pins every default under
+the key `defaults`, and later `policy` commands override single keys. Decisions read
+`effective_policy(state)`, so a replay re-derives every past decision even after the defaults
+in this file change.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ledger.errors import BadInput
+from ledger.state import State
+
+# `policy.set` key under which `init` records the whole default policy.
+DEFAULTS_KEY = "defaults"
+
+DEFAULT_POLICY: Mapping[str, Any] = {
+    # R7: warn when a point's candidate phase has fewer or more candidates than this.
+    "candidates_min": 5,
+    "candidates_max": 15,
+    # R7: how many runner-up candidates are kept as alternates.
+    "alternates": 3,
+    # R7: consecutive mutations without gain that exhaust a point, per stage.
+    "patience.frontend": 5,
+    "patience.swimlane": 8,
+    "patience.incore": 5,
+    # R8: with one sample on a side, a relative difference within this is noise.
+    "noise_threshold": 0.01,
+    # R8: with repeated samples on both sides, a seeded bootstrap interval of the ratio of medians.
+    "bootstrap_resamples": 2000,
+    "bootstrap_confidence": 0.95,
+    # R4/R10: core utilization above and bubble rate below these stop the campaign.
+    "util_stop_pct": 80.0,
+    "bubble_stop_pct": 10.0,
+    # R10: which average `util_pct` is. The ledger only compares the recorded number; this names
+    # what the measuring tool must report. "all-cores": busy time summed over every core of the
+    # part divided by (cores x wall time) - idle cores count against utilization, so a kernel
+    # that leaves cores unused cannot stop the campaign. "active-cores": only cores that ran work.
+    "utilization_stop_scope": "all-cores",
+    # R9: an algorithm idea this similar (difflib ratio or token Jaccard) to a failed one
+    # is a retry.
+    "retry_similarity": 0.9,
+}
+
+UTILIZATION_SCOPES = ("all-cores", "active-cores")
+
+# The keys a verdict depends on; each VerdictReached records them (R8).
+NOISE_KEYS = ("noise_threshold", "bootstrap_resamples", "bootstrap_confidence")
+STOP_KEYS = ("util_stop_pct", "bubble_stop_pct", "utilization_stop_scope")
+
+
+def effective_policy(state: State) -> dict[str, Any]:
+    """The policy in force: the defaults, overridden by the op's recorded policy events."""
+    return {**DEFAULT_POLICY, **state.policy}
+
+
+def patience(policy: Mapping[str, Any], stage: str) -> int:
+    """N: consecutive mutations without gain that exhaust a point of `stage` (R7)."""
+    return int(policy[f"patience.{stage}"])
+
+
+def verdict_policy(policy: Mapping[str, Any], stage: str) -> dict[str, Any]:
+    """The policy values a verify decision applies, as recorded in its VerdictReached (R8)."""
+    applied = {key: policy[key] for key in (*NOISE_KEYS, *STOP_KEYS)}
+    key = f"patience.{stage}"
+    if key in policy:
+        applied[key] = policy[key]
+    return applied
+
+
+# --- validation ----------------------------------------------------------------------------
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {value!r}")
+    return float(value)
+
+
+def _count(low: int, high: int | None = None) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"expected an integer, got {value!r}")
+        if value < low or (high is not None and value > high):
+            upper = "" if high is None else f" and <= {high}"
+            raise ValueError(f"expected an integer >= {low}{upper}, got {value!r}")
+        return value
+
+    return check
+
+
+def _fraction(low: float, high: float, *, low_open: bool, high_open: bool) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        number = _number(value)
+        below = number <= low if low_open else number < low
+        above = number >= high if high_open else number > high
+        if below or above:
+            raise ValueError(f"expected a number within {'(' if low_open else '['}{low}, "
+                             f"{high}{')' if high_open else ']'}, got {value!r}")
+        return value
+
+    return check
+
+
+def _scope(value: Any) -> Any:
+    if value not in UTILIZATION_SCOPES:
+        raise ValueError(f"expected one of {', '.join(UTILIZATION_SCOPES)}, got {value!r}")
+    return value
+
+
+_CHECKS: Mapping[str, Callable[[Any], Any]] = {
+    "candidates_min": _count(0),
+    "candidates_max": _count(1),
+    "alternates": _count(0),
+    "patience.frontend": _count(1),
+    "patience.swimlane": _count(1),
+    "patience.incore": _count(1),
+    "noise_threshold": _fraction(0.0, 1.0, low_open=False, high_open=True),
+    "bootstrap_resamples": _count(100, 1_000_000),
+    "bootstrap_confidence": _fraction(0.5, 1.0, low_open=True, high_open=True),
+    "util_stop_pct": _fraction(0.0, 100.0, low_open=False, high_open=False),
+    "bubble_stop_pct": _fraction(0.0, 100.0, low_open=False, high_open=False),
+    "utilization_stop_scope": _scope,
+    "retry_similarity": _fraction(0.0, 1.0, low_open=True, high_open=False),
+}
+
+
+def check_policy_value(state: State, key: str, value: Any) -> None:
+    """Raise BadInput for an unknown key or a value out of range (DESIGN §3 policy)."""
+    if key not in _CHECKS:
+        known = ", ".join(sorted(_CHECKS))
+        raise BadInput(f"unknown policy key {key!r}", hint=f"known keys: {known}")
+    try:
+        _CHECKS[key](value)
+    except ValueError as e:
+        raise BadInput(f"policy {key}: {e}") from e
+    merged = {**effective_policy(state), key: value}
+    if merged["candidates_min"] > merged["candidates_max"]:
+        raise BadInput(
+            f"policy {key}: candidates_min ({merged['candidates_min']}) would exceed "
+            f"candidates_max ({merged['candidates_max']})"
+        )

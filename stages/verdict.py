@@ -1,0 +1,197 @@
+"""R8 Regression loop: the ledger's verdict on a measured attempt, judged against noise.
+
+With repeated samples on both sides, a seeded bootstrap confidence interval of the ratio
+median(attempt) / median(best) decides; with one value on either side (deterministic
+simulators), a relative threshold. Samples are sorted before resampling, so the verdict does not
+depend on their order, and the seed comes from the attempt id, so audit re-derives it exactly.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, get_args
+
+from attrs import frozen
+
+from ledger import codec
+from ledger.errors import BadInput
+from ledger.events import (
+    AttemptAbandoned,
+    AttemptFailed,
+    AttemptMeasured,
+    CampaignStopped,
+    Failure,
+    Payload,
+    Verdict,
+    VerdictReached,
+)
+from ledger.state import Attempt, State
+from stages.commands import Abandon, Fail, Verify
+from stages.outcome import Result, accept, build, nonempty, refuse
+from stages.policy import NOISE_KEYS, effective_policy, verdict_policy
+from stages.refusal import Refusal
+from stages.search import exhaustion
+from stages.stop import utilization_stop
+
+
+@frozen
+class Comparison:
+    """The statistics behind a verdict, as VerdictReached records them (R8)."""
+
+    verdict: Verdict
+    method: Literal["bootstrap", "threshold"]
+    best_median_us: float
+    attempt_median_us: float
+    ratio: float
+    low: float | None
+    high: float | None
+    threshold: float | None
+    seed: int | None
+    policy: dict[str, Any]
+
+
+def median(samples: Sequence[float]) -> float:
+    """The median of time samples."""
+    return float(statistics.median(samples))
+
+
+def seed_of(attempt_id: str) -> int:
+    """The bootstrap seed of an attempt: its id's first 8 hex digits as a number (R8)."""
+    try:
+        return int(attempt_id[:8], 16)
+    except ValueError:  # not a content id (hand-built tests): hash it instead
+        return int(codec.digest(attempt_id.encode("utf-8"))[:8], 16)
+
+
+def bootstrap_interval(best: Sequence[float], attempt: Sequence[float], resamples: int,
+                       confidence: float, seed: int) -> tuple[float, float]:
+    """The seeded bootstrap interval of median(attempt) / median(best) (R8)."""
+    import numpy as np  # imported here: only repeated samples need it, and it is slow to load
+
+    rng = np.random.default_rng(seed)
+    # Sorted first: resampling draws indices, so the interval must not depend on input order.
+    best_arr = np.sort(np.asarray(best, dtype=float))
+    attempt_arr = np.sort(np.asarray(attempt, dtype=float))
+    best_idx = rng.integers(0, len(best_arr), size=(resamples, len(best_arr)))
+    attempt_idx = rng.integers(0, len(attempt_arr), size=(resamples, len(attempt_arr)))
+    ratios = np.median(attempt_arr[attempt_idx], axis=1) / np.median(best_arr[best_idx], axis=1)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(ratios, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def compute_verdict(best_samples: Sequence[float], attempt_samples: Sequence[float],
+                    target_us: float, policy: Mapping[str, Any], seed: int) -> Comparison:
+    """The verdict on a correct attempt against the best, judged against noise (R8)."""
+    best_median, attempt_median = median(best_samples), median(attempt_samples)
+    ratio = attempt_median / best_median
+    applied = {key: policy[key] for key in NOISE_KEYS}
+    low = high = threshold = None
+    used_seed: int | None = None
+    if len(best_samples) >= 2 and len(attempt_samples) >= 2:
+        method: Literal["bootstrap", "threshold"] = "bootstrap"
+        used_seed = seed
+        low, high = bootstrap_interval(best_samples, attempt_samples,
+                                       int(policy["bootstrap_resamples"]),
+                                       float(policy["bootstrap_confidence"]), seed)
+        faster, slower = high < 1.0, low > 1.0
+    else:
+        method = "threshold"
+        threshold = float(policy["noise_threshold"])
+        faster, slower = ratio < 1.0 - threshold, ratio > 1.0 + threshold
+    verdict: Verdict = "rollback" if slower else "no-gain"
+    if faster:
+        verdict = "target-reached" if attempt_median <= target_us else "adopt"
+    return Comparison(verdict=verdict, method=method, best_median_us=best_median,
+                      attempt_median_us=attempt_median, ratio=ratio, low=low, high=high,
+                      threshold=threshold, seed=used_seed, policy=applied)
+
+
+def pending_attempt(state: State, attempt_id: str) -> Attempt | Refusal:
+    """The attempt named, when it is the pending one (R6); BadInput when unknown."""
+    attempt = state.attempts.get(attempt_id)
+    if attempt is None:
+        raise BadInput(f"unknown attempt {attempt_id!r}",
+                       hint="see tune-ledger log OP for attempt ids")
+    if attempt.status != "pending":
+        return refuse("R6", f"attempt {attempt_id} is not pending",
+                      f"attempt {attempt_id} is {attempt.status}"
+                      + (f" ({attempt.verdict})" if attempt.verdict else ""),
+                      "verify, fail or abandon only the pending attempt")
+    return attempt
+
+
+def _failure_of(measured: AttemptMeasured) -> Literal["accuracy", "layout"] | None:
+    if not all(output.all_close for output in measured.outputs):
+        return "accuracy"
+    return "layout" if measured.layout_exit != 0 else None
+
+
+def decide_verify(state: State, command: Verify) -> Result:
+    """Record the verifier's result and the verdict the ledger computes from it (R7, R8, R10)."""
+    attempt = pending_attempt(state, command.attempt)
+    if isinstance(attempt, Refusal):
+        return attempt
+    measured = build(AttemptMeasured, "measurement", attempt=attempt.id,
+                     outputs=command.outputs, layout_exit=command.layout_exit,
+                     times_us=command.times_us, origin=command.origin,
+                     util_pct=command.util_pct, bubble_pct=command.bubble_pct,
+                     metrics=command.metrics)
+    best, sheet = state.best, state.target
+    if best is None or sheet is None:  # the sheet precedes every stage and so every attempt
+        raise BadInput("no target sheet: nothing to compare with")
+    policy = effective_policy(state)
+    failure = _failure_of(measured)
+    if failure is not None:
+        verdict = VerdictReached(
+            attempt=attempt.id, verdict="rollback", failure=failure, method="failure",
+            best_attempt=best.attempt, best_median_us=median(best.measurement.times_us),
+            attempt_median_us=median(measured.times_us),
+            ratio=median(measured.times_us) / median(best.measurement.times_us),
+            policy=verdict_policy(policy, attempt.stage))
+    else:
+        stats = compute_verdict(best.measurement.times_us, measured.times_us, sheet.target_us,
+                                policy, seed_of(attempt.id))
+        verdict = VerdictReached(
+            attempt=attempt.id, verdict=stats.verdict, failure=None, method=stats.method,
+            best_attempt=best.attempt, best_median_us=stats.best_median_us,
+            attempt_median_us=stats.attempt_median_us, ratio=stats.ratio, low=stats.low,
+            high=stats.high, threshold=stats.threshold, seed=stats.seed,
+            policy=verdict_policy(policy, attempt.stage))
+    events: list[Payload] = [measured, verdict]
+    adopted = verdict.verdict in ("adopt", "target-reached")
+    closed = exhaustion(state, attempt, adopted, failure)
+    if closed is not None:
+        events.append(closed)
+    if verdict.verdict == "target-reached":
+        events.append(CampaignStopped(
+            reason="target-reached",
+            detail=f"best {verdict.attempt_median_us:g} µs <= target {sheet.target_us:g} µs"))
+    elif adopted:
+        stop = utilization_stop(state, measured.util_pct, measured.bubble_pct)
+        if stop is not None:
+            events.append(stop)
+    return accept(*events)
+
+
+def decide_fail(state: State, command: Fail) -> Result:
+    """Record that the pending attempt failed; its verdict is rollback (R7, R8)."""
+    attempt = pending_attempt(state, command.attempt)
+    if isinstance(attempt, Refusal):
+        return attempt
+    if command.category not in get_args(Failure):
+        raise BadInput(f"unknown failure category {command.category!r}",
+                       hint=f"one of {', '.join(get_args(Failure))}")
+    return accept(build(AttemptFailed, "failure", attempt=attempt.id,
+                        category=command.category, detail=command.detail,
+                        origin=command.origin))
+
+
+def decide_abandon(state: State, command: Abandon) -> Result:
+    """Give up the pending attempt without a result (R6)."""
+    attempt = pending_attempt(state, command.attempt)
+    if isinstance(attempt, Refusal):
+        return attempt
+    reason = nonempty(command.reason, "the reason to abandon")
+    return accept(AttemptAbandoned(attempt=attempt.id, reason=reason))

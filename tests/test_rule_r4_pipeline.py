@@ -1,0 +1,127 @@
+"""R4 Stage order: frontend -> swimlane -> incore -> algorithm, entry and exit conditions."""
+
+from __future__ import annotations
+
+import pytest
+from driver import candidate, in_point, in_stage, vec, with_sheet
+
+from ledger.errors import BadInput
+from stages import allowed
+from stages import commands as cmd
+
+REPORT = cmd.RecordReport(path="custom/softmax/softmax_tuning_report.md", digest="r")
+
+
+def test_frontend_is_entered_first_and_stages_are_not_skipped() -> None:
+    driver = with_sheet()
+    refusal = driver.refusal(cmd.EnterStage(stage="swimlane"))
+    assert refusal.rule == "R4" and "next stage is frontend" in refusal.blocking
+    driver.run(cmd.EnterStage(stage="frontend"))
+    assert driver.state.stage == "frontend"
+
+
+def test_there_is_no_going_back() -> None:
+    driver = in_stage("swimlane")
+    refusal = driver.refusal(cmd.EnterStage(stage="frontend"))
+    assert refusal.rule == "R4" and "no going back" in refusal.message
+
+
+def test_the_next_stage_needs_the_previous_one_exited() -> None:
+    driver = in_stage("frontend")
+    driver.run(cmd.UnloadSkill(name="tune-frontend"))
+    assert driver.refusal(cmd.EnterStage(stage="swimlane")).rule == "R4"
+
+
+def test_an_unknown_stage_is_bad_input() -> None:
+    with pytest.raises(BadInput):
+        with_sheet().run(cmd.EnterStage(stage="backend"))
+
+
+def test_a_stage_without_an_exit_condition_cannot_be_exited() -> None:
+    driver = in_stage("frontend")
+    refusal = driver.refusal(cmd.ExitStage(stage="frontend"))
+    assert refusal.rule == "R4" and "no optimization point was opened" in refusal.blocking
+
+
+def test_only_the_current_stage_can_be_exited() -> None:
+    driver = in_stage("swimlane")
+    refusal = driver.refusal(cmd.ExitStage(stage="frontend", by_user=True))
+    assert refusal.rule == "R4" and "not the current stage" in refusal.message
+
+
+def test_a_stage_exits_when_every_point_it_opened_is_closed() -> None:
+    driver = in_point("frontend", "F-1")
+    assert driver.refusal(cmd.ExitStage(stage="frontend")).rule == "R4"  # F-1 is still open
+    driver.run(cmd.ClosePoint(name="F-1", reason="done"))
+    driver.run(cmd.OpenPoint(name="F-2"))
+    driver.run(cmd.ClosePoint(name="F-2", reason="no stitch here", not_applicable=True))
+    events = driver.run(cmd.ExitStage(stage="frontend"))
+    assert events[0].data["condition"] == "points-closed"
+    assert driver.state.exited == {"frontend": "points-closed"}
+
+
+def test_no_exit_with_an_attempt_pending() -> None:
+    driver = in_point()
+    driver.start(candidate(vec_tile_shape=vec(32)))
+    refusal = driver.refusal(cmd.ExitStage(stage="frontend", by_user=True))
+    assert refusal.rule == "R4" and "pending" in refusal.blocking
+
+
+def test_the_users_stop_exits_a_stage() -> None:
+    driver = in_stage("frontend")
+    events = driver.run(cmd.ExitStage(stage="frontend", reason="user: enough", by_user=True))
+    assert events[0].data == {"stage": "frontend", "condition": "user", "reason": "user: enough"}
+
+
+def test_a_met_target_exits_a_stage() -> None:
+    driver = in_stage("frontend", baseline=40.0, target=50.0)
+    events = driver.run(cmd.ExitStage(stage="frontend"))
+    assert events[0].data["condition"] == "target-met"
+
+
+def test_incore_exits_on_utilization_and_bubble_of_the_best_measurement() -> None:
+    driver = in_stage("incore", util=85.0, bubble=5.0)
+    events = driver.run(cmd.ExitStage(stage="incore"))
+    assert events[0].data["condition"] == "utilization"
+
+
+def test_utilization_is_no_exit_condition_outside_incore() -> None:
+    driver = in_stage("swimlane", util=85.0, bubble=5.0)
+    assert driver.refusal(cmd.ExitStage(stage="swimlane")).rule == "R4"
+
+
+def test_utilization_exit_follows_the_policy_thresholds() -> None:
+    driver = in_stage("incore", util=85.0, bubble=5.0)
+    driver.run(cmd.SetPolicy(key="util_stop_pct", value=90))
+    assert driver.refusal(cmd.ExitStage(stage="incore")).rule == "R4"
+
+
+def test_algorithm_needs_a_report_generated_after_incore_exited() -> None:
+    driver = in_stage("incore")
+    driver.run(REPORT)  # before the exit: does not count
+    driver.run(cmd.ExitStage(stage="incore", by_user=True))
+    driver.run(cmd.UnloadSkill(name="tune-incore"))
+    refusal = driver.refusal(cmd.EnterStage(stage="algorithm"))
+    assert refusal.rule == "R4" and "report" in refusal.message
+    assert "report" in allowed(driver.state)
+    driver.run(REPORT)
+    driver.run(cmd.EnterStage(stage="algorithm"))
+    assert driver.state.stage == "algorithm"
+
+
+def test_algorithm_needs_the_target_unmet() -> None:
+    driver = in_stage("incore", baseline=40.0, target=50.0)
+    driver.run(cmd.ExitStage(stage="incore"))
+    driver.run(cmd.UnloadSkill(name="tune-incore"))
+    driver.run(REPORT)
+    refusal = driver.refusal(cmd.EnterStage(stage="algorithm"))
+    assert refusal.rule == "R4" and "target" in refusal.message
+
+
+def test_allowed_follows_the_pipeline() -> None:
+    driver = with_sheet()
+    assert "stage enter" in allowed(driver.state)
+    driver.run(cmd.EnterStage(stage="frontend"))
+    names = allowed(driver.state)
+    assert "stage enter" not in names
+    assert {"skill load", "stage exit", "point open"} <= set(names)

@@ -1,0 +1,318 @@
+"""Measuring one config: a child process under wall-time and memory limits, then its artefacts.
+
+The imperative shell of the adapter. `measure()` returns the measurement document (the JSON
+schema is in tools/pypto/README.md) and the CLI exit code; it never raises for a failed run,
+only for bad arguments (`UsageError`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from tools.pypto import artefacts, classify, numerics
+from tools.pypto.metrics import ArtefactError
+from tools.pypto.spec import OpSpec, SpecError, load_spec
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TOOL = "pypto-sim"
+SCHEMA_VERSION = 1
+TIME_METRIC = "max_work_time_us"
+EXIT_OK, EXIT_USAGE, EXIT_FAILED = 0, 2, 3
+POLL_S = 0.1
+OUTPUT_TAIL = 4000
+
+
+class UsageError(ValueError):
+    """Bad arguments: an unknown op folder, a malformed config, an unknown knob."""
+
+
+@frozen
+class Limits:
+    wall_s: float = 300.0  # upstream counts a run over 300 s as failed
+    memory_mb: float = 6144.0  # resident memory of the child and everything it starts
+
+
+@frozen
+class Request:
+    op_dir: Path
+    config: dict[str, Any]
+    shape: list[int] | None = None
+    dtype: str | None = None
+    seed: int = 0
+    numerics: bool = True
+    verify_passes: str = "all"  # all | last | graph (see child.VERIFY_PASSES)
+    layout: bool = True
+    limits: Limits = Limits()
+    keep_dir: Path | None = None
+    python: str = sys.executable
+
+
+@frozen
+class ChildRun:
+    result: dict[str, Any] | None
+    returncode: int | None
+    timed_out: bool
+    over_memory: bool
+    peak_rss_mb: float
+    wall_s: float
+    output_tail: str
+
+
+def measure(request: Request) -> tuple[dict[str, Any], int]:
+    """Run one config and return (measurement document, exit code)."""
+    try:
+        spec = load_spec(request.op_dir, request.shape, request.dtype)
+    except SpecError as e:
+        raise UsageError(str(e)) from e
+    if not isinstance(request.config, dict):
+        raise UsageError("the config must be a JSON object")
+    work = Path(tempfile.mkdtemp(prefix="tune-ledger-pypto-"))
+    try:
+        child = _run_child(spec, request, work)
+        doc = _document(spec, request, child, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if doc.get("error"):
+        raise UsageError(doc["error"])
+    return doc, EXIT_OK if doc["failure"] is None else EXIT_FAILED
+
+
+def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
+    output_dir = work / "output"
+    output_dir.mkdir()  # pypto refuses an output folder whose parent is missing
+    request_path, result_path, log_path = (work / "request.json", work / "result.json",
+                                           work / "child.log")
+    request_path.write_text(json.dumps({
+        "op_dir": os.fspath(spec.op_dir.resolve()), "op_name": spec.op_name,
+        "shape": spec.p0_shape, "dtype": spec.dtype, "config": request.config,
+        "seed": request.seed, "numerics": request.numerics,
+        "verify_passes": request.verify_passes, "rtol": spec.rtol,
+        "atol": spec.atol, "result_path": os.fspath(result_path),
+    }))
+    env = {**os.environ, "TILE_FWK_OUTPUT_DIR": os.fspath(output_dir),
+           "PYTHONPATH": os.pathsep.join(p for p in (os.fspath(REPO_ROOT),
+                                                     os.environ.get("PYTHONPATH")) if p)}
+    started = time.monotonic()
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [request.python, "-m", "tools.pypto.child", os.fspath(request_path)],
+            cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)  # its own process group: the limits cover its children
+        timed_out = over_memory = False
+        peak = 0.0
+        while process.poll() is None:
+            rss = _group_rss_mb(process.pid)
+            peak = max(peak, rss)
+            if rss > request.limits.memory_mb:
+                over_memory = True
+            elif time.monotonic() - started > request.limits.wall_s:
+                timed_out = True
+            if over_memory or timed_out:
+                _kill_group(process)
+                break
+            time.sleep(POLL_S)
+        process.wait()
+        _kill_group(process)  # helpers the child left behind (none expected)
+    wall = time.monotonic() - started
+    result = json.loads(result_path.read_text()) if result_path.is_file() else None
+    tail = log_path.read_bytes()[-OUTPUT_TAIL:].decode("utf-8", errors="replace")
+    return ChildRun(result=result, returncode=process.returncode, timed_out=timed_out,
+                    over_memory=over_memory, peak_rss_mb=round(peak, 1),
+                    wall_s=round(wall, 3), output_tail=tail)
+
+
+def _group_members(pgid: int) -> dict[int, int]:
+    """{pid: resident pages} of every process in the process group `pgid`."""
+    members = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended meanwhile
+        # After the command name: fields[2] is the process group, fields[21] the RSS in pages.
+        if int(fields[2]) == pgid:
+            members[int(entry.name)] = int(fields[21])
+    return members
+
+
+def _group_rss_mb(pgid: int) -> float:
+    """Resident memory of the child and everything it started, in MB."""
+    return sum(_group_members(pgid).values()) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the processes left in the group this module started (its leader is `process`)."""
+    for pid in _group_members(process.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _document(spec: OpSpec, request: Request, child: ChildRun, work: Path) -> dict[str, Any]:
+    result = child.result or {}
+    status = result.get("status")
+    if status == "config-error":
+        return {"error": f"config rejected by {spec.impl_path.name}: {result['error']}"}
+    doc = _skeleton(spec, request, child, result)
+    failure = None
+    if status == "numerics-error":
+        failure = classify.Failure("runtime", "no numerics: " + str(result.get("error")))
+    elif status != "ok" or child.timed_out or child.over_memory:
+        error_text = str(result.get("error") or "") or child.output_tail
+        failure = classify.classify(
+            timed_out=child.timed_out, over_memory=child.over_memory,
+            returncode=child.returncode, error_text=error_text,
+            wall_limit_s=request.limits.wall_s, memory_limit_mb=request.limits.memory_mb,
+            peak_rss_mb=child.peak_rss_mb) or classify.Failure(
+                "runtime", f"the run ended without a result (exit {child.returncode})")
+    else:
+        failure = _measured(doc, spec, request, result, work)
+    if request.layout:
+        doc["layout_exit"], doc["layout_output"] = run_layout_check(spec, request)
+        if failure is None and doc["layout_exit"] != 0:
+            failure = classify.Failure("layout", f"layout_check.py exited {doc['layout_exit']}")
+    doc["failure"] = None if failure is None else {"category": failure.category,
+                                                   "detail": failure.detail}
+    return doc
+
+
+def _skeleton(spec: OpSpec, request: Request, child: ChildRun,
+              result: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": TOOL,
+        "tool_version": _pypto_version(request.python),
+        "op": spec.op_name,
+        "shape": spec.p0_shape,
+        "dtype": spec.dtype,
+        "seed": request.seed,
+        "config": result.get("config", request.config),
+        "time_metric": TIME_METRIC,
+        "time_us": None,
+        "times_us": [],
+        "util_pct": None,
+        "bubble_pct": None,
+        "metrics": {},
+        "outputs": [],
+        "artefacts": {},
+        "env": {"host": platform.node(), "python": request.python,
+                "torch": result.get("torch_version"),
+                "numerics_patch": result.get("numerics_patch")},
+        "run": {"wall_s": child.wall_s, "peak_rss_mb": child.peak_rss_mb,
+                "import_s": result.get("import_s"), "run_s": result.get("run_s"),
+                "exit_code": child.returncode, "wall_limit_s": request.limits.wall_s,
+                "memory_limit_mb": request.limits.memory_mb},
+    }
+
+
+def _measured(doc: dict[str, Any], spec: OpSpec, request: Request, result: dict[str, Any],
+              work: Path) -> classify.Failure | None:
+    """Fill the document from the artefacts of a completed run; the failure it shows, if any."""
+    try:
+        run = artefacts.read_run_folder(artefacts.find_run_folder(work / "output"))
+    except (ArtefactError, OSError) as e:
+        return classify.Failure("runtime", f"artefacts unreadable: {e}")
+    fill_from_artefacts(doc, run)
+    if request.keep_dir is not None:
+        doc["artefact_dir"] = os.fspath(_keep(run.folder, request.keep_dir))
+    if not request.numerics:
+        doc["numerics"] = "skipped (--no-numerics): no accuracy evidence"
+        return None
+    if run.verify_rows is None:
+        return classify.Failure("runtime", "pass-verify wrote no verify_result_brief.csv: "
+                                           "no accuracy evidence")
+    compares = [numerics.OutputCompare(**c) for c in result.get("compares", [])]
+    doc["numerics"] = f"pass-verify on the host, passes checked: {request.verify_passes}"
+    doc["outputs"] = numerics.output_evidence(compares, run.verify_rows, spec.rtol, spec.atol)
+    bad = [o for o in doc["outputs"] if not o["all_close"]]
+    if bad:
+        return classify.Failure("accuracy", "; ".join(f"{o['name']}: {o['reason']}"
+                                                      for o in bad))
+    return None
+
+
+def fill_from_artefacts(doc: dict[str, Any], run: artefacts.RunArtefacts) -> None:
+    """Times, percentages, metrics, cross-check and digests of a parsed run folder."""
+    figures = run.metrics
+    doc["time_us"] = figures[TIME_METRIC]
+    doc["times_us"] = [figures[TIME_METRIC]]  # one sample: the simulator is deterministic
+    doc["util_pct"] = figures["util_pct"]
+    doc["bubble_pct"] = figures["bubble_pct"]
+    doc["metrics"] = {k: v for k, v in figures.items()
+                      if k not in (TIME_METRIC, "util_pct", "bubble_pct")}
+    doc["metrics_source"] = run.metrics_source
+    doc["crosscheck"] = run.crosscheck
+    doc["artefacts"] = run.digests
+    if run.verify_rows is not None:
+        doc["pass_verify"] = numerics.pass_summary(run.verify_rows)
+
+
+def _keep(folder: Path, keep_dir: Path) -> Path:
+    keep_dir.mkdir(parents=True, exist_ok=True)
+    target = keep_dir / folder.name
+    shutil.move(os.fspath(folder), os.fspath(target))
+    return target.resolve()
+
+
+def run_layout_check(spec: OpSpec, request: Request) -> tuple[int, str]:
+    """The op's layout check on the config: (exit code, its output's tail)."""
+    if not spec.layout_check_path.is_file():
+        return 1, f"{spec.layout_check_path} is missing"
+    done = subprocess.run(
+        [request.python, os.fspath(spec.layout_check_path), "--config",
+         json.dumps(request.config)],
+        capture_output=True, text=True, check=False, timeout=120, stdin=subprocess.DEVNULL)
+    return done.returncode, (done.stdout + done.stderr)[-OUTPUT_TAIL:]
+
+
+def _pypto_version(python: str) -> str | None:
+    """pypto's version as installed for `python` (read from metadata, without importing it)."""
+    done = subprocess.run(
+        [python, "-c", "from importlib import metadata; print(metadata.version('pypto'))"],
+        capture_output=True, text=True, check=False, timeout=60)
+    return done.stdout.strip() or None
+
+
+def parse_perf_dir(directory: Path, spec: OpSpec | None = None,
+                   request: Request | None = None) -> tuple[dict[str, Any], int]:
+    """The document of an existing artefact folder (no run; outputs from pass-verify only)."""
+    try:
+        run = artefacts.read_run_folder(artefacts.find_run_folder(directory))
+    except (ArtefactError, OSError) as e:
+        raise UsageError(str(e)) from e
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "tool": TOOL,
+                           "tool_version": None, "time_metric": TIME_METRIC,
+                           "artefact_dir": os.fspath(run.folder), "outputs": []}
+    fill_from_artefacts(doc, run)
+    failure = None
+    if run.verify_rows is not None:
+        names = spec.io_names() if spec is not None else None
+        doc["outputs"] = numerics.evidence_from_rows(run.verify_rows, names)
+        doc["numerics"] = "from verify_result_brief.csv (6-decimal max diffs)"
+        bad = [o for o in doc["outputs"] if not o["all_close"]]
+        if bad:
+            failure = classify.Failure("accuracy", "; ".join(
+                f"{o['name']}: {o['reason']}" for o in bad))
+    if spec is not None and request is not None and request.layout:
+        doc["layout_exit"], doc["layout_output"] = run_layout_check(spec, request)
+        if failure is None and doc["layout_exit"] != 0:
+            failure = classify.Failure("layout", f"layout_check.py exited {doc['layout_exit']}")
+    doc["failure"] = None if failure is None else {"category": failure.category,
+                                                   "detail": failure.detail}
+    return doc, EXIT_OK if failure is None else EXIT_FAILED
