@@ -13,7 +13,7 @@ from typing import Any
 from attrs import frozen
 
 from ledger import codec, projections, provenance, splice
-from ledger.errors import BadInput, Conflict, LedgerError
+from ledger.errors import BadInput, Conflict, HandBack, LedgerError
 from ledger.events import Payload
 from ledger.record import Draft, Event, converter
 from ledger.replay import replay
@@ -78,25 +78,40 @@ class OpLedger:
         log = self.store.read()
         return Loaded(log=log, state=replay(log.events))
 
+    def earlier(self, key: str, request: str) -> Outcome | None:
+        """The original result of a command retried with idempotency key `key`, or None.
+
+        Raises BadInput when the key was used for a different request, and the recorded
+        hand-back again when the original command was a failed activation (DESIGN §5).
+        """
+        if not self.exists():
+            return None
+        loaded = self.load()
+        return _replayed(loaded, key, request)
+
     def execute(
         self,
         command: Any,
         *,
         key: str | None = None,
         command_line: str | None = None,
+        request: str | None = None,
     ) -> Outcome:
-        """Decide `command` on the current state and append its events (or raise its refusal)."""
+        """Decide `command` on the current state and append its events (or raise its refusal).
+
+        `request` identifies the command for `key` (default: a digest of the command); the CLI
+        passes a digest of its arguments, so a retried `verify --run` is matched before the
+        verifier runs again.
+        """
         from stages import Refusal, decide
 
-        request = request_digest(command)
+        request = request or request_digest(command)
         for _ in range(_MAX_CONFLICT_RETRIES):
             loaded = self.load() if self.exists() else None
-            log_events: Sequence[Event] = loaded.log.events if loaded else ()
-            if key is not None:
-                earlier = _events_for_key(log_events, key, request)
-                if earlier:
-                    state = loaded.state if loaded else State()
-                    return Outcome(events=earlier, warnings=(), state=state, replayed=True)
+            if key is not None and loaded is not None:
+                original = _replayed(loaded, key, request)
+                if original is not None:
+                    return original
             state = loaded.state if loaded else State()
             decision = decide(state, command)
             if isinstance(decision, Refusal):
@@ -154,6 +169,23 @@ class OpLedger:
         )
         return splice.write_if_changed(self.memory_path, text)
 
+    def write_report_files(self) -> Any:
+        """Write OP_tuning_report.md and its SVG chart; return the command that records them.
+
+        The same files as `reporting.write_report`, which also appends the event; the CLI
+        appends it itself so that a retried idempotency key is matched first.
+        """
+        from ledger import report
+        from stages import commands as cmd
+        from stages.policy import effective_policy
+
+        state = self.load().state
+        markdown, svg = report.render_report(state, None, effective_policy(state))
+        splice.write_if_changed(self.dir / report.report_name(self.op), markdown)
+        splice.write_if_changed(self.dir / report.chart_name(self.op), svg)
+        relative = (self.dir / report.report_name(self.op)).relative_to(self.root).as_posix()
+        return cmd.RecordReport(path=relative, digest=codec.digest(markdown.encode("utf-8")))
+
 
 def _with_key(written_by: Any, key: str, request: str) -> Any:
     from attrs import evolve
@@ -161,9 +193,41 @@ def _with_key(written_by: Any, key: str, request: str) -> Any:
     return evolve(written_by, key=key, request=request)
 
 
+def _replayed(loaded: Loaded, key: str, request: str) -> Outcome | None:
+    found = _events_for_key(loaded.log.events, key, request)
+    if not found:
+        return None
+    _raise_recorded_refusal(found, loaded.state)
+    return Outcome(events=found, warnings=(), state=loaded.state, replayed=True)
+
+
+def _raise_recorded_refusal(events: Sequence[Event], state: State) -> None:
+    """A retried failed activation fails again: its hand-back is the original result (R1)."""
+    from stages import allowed
+
+    failed = next((e for e in events if e.type == "activation.failed"), None)
+    if failed is None:
+        return
+    problems = "; ".join(failed.data.get("problems", ())) or "activation failed"
+    raise HandBack(
+        f"activation failed: {problems}",
+        rule="R1",
+        blocking=problems,
+        hint=f"hand back to {failed.data.get('handed_back_to', 'the orchestrator')}: fix "
+        "accuracy, record passing evidence for the current implementation, then activate",
+        allowed=allowed(state),
+        details={"replayed": True},
+    )
+
+
+# Written by the store while appending a keyed command, not by the command itself.
+_NOT_THE_COMMANDS = frozenset({"ledger.repaired"})
+
+
 def _events_for_key(events: Sequence[Event], key: str, request: str) -> tuple[Event, ...]:
     """The events an earlier command with this idempotency key appended (DESIGN §5)."""
-    found = tuple(e for e in events if e.provenance.get("key") == key)
+    found = tuple(e for e in events
+                  if e.provenance.get("key") == key and e.type not in _NOT_THE_COMMANDS)
     if found and found[0].provenance.get("request") != request:
         raise BadInput(
             f"idempotency key {key!r} was used before for a different command",

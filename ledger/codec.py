@@ -34,7 +34,15 @@ def canonical_json(value: Any) -> str:
     # Only the standard library encodes, so the committed bytes never depend on an optional
     # package: orjson and json format some floats differently (1e+16 vs 1e16).
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+                      allow_nan=False, default=_plain_scalar)
+
+
+def _plain_scalar(value: Any) -> Any:
+    # numpy scalars (np.float32, np.int64, ...) arrive where callers pass measurement arrays;
+    # they become the equal Python number. Checked by duck type so numpy is not imported here.
+    if hasattr(value, "dtype") and hasattr(value, "item") and getattr(value, "shape", None) == ():
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON data")
 
 
 def digest(data: bytes) -> str:

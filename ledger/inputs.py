@@ -23,9 +23,17 @@ def parse_json_value(text: str, what: str) -> Any:
     except ValueError as e:
         raise BadInput(
             f"{what} is not valid JSON: {text!r} ({e})",
-            hint='quote JSON for the shell, e.g. --config \'{"vec_tile_shape": [1, 32, 1, 256]}\'',
+            hint=_JSON_HINTS.get(what, "give a JSON value: a number, true/false, \"text\" "
+                                 "(quoted), [a list] or {an object}; quote it for the shell"),
         ) from e
     return value
+
+
+_JSON_HINTS = {
+    "--config": 'quote JSON for the shell, e.g. --config \'{"vec_tile_shape": [1, 32, 1, 256]}\'',
+    "--set": "VALUE is JSON: --set vec_tile_shape=[1,32,1,256], --set stitch=64, "
+    "--set mode='\"fast\"' (strings in double quotes)",
+}
 
 
 def _refuse_constant(name: str) -> Any:
@@ -54,7 +62,8 @@ def parse_bool(text: str, what: str) -> bool:
     try:
         return _TRUE[text.lower()]
     except KeyError:
-        raise BadInput(f"{what} must be true or false, got {text!r}") from None
+        raise BadInput(f"{what} must be true or false, got {text!r}",
+                       hint="e.g. --output y=true (also 1/0, yes/no)") from None
 
 
 def parse_float(text: str, what: str) -> float:
@@ -78,19 +87,31 @@ def parse_percent(text: str | None, what: str) -> float | None:
     return value
 
 
+def parse_seconds(text: str | None, what: str) -> float | None:
+    """Parse a positive, finite number of seconds (a wall-time limit), or None."""
+    if text is None:
+        return None
+    value = parse_float(text, what)
+    if value <= 0:
+        raise BadInput(f"{what} must be > 0 seconds, got {text!r}")
+    return value
+
+
 def parse_outputs(assignments: Iterable[str], max_diffs: Iterable[str]) -> tuple[OutputCheck, ...]:
     """Build output checks from `--output NAME=true|false` and `--max-diff NAME=X`."""
     closes: dict[str, bool] = {}
     for text in assignments:
         name, value = split_assignment(text, "--output")
         if name in closes:
-            raise BadInput(f"output {name!r} is given twice")
+            raise BadInput(f"output {name!r} is given twice",
+                           hint="give each output once: --output NAME=true|false")
         closes[name] = parse_bool(value, f"--output {name}")
     diffs: dict[str, float] = {}
     for text in max_diffs:
         name, value = split_assignment(text, "--max-diff")
         if name not in closes:
-            raise BadInput(f"--max-diff names {name!r}, which no --output gives")
+            raise BadInput(f"--max-diff names {name!r}, which no --output gives",
+                           hint=f"add --output {name}=true|false, or fix the name")
         diffs[name] = parse_float(value, f"--max-diff {name}")
     if not closes:
         raise BadInput("no outputs given", hint="give --output NAME=true|false for every output")
@@ -106,10 +127,15 @@ def outputs_from_document(doc: Any, source: str) -> tuple[OutputCheck, ...]:
     checks = []
     for item in doc["outputs"]:
         try:
-            checks.append(OutputCheck(name=str(item["name"]), all_close=bool(item["all_close"]),
+            all_close = item["all_close"]
+            if not isinstance(all_close, bool):  # "false" must not count as true
+                raise TypeError(f"all_close must be true or false, got {all_close!r}")
+            checks.append(OutputCheck(name=str(item["name"]), all_close=all_close,
                                       max_diff=item.get("max_diff")))
         except (KeyError, TypeError, ValueError) as e:
-            raise BadInput(f"{source}: bad output entry {item!r} ({e})") from e
+            raise BadInput(f"{source}: bad output entry {item!r} ({e})",
+                           hint="each output is {\"name\": ..., \"all_close\": true|false, "
+                           "\"max_diff\": number}") from e
     if not checks:
         raise BadInput(f"{source} lists no outputs")
     return tuple(checks)

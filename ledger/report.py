@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from ledger.formatting import (
     change_pct,
@@ -257,6 +256,22 @@ def _nice_step(span: float, ticks: int = 5) -> float:
         if raw <= factor * power:
             return factor * power
     return 10.0 * power
+
+
+def escape(text: str) -> str:
+    """`text` escaped for SVG character data (xml.sax.saxutils.escape)."""
+    # Imported on use: xml.sax.saxutils pulls in urllib.request, http and email, which every
+    # CLI command would otherwise load at startup for a chart that only `report` draws.
+    from xml.sax.saxutils import escape as xml_escape
+
+    return xml_escape(text)
+
+
+def quoteattr(text: str) -> str:
+    """`text` as a quoted SVG attribute value (xml.sax.saxutils.quoteattr)."""
+    from xml.sax.saxutils import quoteattr as xml_quoteattr
+
+    return xml_quoteattr(text)
 
 
 def render_chart(state: State, walk: Sequence[Step]) -> str:

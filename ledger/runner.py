@@ -16,9 +16,10 @@ from typing import Any
 
 from attrs import frozen
 
-from ledger import codec
+from ledger import codec, inputs
 from ledger.errors import BadInput
 from ledger.events import FAILURES, Origin
+from stages import commands as cmd
 
 OUTPUT_TAIL = 2000  # characters of a failed command's output kept in the failure detail
 
@@ -33,6 +34,15 @@ class CommandRun:
     output_digest: str
     duration_s: float
     timed_out: bool
+
+
+@frozen
+class Document:
+    """A measurement document, its provenance, and where it came from (for messages)."""
+
+    doc: dict[str, Any]
+    origin: Origin
+    source: str
 
 
 def run_command(command: str, cwd: Path, timeout_s: float | None = None) -> CommandRun:
@@ -120,7 +130,8 @@ def times_of(doc: dict[str, Any], source: str) -> tuple[float, ...]:
     if raw is None and doc.get("time_us") is not None:
         raw = [doc["time_us"]]
     if not isinstance(raw, list) or not raw:
-        raise BadInput(f"{source} has no times_us list or time_us value")
+        raise BadInput(f"{source} has no times_us list or time_us value",
+                       hint="a measurement gives times_us: [µs, ...] (or time_us: µs)")
     try:
         return tuple(float(t) for t in raw)
     except (TypeError, ValueError) as e:
@@ -148,3 +159,92 @@ def perf_dir_document(directory: str) -> tuple[dict[str, Any], str, str]:
 
 def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+def file_document(path: str) -> Document:
+    """A measurement or evidence document read from a JSON file (provenance "artefact")."""
+    doc, digest = inputs.read_json_file(path)
+    if not isinstance(doc, dict):
+        raise BadInput(f"{path} must hold a JSON object", hint="see `tune-ledger verify --help`")
+    return Document(doc=doc, origin=origin_of_file(path, digest, doc), source=path)
+
+
+def dir_document(directory: str) -> Document:
+    """`DIR/measurement.json`, the PyPTO adapter's output (provenance "artefact")."""
+    doc, path, digest = perf_dir_document(directory)
+    return Document(doc=doc, origin=origin_of_file(path, digest, doc), source=path)
+
+
+def run_document(run: CommandRun, what: str) -> Document:
+    """The JSON object a command the ledger ran printed (provenance "measured").
+
+    Raises BadInput naming the command and its exit code when it printed none.
+    """
+    doc = last_json_object(run.output)
+    if doc is None:
+        raise BadInput(
+            f"{run.command!r} printed no JSON object with {what} (exit code {run.exit_code})",
+            hint=f"the command must print one JSON object with {what} on its last line; "
+            f"output tail: {_tail(run.output, 200)!r}",
+        )
+    _refuse_reported_error(doc, run.command)
+    return Document(doc=doc, origin=origin_of_run(run, doc), source=run.command)
+
+
+def _refuse_reported_error(doc: dict[str, Any], source: str) -> None:
+    # The adapter prints {"error": ...} for bad arguments: nothing was measured.
+    if "error" in doc and not any(k in doc for k in ("times_us", "time_us", "failure")):
+        raise BadInput(f"{source} reported an error: {doc['error']}",
+                       hint="fix the verifier's arguments and run it again")
+
+
+def percent_of(doc: dict[str, Any], key: str, given: float | None = None) -> float | None:
+    """A percentage from a document (R11: within [0, 100]), else `given`."""
+    value = doc.get(key)
+    return given if value is None else inputs.parse_percent(str(value), key)
+
+
+def verify_command(attempt: str, document: Document) -> cmd.Verify | cmd.Fail:
+    """The Verify (or Fail, for a run failure) command a measurement document gives (R8)."""
+    doc, source, origin = document.doc, document.source, document.origin
+    _refuse_reported_error(doc, source)
+    failure = failure_of(doc)
+    if failure is not None and failure[0] not in ("accuracy", "layout"):
+        return cmd.Fail(attempt=attempt, category=failure[0], detail=failure[1], origin=origin)
+    layout = doc.get("layout_exit")
+    if not isinstance(layout, int) or isinstance(layout, bool):
+        raise BadInput(f"{source} has no integer layout_exit",
+                       hint="the measurement needs layout_exit (the layout check's exit code)")
+    return cmd.Verify(
+        attempt=attempt, outputs=inputs.outputs_from_document(doc, source), layout_exit=layout,
+        times_us=times_of(doc, source), origin=origin,
+        util_pct=percent_of(doc, "util_pct"), bubble_pct=percent_of(doc, "bubble_pct"),
+        metrics=_metrics(doc, source),
+    )
+
+
+def run_verifier(attempt: str, command: str, cwd: Path,
+                 timeout_s: float | None) -> cmd.Verify | cmd.Fail:
+    """Run the verifier; a timeout or a run without a result becomes a failure (R8, R11)."""
+    run = run_command(command, cwd, timeout_s)
+    if run.timed_out:
+        return cmd.Fail(attempt=attempt, category="timeout",
+                        detail=f"no result within {timeout_s} s", origin=origin_of_run(run))
+    doc = last_json_object(run.output)
+    if doc is None:
+        return cmd.Fail(attempt=attempt, category="runtime", origin=origin_of_run(run),
+                        detail=f"exit {run.exit_code}: {_tail(run.output, OUTPUT_TAIL)}")
+    return verify_command(attempt, Document(doc=doc, origin=origin_of_run(run, doc),
+                                            source=command))
+
+
+def _metrics(doc: dict[str, Any], source: str) -> dict[str, float]:
+    raw = doc.get("metrics") or {}
+    if not isinstance(raw, dict):
+        raise BadInput(f"{source}: metrics must be an object of numbers")
+    return {str(k): float(v) for k, v in raw.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def _tail(text: str, size: int) -> str:
+    return text[-size:]

@@ -17,14 +17,15 @@ newline convention (CRLF stays CRLF), a byte-order mark, U+2028 and every other 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from attrs import frozen
-from markdown_it import MarkdownIt
 
 from ledger.errors import BadInput
 
@@ -39,10 +40,18 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 _BOM = "\ufeff"
 _FIX = "then run `tune-ledger render OP`"
 
-# Read-only after construction: one parser serves every call. Tables are on because GFM
-# renders MEMORY.md, and a table decides where the blocks around it end. Only the block
-# structure matters for markers, so inline parsing (half the time of a parse) is off.
-_PARSER = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
+
+
+@functools.cache
+def _parser() -> Any:
+    """The block-level Markdown parser, built on first use (status and log never splice, so
+    they do not import markdown-it)."""
+    # Read-only after construction: one parser serves every call. Tables are on because GFM
+    # renders MEMORY.md, and a table decides where the blocks around it end. Only the block
+    # structure matters for markers, so inline parsing (half the time of a parse) is off.
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
 
 
 def begin_marker(name: str) -> str:
@@ -120,7 +129,7 @@ def _marker_lines(lines: Sequence[str]) -> list[tuple[int, str, str]]:
     skip = _front_matter_lines(lines)
     source = "".join(lines[skip:]).removeprefix(_BOM)
     found: list[tuple[int, str, str]] = []
-    for token in _PARSER.parse(source):
+    for token in _parser().parse(source):
         if token.type != "html_block" or token.level != 0 or token.map is None:
             continue
         first, last = token.map

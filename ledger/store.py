@@ -361,9 +361,12 @@ class _FileSession:
             _write_all(self.fd, lines)
             os.fsync(self.fd)
         except BaseException:
-            # The append reports failure, so none of its lines may stay (all or none).
+            # The append reports failure, so none of its lines may stay (all or none), and
+            # a ledger it was creating must not be left behind empty.
             with suppress(OSError):
                 os.ftruncate(self.fd, size)
+                if created:
+                    self.path.unlink()
             raise
         if created:
             _fsync_dir(self.path.parent)

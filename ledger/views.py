@@ -43,7 +43,8 @@ def resolve_attempt(state: State, text: str) -> str:
     if not matches:
         raise BadInput(f"unknown attempt {text!r}",
                        hint="see `tune-ledger log OP` for attempt ids, or use `pending`")
-    raise BadInput(f"attempt id {text!r} is ambiguous: {', '.join(sorted(matches))}")
+    raise BadInput(f"attempt id {text!r} is ambiguous: {', '.join(sorted(matches))}",
+                   hint="give more characters of the id (see `tune-ledger log OP`)")
 
 
 def _change(attempt: Attempt) -> str:
@@ -237,9 +238,18 @@ def describe_result(attempt: str, result: dict[str, Any]) -> str:
 
 
 def audit_text(report: dict[str, Any]) -> str:
-    """One op's audit for humans."""
+    """One op's audit for humans: verdict, provenance summary, repairs, overrides, findings."""
     head = f"{report['op']}: {'clean' if not report['findings'] else 'PROBLEMS'}"
     prov = report.get("provenance", {})
-    lines = [head, "  measurements: " + ", ".join(f"{k} {v}" for k, v in sorted(prov.items()))]
+    lines = [head, f"  events: {report.get('events', 0)}",
+             "  measurements and evidence: "
+             + (", ".join(f"{k} {v}" for k, v in sorted(prov.items())) or "-")]
+    for repair in report.get("repairs", ()):
+        lines.append(f"  repaired: torn tail at line {repair.get('line')} "
+                     f"({repair.get('byte_count')} bytes) moved to {repair.get('quarantine')}")
+    for override in report.get("overrides", ()):
+        lines.append(f"  retry override: attempt {override['attempt']}: {override['reason']}")
+    for conflict in report.get("conflicts", ()):
+        lines.append(f"  conflict: {conflict}")
     lines.extend(f"  {f}" for f in report["findings"])
     return "\n".join(lines)

@@ -41,6 +41,10 @@ DEFAULT_POLICY: Mapping[str, Any] = {
     # part divided by (cores x wall time) - idle cores count against utilization, so a kernel
     # that leaves cores unused cannot stop the campaign. "active-cores": only cores that ran work.
     "utilization_stop_scope": "all-cores",
+    # R10: the stages in which the utilization stop applies. DESIGN §3 applies it everywhere;
+    # the upstream skill checks it in incore only. Utilization counts busy time, not useful
+    # work, so an op whose small tiles keep cores busy may record ["incore"] with its reason.
+    "utilization_stop_stages": ["frontend", "swimlane", "incore", "algorithm"],
     # R9: an algorithm idea this similar (difflib ratio or token Jaccard) to a failed one
     # is a retry.
     "retry_similarity": 0.9,
@@ -50,7 +54,8 @@ UTILIZATION_SCOPES = ("all-cores", "active-cores")
 
 # The keys a verdict depends on; each VerdictReached records them (R8).
 NOISE_KEYS = ("noise_threshold", "bootstrap_resamples", "bootstrap_confidence")
-STOP_KEYS = ("util_stop_pct", "bubble_stop_pct", "utilization_stop_scope")
+STOP_KEYS = ("util_stop_pct", "bubble_stop_pct", "utilization_stop_scope",
+             "utilization_stop_stages")
 
 
 def effective_policy(state: State) -> dict[str, Any]:
@@ -112,6 +117,14 @@ def _scope(value: Any) -> Any:
     return value
 
 
+def _stages(value: Any) -> Any:
+    from ledger.events import STAGES
+
+    if not isinstance(value, list) or not all(v in STAGES for v in value):
+        raise ValueError(f"expected a list of stages ({', '.join(STAGES)}), got {value!r}")
+    return value
+
+
 _CHECKS: Mapping[str, Callable[[Any], Any]] = {
     "candidates_min": _count(0),
     "candidates_max": _count(1),
@@ -125,6 +138,7 @@ _CHECKS: Mapping[str, Callable[[Any], Any]] = {
     "util_stop_pct": _fraction(0.0, 100.0, low_open=False, high_open=False),
     "bubble_stop_pct": _fraction(0.0, 100.0, low_open=False, high_open=False),
     "utilization_stop_scope": _scope,
+    "utilization_stop_stages": _stages,
     "retry_similarity": _fraction(0.0, 1.0, low_open=True, high_open=False),
 }
 

@@ -55,9 +55,25 @@ def normalize_idea(text: str) -> str:
 def similarity(first: str, second: str) -> float:
     """How alike two normalized ideas are: the higher of difflib's ratio and token Jaccard."""
     ratio = difflib.SequenceMatcher(None, first, second).ratio()
+    return max(ratio, _jaccard(first, second))
+
+
+def _jaccard(first: str, second: str) -> float:
     a, b = set(first.split()), set(second.split())
-    jaccard = len(a & b) / len(a | b) if a | b else 1.0
-    return max(ratio, jaccard)
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def _similar(first: str, second: str, threshold: float) -> float | None:
+    """`similarity(first, second)` when it reaches `threshold`, else None."""
+    # difflib's full ratio is quadratic in the text and runs once per earlier idea; its
+    # cheap upper bounds (quick_ratio >= ratio) rule most pairs out first, same answer.
+    jaccard = _jaccard(first, second)
+    matcher = difflib.SequenceMatcher(None, first, second)
+    if jaccard < threshold and (matcher.real_quick_ratio() < threshold
+                                or matcher.quick_ratio() < threshold):
+        return None
+    score = max(matcher.ratio(), jaccard)
+    return score if score >= threshold else None
 
 
 def _unsuccessful_ideas(state: State) -> list[Attempt]:
@@ -72,8 +88,8 @@ def idea_retry(state: State, description: str) -> Refusal | None:
     idea = normalize_idea(description)
     for attempt in sorted(_unsuccessful_ideas(state), key=lambda a: a.seq):
         earlier = normalize_idea(attempt.description or "")
-        score = 1.0 if earlier == idea else similarity(idea, earlier)
-        if score >= threshold:
+        score = 1.0 if earlier == idea else _similar(idea, earlier, threshold)
+        if score is not None and score >= threshold:
             outcome = outcome_of(state, attempt.id)
             return refuse(
                 "R9", f"this idea repeats attempt {attempt.id} ({outcome}): "

@@ -30,6 +30,8 @@ def utilization_stop(state: State, util_pct: float | None,
     if not utilization_met(util_pct, bubble_pct, state):
         return None
     policy = effective_policy(state)
+    if state.stage not in policy["utilization_stop_stages"]:
+        return None
     return CampaignStopped(
         reason="utilization",
         detail=f"the best has core utilization {util_pct}% > {policy['util_stop_pct']}% "

@@ -11,7 +11,7 @@ import pytest
 # tools/ is not an installed package: `python -m pytest` from the root finds it, the bare
 # `pytest` script does not.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools.pypto import classify, metrics, numerics, spec  # noqa: E402
+from tools.pypto import classify, metrics, numerics, spec
 
 DATA = Path(__file__).parent / "data" / "pypto"
 FIXTURE = DATA / "bubble_analysis_fake_task.log"
@@ -170,11 +170,12 @@ def test_clean_exit_is_no_failure() -> None:
 
 def test_front_matter_reads_json_values_and_bare_words() -> None:
     """SPEC.md front matter: JSON (YAML flow) values or bare words; anything else refused."""
-    text = '---\nop_name: softmax\np0_shapes: [[32, 32, 1, 256]]\ntolerance: {"rtol": 1.0e-5}\n---\n'
+    text = ('---\nop_name: softmax\np0_shapes: [[32, 32, 1, 256]]\n'
+            'tolerance: {"rtol": 1.0e-5}\n---\n')
     front = spec.parse_front_matter(text)
     assert front == {"op_name": "softmax", "p0_shapes": [[32, 32, 1, 256]],
                      "tolerance": {"rtol": 1e-5}}
-    with pytest.raises(spec.SpecError, match="SPEC.md:2"):
+    with pytest.raises(spec.SpecError, match=r"SPEC\.md:2"):
         spec.parse_front_matter("---\nop_name: two words\n---\n")
 
 

@@ -42,8 +42,8 @@ def test_four_processes_append_a_thousand_events_into_one_valid_chain(tmp_path: 
     assert len(log.head) == 1
     assert store.findings() == []
     # Each writer's own appends stay in the order it made them.
-    for writer in range(WRITERS):
-        mine = [t for t in texts if t.startswith(f"writer {writer} ")]
+    for number in range(WRITERS):
+        mine = [t for t in texts if t.startswith(f"writer {number} ")]
         order = [int(t.rsplit(" ", 1)[1]) for t in (e.data["text"] for e in log.events)
                  if t in mine]
         assert order == list(range(APPENDS))

@@ -222,3 +222,29 @@ def test_creating_the_ledger_fsyncs_its_folder(
     assert str(path) in synced
     assert str(path.parent) in synced  # the new file's entry
     assert str(tmp_path) in synced  # custom/ was created in the root
+
+
+def test_a_failed_write_leaves_the_ledger_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the write fails (a full disk), the append raises and no byte of it stays."""
+    path = ledger_path(tmp_path, "op")
+    store = FileStore(path)
+    store.append([note("kept")], expected_head=None)
+    before = path.read_bytes()
+    real_write = os.write
+
+    def half_then_full(fd: int, data: bytes) -> int:
+        if len(data) > 100:
+            real_write(fd, data[: len(data) // 2])
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", half_then_full)
+    with pytest.raises(OSError):
+        store.append([note("lost")], expected_head=None)
+    assert path.read_bytes() == before
+    other = FileStore(ledger_path(tmp_path, "new"))
+    with pytest.raises(OSError):
+        other.append([note("lost")], expected_head=None)
+    assert not other.path.exists()

@@ -44,7 +44,9 @@ def _ledger() -> tuple[bytes, list[int], list[Event]]:
         [skill(), note("ünïcödé \u2028 line separator \u2029 and \x85 inside")],
         [note("last batch, part one"), note("last batch, part two: 日本語")],
     ]
-    data, ends, events = b"", [], []
+    data = b""
+    ends: list[int] = []
+    events: list[Event] = []
     head: tuple[str, ...] = ()
     lamport = 0
     for drafts in batches:

@@ -67,14 +67,18 @@ def read_run_folder(folder: Path) -> RunArtefacts:
     total_cycles = metrics.parse_stat_report(read(stat_path).decode())["Total Cycles"]
     swim = _json(read(swim_path), swim_path)
     bubble_path, topo_path = sim / "bubble_analysis.log", folder / "tmp_topo_json.json"
-    if bubble_path.is_file():
-        cores = metrics.parse_bubble_log(read(bubble_path).decode())
-        source = "bubble_analysis.log"
-    else:
-        # The simulator skips its bubble analysis for some stitch settings; same formulas.
+    cores = metrics.parse_bubble_log(read(bubble_path).decode()) if bubble_path.is_file() else []
+    bad = metrics.inconsistent_cores(cores)
+    source = "bubble_analysis.log"
+    if not cores or bad:
+        # The simulator skips its bubble analysis for some stitch settings, and with stitched
+        # functions it writes negative schedule waits: recompute with the same formulas.
         topo = _json(read(topo_path), topo_path) if topo_path.is_file() else None
         cores = metrics.cores_from_swim(swim, topo)
         source = "_simulate.swim.json" + (" + tmp_topo_json.json" if topo else "")
+        if bad:
+            source += (f" (bubble_analysis.log has impossible schedule waits on {len(bad)} "
+                       f"cores, e.g. {bad[0]})")
     figures = metrics.summarize(cores, total_cycles)
     span = metrics.swim_span_us(swim)
     diff = abs(span - figures["max_work_time_us"])

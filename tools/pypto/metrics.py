@@ -145,8 +145,9 @@ def cores_from_swim(swim: Sequence[Mapping[str, Any]],
     """The bubble log's per-core figures recomputed from the swimlane and the task graph.
 
     Used when the simulator did not write bubble_analysis.log (it skips it for some stitch
-    settings). Work and total wait need only the swimlane; the schedule wait needs the task
-    graph (`tmp_topo_json.json`): a task is ready when its last predecessor ended, and a
+    settings) or wrote impossible schedule waits (negative ones, seen with stitching). Work
+    and total wait need only the swimlane; the schedule wait needs the task graph
+    (`tmp_topo_json.json`): a task is ready when its last predecessor ended, and a
     predecessor missing from the swimlane (a control task) counts as ended when its earliest
     recorded successor started, or else when its last recorded predecessor ended.
     """
@@ -165,8 +166,12 @@ def cores_from_swim(swim: Sequence[Mapping[str, Any]],
         tasks = sorted(lane.get("tasks", []), key=lambda t: (t["execStart"], t["execEnd"]))
         for task in tasks:
             start = float(task["execStart"])
-            wait += start - last_end
-            wait_schedule += start - max(last_end, ready.get(_task_key(task), float(start0)))
+            gap = start - last_end
+            # Clamped to [0, gap]: with stitched functions the graph's edges do not all
+            # describe real waits, and upstream's log then shows negative schedule waits.
+            schedule = start - max(last_end, ready.get(_task_key(task), float(start0)))
+            wait += gap
+            wait_schedule += min(max(schedule, 0.0), max(gap, 0.0))
             last_end = float(task["execEnd"])
         cores.append(CoreTimes(
             name=f"{kind}_{int(lane['blockIdx']) + 1}", kind=kind, tasks=len(tasks),
@@ -174,6 +179,12 @@ def cores_from_swim(swim: Sequence[Mapping[str, Any]],
             wait_us=wait / CYCLES_PER_US, wait_schedule_us=wait_schedule / CYCLES_PER_US,
             wait_predecessor_us=(wait - wait_schedule) / CYCLES_PER_US))
     return cores
+
+
+def inconsistent_cores(cores: Sequence[CoreTimes]) -> list[str]:
+    """Cores whose schedule wait is negative or larger than their total wait."""
+    return [c.name for c in cores
+            if c.wait_schedule_us < -1e-9 or c.wait_schedule_us > c.wait_us + 1e-9]
 
 
 def _ready_times(topo: Iterable[Mapping[str, Any]], start_of: Mapping[tuple[int, int], float],

@@ -1,6 +1,7 @@
 """Command line of the PyPTO adapter: measure one config, or parse an existing artefact folder.
 
-    python -m tools.pypto.run --op-dir custom/softmax --config '{"vec_tile_shape":[1,32,1,256]}' --json
+    python -m tools.pypto.run --op-dir custom/softmax \
+        --config '{"vec_tile_shape":[1,32,1,256]}' --json
     python -m tools.pypto.run --perf-dir DIR [--op-dir custom/softmax] --json
 
 Exit codes: 0 a measured run without failure; 3 a classified failure (the document's
@@ -77,7 +78,8 @@ def _emit(doc: dict[str, Any], as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the measurement JSON document.")
 def main(op_dir: Path | None, config_text: str, perf_dir: Path | None, shape: str | None,
          dtype: str | None, seed: int, wall_s: float, memory_mb: float, no_numerics: bool,
-         verify_passes: str, no_layout: bool, keep_artefacts: Path | None, python: str, as_json: bool) -> None:
+         verify_passes: str, no_layout: bool, keep_artefacts: Path | None, python: str,
+         as_json: bool) -> None:
     """Measure one config of a PyPTO op in SIM mode, or parse an artefact folder."""
     config = _config(config_text)
     shape_value = _config_shape(shape)

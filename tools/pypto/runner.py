@@ -7,6 +7,7 @@ only for bad arguments (`UsageError`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -21,7 +22,7 @@ from typing import Any
 
 from attrs import frozen
 
-from tools.pypto import artefacts, classify, numerics
+from tools.pypto import artefacts, classify, host_verify_patch, numerics
 from tools.pypto.metrics import ArtefactError
 from tools.pypto.spec import OpSpec, SpecError, load_spec
 
@@ -101,7 +102,10 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
         "verify_passes": request.verify_passes, "rtol": spec.rtol,
         "atol": spec.atol, "result_path": os.fspath(result_path),
     }))
-    env = {**os.environ, "TILE_FWK_OUTPUT_DIR": os.fspath(output_dir),
+    home = work / "home"  # pypto also logs under ~/.pypto and ~/ascend: keep that in `work`
+    home.mkdir()
+    env = {**os.environ, "TILE_FWK_OUTPUT_DIR": os.fspath(output_dir), "HOME": os.fspath(home),
+           "TUNE_LEDGER_PYPTO_CACHE": os.fspath(host_verify_patch.cache_root()),
            "PYTHONPATH": os.pathsep.join(p for p in (os.fspath(REPO_ROOT),
                                                      os.environ.get("PYTHONPATH")) if p)}
     started = time.monotonic()
@@ -158,10 +162,8 @@ def _group_rss_mb(pgid: int) -> float:
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     """SIGKILL the processes left in the group this module started (its leader is `process`)."""
     for pid in _group_members(process.pid):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def _document(spec: OpSpec, request: Request, child: ChildRun, work: Path) -> dict[str, Any]:

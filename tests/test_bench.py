@@ -1,0 +1,120 @@
+"""The bench tools: generated campaigns are legal ledgers, and every figure has its keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ledger import audit, chain
+from ledger.store import MemoryStore
+from tools.bench import generate, run
+
+FIGURE_KEYS = {"what", "value", "reference", "reference_is", "unit", "ratio", "ratio_is",
+               "goal", "met", "noise"}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cached 400-event campaign under a temporary cache."""
+    root, _meta = generate.cached_ledger(400, seed=7, cache=tmp_path_factory.mktemp("cache"))
+    return root
+
+
+def test_a_generated_campaign_reads_verifies_and_audits_clean() -> None:
+    data = generate.generate_bytes(seed=3, events=600)
+    log = MemoryStore(data).read()
+    assert len(log.events) >= 600 and log.torn is None
+    verification = chain.verify(data)
+    assert verification.findings == ()
+    assert audit.schema_findings(log.events) == []
+    assert audit.legality_findings(log.events) == []
+    kinds = {e.data.get("verdict") for e in log.events if e.type == "attempt.verdict"}
+    assert {"adopt", "rollback", "no-gain"} <= kinds
+    assert {e.type for e in log.events} >= {"attempt.failed", "point.closed", "stage.exited"}
+
+
+def test_every_event_is_labelled_synthetic() -> None:
+    log = MemoryStore(generate.generate_bytes(seed=3, events=300)).read()
+    assert all(e.provenance["host"] == generate.SYNTHETIC_HOST for e in log.events)
+    origins = [e.data["origin"] for e in log.events if e.type == "attempt.measured"]
+    assert origins and all(o["tool"] == generate.SYNTHETIC_HOST for o in origins)
+
+
+def test_the_fast_path_writes_the_bytes_the_store_writes() -> None:
+    store = MemoryStore()
+    through_store = generate.generate_bytes(seed=5, events=300, via_store=store)
+    assert generate.generate_bytes(seed=5, events=300) == through_store
+
+
+def test_the_same_seed_gives_the_same_bytes_and_another_seed_does_not() -> None:
+    first = generate.generate_bytes(seed=11, events=200)
+    assert generate.generate_bytes(seed=11, events=200) == first
+    assert generate.generate_bytes(seed=12, events=200) != first
+
+
+def test_a_cached_ledger_is_reused_not_regenerated(tmp_path: Path) -> None:
+    root, meta = generate.cached_ledger(250, seed=2, cache=tmp_path)
+    path = run.ledger_file(root)
+    stamp = path.stat().st_mtime_ns
+    again, meta_again = generate.cached_ledger(250, seed=2, cache=tmp_path)
+    assert (again, meta_again) == (root, meta)
+    assert path.stat().st_mtime_ns == stamp
+    assert meta["events"] == run._count_lines(path) and meta["bytes"] == path.stat().st_size
+
+
+def test_replay_and_append_figures_have_their_keys(tiny: Path, tmp_path: Path) -> None:
+    replayed = run.bench_replay(run.ledger_file(tiny), repeats=1, events=400)
+    appended = run.bench_append(tmp_path, seed=7, events=300, repeats=2)
+    executed = run.bench_execute(tmp_path, seed=7, events=300, repeats=2)
+    for figure in (replayed, appended, executed):
+        assert set(figure) >= FIGURE_KEYS
+        assert figure["value"] > 0 and figure["reference"] > 0 and figure["ratio"] > 0
+        assert set(figure["noise"]["value"]) == {"min", "median", "max", "n"}
+    assert 1 <= appended["batch_events"]["min"] <= appended["batch_events"]["max"] <= 4
+
+
+def test_process_figures_have_their_keys(tiny: Path) -> None:
+    startup = run.bench_startup(tiny, repeats=1)
+    assert set(startup) >= FIGURE_KEYS
+    assert startup["import_costs"]["total_ms"] > 0
+    assert "click" in startup["import_costs"]["self_ms_by_package"]
+    incremental = run.bench_incremental(tiny, tiny, repeats=1)
+    assert set(incremental) >= FIGURE_KEYS
+
+
+def test_memory_figures_report_size_time_and_change(tmp_path: Path) -> None:
+    root, _meta = generate.cached_ledger(0, seed=4, cache=tmp_path, attempts=60)
+    figures = run.bench_memory(run.ledger_file(root), marks=(10, 60), repeats=1)
+    assert set(figures) == {"render_time", "size", "changed_per_attempt"}
+    per_size = figures["render_time"]["per_size"]
+    assert set(per_size) == {"10", "60"}
+    assert per_size["60"]["changed_by_next_attempt"]["lines"] > 0
+
+
+def test_the_autopilot_share_is_a_todo_until_a_log_is_given(tmp_path: Path) -> None:
+    assert run.autopilot_share(None)["status"] == "todo"
+    log = tmp_path / "autopilot.log"
+    timing = {"wall_s": 100.0, "ledger_s": 2.0, "pypto_s": 95.0, "pypto_runs": 40,
+              "ledger_share": 0.02}
+    log.write_text("attempt 1 ...\n" + json.dumps({"op": "x", "timing": timing}) + "\n")
+    share = run.autopilot_share(log)
+    assert share["ratio"] == 0.02 and share["value"] == 2.0
+
+
+def test_the_optuna_anchor_holds_the_same_trials(tiny: Path, tmp_path: Path) -> None:
+    pytest.importorskip("optuna")
+    from tools.bench import optuna_anchor
+
+    journal, count = optuna_anchor.journal_for(run.ledger_file(tiny), tmp_path)
+    trials = optuna_anchor.load_trials(journal)
+    assert len(trials) == count > 0
+    figures = run.bench_optuna(tiny, tmp_path, repeats=1)
+    assert set(figures["replay"]) >= FIGURE_KEYS and set(figures["process"]) >= FIGURE_KEYS
+
+
+def test_goals_are_collected_from_nested_figures() -> None:
+    figures = {"a": {"goal": "≤ 1", "met": True},
+               "memory": {"size": {"goal": "≤ 1", "met": False}}, "todo": {"value": None}}
+    assert run._goals(figures) == {"a": True, "memory.size": False}

@@ -1,0 +1,223 @@
+"""Protocol conflicts created by merging branches: replay records them, audit keeps each branch's
+steps legal, `check` fails until a recorded resolution makes the state consistent again."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from driver import candidate, in_point, in_stage, vec, verify
+from factories import draft
+
+from ledger import audit, merge, record, resolve
+from ledger.api import OpLedger
+from ledger.errors import BadInput
+from ledger.events import ConflictResolved
+from stages import commands as cmd
+
+OP = "softmax"
+
+
+def _trunk(tmp_path: Path, driver_events: list[record.Event]) -> OpLedger:
+    ledger = OpLedger(tmp_path / "trunk", OP)
+    ledger.dir.mkdir(parents=True)
+    ledger.store.path.write_bytes(b"".join(record.to_line(e) for e in driver_events))
+    ledger.render_memory()
+    return ledger
+
+
+def _fork(trunk: OpLedger, name: str) -> OpLedger:
+    shutil.copytree(trunk.root, trunk.root.parent / name)
+    return OpLedger(trunk.root.parent / name, OP)
+
+
+def _merge(ours: OpLedger, theirs: OpLedger) -> OpLedger:
+    merged = OpLedger(ours.root.parent / "merged", OP)
+    shutil.copytree(ours.root, merged.root)
+    data = merge.merge(b"", ours.store.path.read_bytes(), theirs.store.path.read_bytes()).data
+    merged.store.path.write_bytes(data)
+    merged.render_memory()
+    return merged
+
+
+def _start(ledger: OpLedger, command: object) -> str:
+    outcome = ledger.execute(command)
+    (started,) = [e for e in outcome.events if e.type == "attempt.started"]
+    return started.id[:12]
+
+
+def _audit_clean(ledger: OpLedger) -> dict[str, object]:
+    report = audit.audit_op(ledger)
+    assert report["findings"] == []
+    return report
+
+
+def _check(ledger: OpLedger) -> list[str]:
+    order = merge.order_findings(ledger.store, OP)
+    return order or [*resolve.conflict_findings(ledger.load().state, OP),
+                     *audit.check_memory_file(ledger)]
+
+
+def _resolve(ledger: OpLedger, conflict: str, resolution: str) -> list[str]:
+    outcome = resolve.resolve(ledger, resolve.Resolve(conflict=conflict, resolution=resolution,
+                                                      reason="kept the other branch's"))
+    return [e.type for e in outcome.events]
+
+
+@pytest.fixture
+def pending_twice(tmp_path: Path) -> tuple[OpLedger, str, str]:
+    """Two branches that each started an attempt in the same open point, merged."""
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    a = _start(ours, candidate(vec_tile_shape=vec(32)))
+    b = _start(theirs, candidate(vec_tile_shape=vec(16)))
+    return _merge(ours, theirs), a, b
+
+
+def test_two_pending_attempts_are_a_conflict_but_each_branch_stays_legal(
+        pending_twice: tuple[OpLedger, str, str]) -> None:
+    merged, a, b = pending_twice
+    state = merged.load().state
+    first, second = sorted((a, b), key=lambda x: [e.id[:12] for e in merged.load().log.events
+                                                 if e.type == "attempt.started"].index(x))
+    assert state.conflicts == [f"attempts {first} and {second} pending at once"]
+    report = _audit_clean(merged)
+    assert report["conflicts"] == state.conflicts
+    (finding,) = _check(merged)
+    assert finding == (f"unresolved merge conflict: {state.conflicts[0]}; resolve it: "
+                       f"tune-ledger resolve {OP} --conflict 1 --resolution RESOLUTION "
+                       f"--reason TEXT, RESOLUTION one of: abandon:{first}, abandon:{second}")
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_abandoning_either_pending_attempt_resolves_it(
+        pending_twice: tuple[OpLedger, str, str], which: int) -> None:
+    merged, a, b = pending_twice
+    dropped, kept = (a, b) if which == 0 else (b, a)
+    with pytest.raises(BadInput, match="does not resolve"):
+        _resolve(merged, "pending at once", "keep")
+    assert _resolve(merged, "pending at once", f"abandon:{dropped}") == [
+        "attempt.abandoned", "conflict.resolved"]
+    state = merged.load().state
+    assert (state.conflicts, state.pending) == ([], kept)
+    assert state.attempts[dropped].status == "abandoned"
+    _audit_clean(merged)
+    assert _check(merged) == []
+    merged.execute(verify(kept, 90.0))  # the protocol goes on from the consistent state
+    assert merged.load().state.pending is None
+    _audit_clean(merged)
+
+
+def test_a_verified_branch_attempt_leaves_the_other_pending(
+        pending_twice: tuple[OpLedger, str, str]) -> None:
+    """Replay keeps the attempt still pending in view when the other one is verified."""
+    merged, a, b = pending_twice
+    merged.execute(verify(a, 95.0))
+    state = merged.load().state
+    assert state.pending == b
+    assert resolve.options(state, state.conflicts[0]) == (f"abandon:{b}", "keep")
+    assert _resolve(merged, "1", "keep") == ["conflict.resolved"]
+    assert merged.load().state.pending == b
+    _audit_clean(merged)
+
+
+def test_two_adopts_from_the_same_best_are_a_conflict_resolved_by_choosing_the_best(
+        tmp_path: Path) -> None:
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    slow = _start(ours, candidate(vec_tile_shape=vec(32)))
+    ours.execute(verify(slow, 90.0))
+    fast = _start(theirs, candidate(vec_tile_shape=vec(16)))
+    theirs.execute(verify(fast, 80.0))
+    merged = _merge(ours, theirs)
+    state = merged.load().state
+    # Both attempts were pending at once too; both are verified by now, so keep resolves it.
+    pending, conflict = state.conflicts
+    assert pending.endswith("pending at once")
+    assert resolve.options(state, pending) == ("keep",)
+    assert "was adopted against best baseline while attempt" in conflict
+    assert set(resolve.options(state, conflict)) == {f"best:{slow}", f"best:{fast}", "keep"}
+    _audit_clean(merged)
+    assert _resolve(merged, pending, "keep") == ["conflict.resolved"]
+    assert _resolve(merged, conflict, f"best:{fast}") == ["conflict.resolved"]
+    state = merged.load().state
+    assert state.best is not None and state.best.attempt == fast
+    assert state.conflicts == []
+    _audit_clean(merged)
+    assert _check(merged) == []
+
+
+def test_two_stage_entries_are_a_conflict_kept_as_they_are(tmp_path: Path) -> None:
+    from driver import with_sheet
+
+    trunk = _trunk(tmp_path, with_sheet().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    for ledger in (ours, theirs):
+        ledger.execute(cmd.EnterStage(stage="frontend"))
+    merged = _merge(ours, theirs)
+    state = merged.load().state
+    assert state.conflicts == ["stage frontend entered twice"]
+    _audit_clean(merged)
+    assert _resolve(merged, "frontend", "keep") == ["conflict.resolved"]
+    assert _check(merged) == []
+
+
+def test_two_open_points_are_resolved_by_closing_one(tmp_path: Path) -> None:
+    trunk = _trunk(tmp_path, in_stage().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    ours.execute(cmd.OpenPoint(name="F-1"))
+    theirs.execute(cmd.OpenPoint(name="F-2"))
+    merged = _merge(ours, theirs)
+    (conflict,) = merged.load().state.conflicts
+    assert conflict in ("points F-1 and F-2 open at once", "points F-2 and F-1 open at once")
+    assert _resolve(merged, conflict, "close:F-1") == ["point.closed", "conflict.resolved"]
+    state = merged.load().state
+    assert (state.open_point, state.points["F-1"].is_open) == ("F-2", False)
+    _audit_clean(merged)
+
+
+def test_an_attempt_started_after_a_stop_on_another_branch_is_abandoned(tmp_path: Path) -> None:
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    ours.execute(cmd.Stop(reason="enough"))
+    theirs.execute(cmd.AddNote(text="one more idea"))  # puts the attempt after the stop
+    late = _start(theirs, candidate(vec_tile_shape=vec(32)))
+    merged = _merge(ours, theirs)
+    state = merged.load().state
+    assert state.conflicts == [f"attempt {late} started after the campaign stopped (user)"]
+    assert resolve.options(state, state.conflicts[0]) == (f"abandon:{late}",)
+    assert _resolve(merged, "1", f"abandon:{late}") == ["attempt.abandoned", "conflict.resolved"]
+    assert merged.load().state.pending is None
+    _audit_clean(merged)
+
+
+def test_audit_reports_a_resolution_that_does_not_fit(pending_twice: tuple[OpLedger, str, str]
+                                                      ) -> None:
+    """A conflict.resolved that clears a conflict without making the state consistent (or
+    names no conflict) is a finding: resolutions are re-decided like every step."""
+    merged, _a, _b = pending_twice
+    conflict = merged.load().state.conflicts[0]
+    forged = ConflictResolved(conflict=conflict, resolution="keep", reason="hide it")
+    merged.store.append([draft(forged)], expected_head=None)
+    merged.render_memory()
+    assert merged.load().state.conflicts == []
+    findings = audit.audit_op(merged)["findings"]
+    assert isinstance(findings, list) and len(findings) == 1
+    assert "the resolution is not valid here" in findings[0]
+    assert "does not resolve" in findings[0]
+
+
+def test_resolve_refuses_unknown_conflicts_and_empty_reasons(
+        pending_twice: tuple[OpLedger, str, str]) -> None:
+    merged, a, _b = pending_twice
+    state = merged.load().state
+    with pytest.raises(BadInput, match="names no recorded conflict"):
+        resolve.decide(state, resolve.Resolve(conflict="nothing like it", resolution="keep",
+                                              reason="x"))
+    with pytest.raises(BadInput, match="reason"):
+        resolve.decide(state, resolve.Resolve(conflict="1", resolution=f"abandon:{a}",
+                                              reason=" "))
+    with pytest.raises(BadInput, match="no conflict"):
+        resolve.decide(in_point().state, resolve.Resolve(conflict="1", resolution="keep",
+                                                         reason="x"))
