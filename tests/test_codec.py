@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger import codec, record
-from ledger.events import PAYLOAD_TYPES, Origin, PolicySet, TargetSheetWritten
+from ledger.events import PAYLOAD_TYPES, PolicySet
 
 # Text that includes what breaks naive line handling: line and paragraph separators, NEL,
 # quotes, backslashes, control characters and astral-plane characters.
