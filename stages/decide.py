@@ -19,6 +19,9 @@ from stages.refusal import Refusal
 
 # Bookkeeping: allowed at any time once the op exists, also after a stop (R10).
 _BOOKKEEPING = (cmd.AddNote, cmd.SetPolicy, cmd.RecordReport)
+# Steps that finish an attempt already in flight: allowed while a merge conflict is open, so
+# work done on either branch can still be measured and recorded.
+_FINISHING = (cmd.Verify, cmd.Fail, cmd.Abandon)
 # The steps that reach activation, so the R1 gate cannot apply to them.
 _ACTIVATION_STEPS = (cmd.RecordCompare, cmd.RecordLayout, cmd.Activate)
 
@@ -78,6 +81,19 @@ _DECIDERS: Mapping[type[Any], Callable[[State, Any], Result]] = {
 }
 
 
+def _conflict_gate(state: State) -> Refusal | None:
+    """Refuse tuning steps while a merge left the protocol in conflict (DESIGN §4 merge)."""
+    if not state.conflicts:
+        return None
+    from stages.outcome import refuse
+
+    return refuse("merge", "a merge of branches left the campaign in conflict",
+                  state.conflicts[0],
+                  f"list them with `tune-ledger conflicts {state.op}`, then record a decision "
+                  f"with `tune-ledger resolve {state.op} --conflict N --resolution R --reason "
+                  "TEXT`")
+
+
 def decide(state: State, command: object) -> Decision | Refusal:
     """The events `command` appends on `state`, or the Refusal naming the rule that forbids it.
 
@@ -102,6 +118,8 @@ def _decide(state: State, command: object) -> Result:
         gate = stop.stopped_refusal(state)
         if gate is None and not isinstance(command, _ACTIVATION_STEPS):
             gate = activation.activation_gate(state)
+        if gate is None and not isinstance(command, _FINISHING):
+            gate = _conflict_gate(state)
         if gate is not None:
             return gate
     return decider(state, command)

@@ -221,3 +221,19 @@ def test_resolve_refuses_unknown_conflicts_and_empty_reasons(
     with pytest.raises(BadInput, match="no conflict"):
         resolve.decide(in_point().state, resolve.Resolve(conflict="1", resolution="keep",
                                                          reason="x"))
+
+
+def test_new_steps_are_refused_until_the_conflict_is_resolved(
+        pending_twice: tuple[OpLedger, str, str]) -> None:
+    """While a merge conflict is open, starting anything new is refused; finishing is not."""
+    from ledger.errors import RuleRefusal
+
+    merged, a, b = pending_twice
+    merged.execute(verify(a, 95.0))
+    merged.execute(verify(b, 96.0))
+    with pytest.raises(RuleRefusal) as refused:
+        merged.execute(cmd.TryMutation(param="vec_tile_shape", value=vec(8)))
+    assert refused.value.rule == "merge"
+    assert "tune-ledger resolve" in (refused.value.hint or "")
+    assert _resolve(merged, "1", "keep") == ["conflict.resolved"]
+    merged.execute(cmd.TryMutation(param="vec_tile_shape", value=vec(8)))

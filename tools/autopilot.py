@@ -31,6 +31,8 @@ from tools import search_space
 
 BASE_SKILLS = ("pypto-op-perf-tune", "perf-analyzer")
 CONFIG_STAGES = ("frontend", "swimlane", "incore")
+# The adapter runs as `python -m tools.pypto.run` from the repository holding tools/.
+REPO = Path(__file__).resolve().parent.parent
 ADAPTER_TIMEOUT_S = 600.0  # the adapter has its own 300 s limit; this only catches a hang
 # Recorded with the policy event, so a reviewer sees why the autopilot deviates from the default.
 UTILIZATION_POLICY_REASON = (
@@ -96,7 +98,8 @@ class Autopilot:
 
     def adapter_command(self, config: dict[str, Any]) -> str:
         """The verifier command line the ledger runs for one config."""
-        return (f"{shlex.quote(self.python)} -m tools.pypto.run --op-dir custom/{self.op} "
+        return (f"{shlex.quote(self.python)} -m tools.pypto.run "
+                f"--op-dir {shlex.quote(str(self.ledger.dir))} "
                 f"--config {shlex.quote(codec.canonical_json(config))} --json "
                 f"{self.adapter_args}").strip()
 
@@ -104,7 +107,7 @@ class Autopilot:
         """Run the adapter on one config (the ledger records the real exit code and digest)."""
         command = self.adapter_command(config)
         t = time.monotonic()
-        run = runner.run_command(command, self.root, timeout_s=ADAPTER_TIMEOUT_S)
+        run = runner.run_command(command, REPO, timeout_s=ADAPTER_TIMEOUT_S)
         self.timer.pypto_s += time.monotonic() - t
         self.timer.runs += 1
         return runner.last_json_object(run.output), run
@@ -162,9 +165,9 @@ class Autopilot:
             self.say("recorded E2E tensor compare (pass-verify against the torch golden)")
             return
         if not layout_ok:
-            check = (f"{shlex.quote(self.python)} custom/{self.op}/layout_check.py "
-                     "--before-tuning")
-            run = runner.run_command(check, self.root)
+            check = (f"{shlex.quote(self.python)} "
+                     f"{shlex.quote(str(self.ledger.dir / 'layout_check.py'))} --before-tuning")
+            run = runner.run_command(check, REPO)
             self.run(cmd.RecordLayout(exit_code=run.exit_code, impl_path=origin_path,
                                       impl_digest=digest, origin=runner.origin_of_run(run)))
             self.say(f"recorded layout check: exit {run.exit_code}")
@@ -198,7 +201,7 @@ class Autopilot:
         attempt = state.attempts[attempt_id]
         command = self.adapter_command(attempt.config)
         t = time.monotonic()
-        verified = runner.run_verifier(attempt_id, command, self.root, ADAPTER_TIMEOUT_S)
+        verified = runner.run_verifier(attempt_id, command, REPO, ADAPTER_TIMEOUT_S)
         self.timer.pypto_s += time.monotonic() - t
         self.timer.runs += 1
         outcome = self.run(verified)
