@@ -165,7 +165,8 @@ class Autopilot:
             self.say("recorded E2E tensor compare (pass-verify against the torch golden)")
             return
         if not layout_ok:
-            check = (f"{shlex.quote(self.python)} "
+            # The op's layout check reads SPEC.md with tools.pypto.spec: give it the repository.
+            check = (f"env PYTHONPATH={shlex.quote(str(REPO))} {shlex.quote(self.python)} "
                      f"{shlex.quote(str(self.ledger.dir / 'layout_check.py'))} --before-tuning")
             run = runner.run_command(check, REPO)
             self.run(cmd.RecordLayout(exit_code=run.exit_code, impl_path=origin_path,

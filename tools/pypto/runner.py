@@ -276,10 +276,15 @@ def run_layout_check(spec: OpSpec, request: Request) -> tuple[int, str]:
     """The op's layout check on the config: (exit code, its output's tail)."""
     if not spec.layout_check_path.is_file():
         return 1, f"{spec.layout_check_path} is missing"
+    # An op folder may live under any root; its checks import tools.pypto from this repository.
+    repo = os.fspath(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)}
     done = subprocess.run(
         [request.python, os.fspath(spec.layout_check_path), "--config",
          json.dumps(request.config)],
-        capture_output=True, text=True, check=False, timeout=120, stdin=subprocess.DEVNULL)
+        capture_output=True, text=True, check=False, timeout=120, stdin=subprocess.DEVNULL,
+        env=env)
     return done.returncode, (done.stdout + done.stderr)[-OUTPUT_TAIL:]
 
 
