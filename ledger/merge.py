@@ -18,7 +18,6 @@ import contextlib
 import copy
 import fcntl
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 from attrs import frozen
 
 from ledger import chain, codec, record
+from ledger.atomic import replace_file
 from ledger.errors import LedgerDamaged
 from ledger.record import Event
 from ledger.replay import evolve
@@ -239,7 +239,7 @@ def normalize_file(store: FileStore) -> Normalized:
         data = _read(store.path)
         normalized = normalize(data, str(store.path))
         if normalized.data != data:
-            _replace(store.path, normalized.data)
+            replace_file(store.path, normalized.data)
     return normalized
 
 
@@ -261,26 +261,6 @@ def _exclusive_lock(lock_path: Path) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the flock
 
 
-def _replace(path: Path, data: bytes) -> None:
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
-                                         suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 # --- the state each batch was decided on --------------------------------------------------------

@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
+from ledger.atomic import replace_file
 from ledger.errors import BadInput
 
 NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
@@ -340,42 +339,11 @@ def write_if_changed(path: Path | str, text: str) -> bool:
     """
     target = Path(path)
     data = text.encode("utf-8")
-    try:
+    with contextlib.suppress(FileNotFoundError):
         if target.read_bytes() == data:
             return False
-        mode = target.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o644
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                         suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-    _fsync_dir(target.parent)
+    replace_file(target, data)
     return True
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make the rename durable; some platforms cannot open a directory, which is fine."""
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
 
 
 def template(op: str, names: Sequence[str]) -> str:
