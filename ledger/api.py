@@ -18,7 +18,7 @@ from ledger.events import Payload
 from ledger.record import Draft, Event, converter
 from ledger.replay import replay
 from ledger.state import State
-from ledger.store import FileStore, Log, ledger_path
+from ledger.store import AppendResult, FileStore, Log, ledger_path
 from ledger.units import check_op_name
 
 # Appends retried after another writer got in first; more means a livelock, which is a bug.
@@ -116,16 +116,19 @@ class OpLedger:
             decision = decide(state, command)
             if isinstance(decision, Refusal):
                 if decision.events:  # a hand-back records the failed check (R1, exit 5)
-                    self._append(decision.events, loaded, key, request, command_line)
-                    self._render_after_append()
+                    written = self._append(decision.events, loaded, key, request, command_line)
+                    self._render_after_append(replay([*written.repairs, *written.events],
+                                                     state))
                 raise decision.to_error()
             try:
-                appended = self._append(decision.events, loaded, key, request, command_line)
+                written = self._append(decision.events, loaded, key, request, command_line)
             except Conflict:
                 continue
-            new_state = replay(appended, state)
-            warnings = tuple(decision.warnings) + self._render_after_append()
-            return Outcome(events=appended, warnings=warnings, state=new_state)
+            # The state just decided on plus the new events is the ledger's state now: render
+            # from it rather than reading and replaying the whole ledger a second time.
+            new_state = replay([*written.repairs, *written.events], state)
+            warnings = tuple(decision.warnings) + self._render_after_append(new_state)
+            return Outcome(events=tuple(written.events), warnings=warnings, state=new_state)
         raise LedgerError("gave up after repeated concurrent appends; run the command again")
 
     def _append(
@@ -135,38 +138,34 @@ class OpLedger:
         key: str | None,
         request: str,
         command_line: str | None,
-    ) -> tuple[Event, ...]:
+    ) -> AppendResult:
         written_by = provenance.capture(command_line)
         if key is not None:
             written_by = _with_key(written_by, key, request)
         drafts = [Draft(payload=p, provenance=written_by) for p in payloads]
         head = loaded.log.head if loaded else ()
-        result = self.store.append(drafts, expected_head=head)
-        return tuple(result.events)
+        return self.store.append(drafts, expected_head=head)
 
-    def _render_after_append(self) -> tuple[str, ...]:
+    def _render_after_append(self, state: State) -> tuple[str, ...]:
         # The events are durable by now: a MEMORY.md that cannot be spliced (hand-broken
         # markers) must not make the command look failed, so it becomes a warning instead.
         try:
-            self.render_memory()
+            self.render_memory(state)
         except BadInput as e:
             return (f"MEMORY.md not updated: {e.message}; fix it, then `tune-ledger render "
                     f"{self.op}`",)
         return ()
 
-    def render_memory(self) -> bool:
-        """Re-render MEMORY.md's managed sections from the ledger; True when bytes changed."""
+    def render_memory(self, state: State | None = None) -> bool:
+        """Re-render MEMORY.md's managed sections from the ledger (or the state replayed from
+        all of it); True when bytes changed."""
         from stages.policy import effective_policy
 
-        loaded = self.load()
+        if state is None:
+            state = self.load().state
         existing = splice.read_text(self.memory_path)
-        position = projections.Position(
-            events=len(loaded.log.events),
-            last=loaded.log.events[-1].id if loaded.log.events else "",
-        )
-        text = projections.render_memory(
-            existing, loaded.state, effective_policy(loaded.state), position
-        )
+        position = projections.Position(events=state.event_count, last=state.last_event or "")
+        text = projections.render_memory(existing, state, effective_policy(state), position)
         return splice.write_if_changed(self.memory_path, text)
 
     def write_report_files(self) -> Any:
