@@ -5,5 +5,5 @@ cd "$(dirname "$0")/.."
 py=${PYTHON:-.venv/bin/python}
 "$py" -m ruff check ledger stages tools tests
 "$py" -m mypy
-# -m "" would deselect nothing; slow tests (real processes, real PyPTO) run here too.
-"$py" -m pytest -q "$@"
+# Every test runs here, the slow ones (real processes, real PyPTO) included; -rs names skips.
+"$py" -m pytest -rs "$@"
