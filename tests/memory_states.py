@@ -245,3 +245,18 @@ def hostile(state: State, text: str = HOSTILE) -> State:
     if state.best is not None:
         state.best.config = {**state.best.config, text: text}
     return state
+
+
+def table_rows(markdown: str) -> list[int]:
+    """The number of body rows of each table markdown-it finds in `markdown`."""
+    from markdown_it import MarkdownIt
+
+    counts: list[int] = []
+    in_body = False
+    for token in MarkdownIt("commonmark").enable("table").parse(markdown):
+        if token.type == "table_open":
+            counts.append(0)
+        in_body = token.type == "tbody_open" or (in_body and token.type != "tbody_close")
+        if in_body and token.type == "tr_open":
+            counts[-1] += 1
+    return counts

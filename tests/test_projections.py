@@ -211,7 +211,7 @@ def test_the_failed_list_is_bounded_but_points_to_the_full_list() -> None:
     assert f"the {len(failed) - projections.FAILED_ROWS} earlier ones are grouped" in body
     assert "`tune-ledger log softmax --verdict rollback`" in body
     assert "### Earlier failed attempts, grouped" in body
-    assert _table_rows(body)[0] == projections.FAILED_ROWS
+    assert ms.table_rows(body)[0] == projections.FAILED_ROWS
     newest = max(failed, key=lambda a: a.seq)
     assert f"`{newest.id}`" in body
 
@@ -221,7 +221,7 @@ def test_a_short_campaign_lists_every_failure() -> None:
     state = ms.campaign(30)
     failed = [a for a in state.attempts.values() if projections.is_failed(a)]
     body = splice.read_sections(render(state))["failed"]
-    assert _table_rows(body) == [len(failed)]
+    assert ms.table_rows(body) == [len(failed)]
     assert "grouped" not in body
 
 
@@ -249,17 +249,6 @@ def _cells(row: str) -> int:
     return count + 1
 
 
-def _table_rows(body: str) -> list[int]:
-    """The number of body rows of each table markdown-it finds in `body`."""
-    counts: list[int] = []
-    in_body = False
-    for token in MD.parse(body):
-        if token.type == "table_open":
-            counts.append(0)
-        in_body = token.type == "tbody_open" or (in_body and token.type != "tbody_close")
-        if in_body and token.type == "tr_open":
-            counts[-1] += 1
-    return counts
 
 
 def test_hostile_text_cannot_break_tables_or_markers() -> None:
@@ -283,8 +272,8 @@ def test_hostile_text_cannot_break_tables_or_markers() -> None:
                    if c.type == "html_inline"]
     assert inline_html == []
     failed = [a for a in state.attempts.values() if projections.is_failed(a)]
-    assert _table_rows(bodies["failed"])[0] == min(len(failed), projections.FAILED_ROWS)
-    assert _table_rows(bodies["history"]) == [projections.HISTORY_ROWS]
+    assert ms.table_rows(bodies["failed"])[0] == min(len(failed), projections.FAILED_ROWS)
+    assert ms.table_rows(bodies["history"]) == [projections.HISTORY_ROWS]
 
 
 @settings(max_examples=300, deadline=None)
@@ -292,7 +281,7 @@ def test_hostile_text_cannot_break_tables_or_markers() -> None:
 def test_md_text_is_one_cell_without_html(text: str) -> None:
     """Any text as a table cell is exactly one cell of one row, and never HTML."""
     tokens = MD.parse(md_table(["h", "x"], [[md_text(text), "end"]]))
-    assert _table_rows(md_table(["h", "x"], [[md_text(text), "end"]])) == [1]
+    assert ms.table_rows(md_table(["h", "x"], [[md_text(text), "end"]])) == [1]
     cells = [t for t in tokens if t.type == "inline"]
     assert len(cells) == 4 and cells[-1].content == "end"
     assert not [c for t in cells for c in t.children or [] if c.type == "html_inline"]
@@ -426,7 +415,7 @@ def test_a_replayed_campaign_renders_its_attempts() -> None:
     failed = bodies["failed"]
     assert f"`{second}`" in failed and "UB overflow \\| 2 MB at line 3" in failed
     assert f"`{third}`" in failed and "slower: 120.00 µs (+33.3%)" in failed
-    assert _table_rows(bodies["history"]) == [3]
+    assert ms.table_rows(bodies["history"]) == [3]
     driver.run(cmd.AddNote(text="next: try unroll [16,4]"))
     later = Position(events=len(driver.events), last=driver.events[-1].id)
     assert check_memory(text, later)[0].startswith("stale:")

@@ -25,16 +25,6 @@ def render(state: State) -> tuple[str, str]:
     return report.render_report(state, None, effective_policy(state))
 
 
-def _table_rows(markdown: str) -> list[int]:
-    counts: list[int] = []
-    in_body = False
-    for token in MD.parse(markdown):
-        if token.type == "table_open":
-            counts.append(0)
-        in_body = token.type == "tbody_open" or (in_body and token.type != "tbody_close")
-        if in_body and token.type == "tr_open":
-            counts[-1] += 1
-    return counts
 
 
 def _section(markdown: str, title: str) -> str:
@@ -103,13 +93,13 @@ def test_markdown_summarises_baseline_best_gap_and_refers_to_the_chart() -> None
     assert f"| Best | {state.best.time_us:.2f} µs" in summary
     assert "| Gap to target | best is" in summary
     fallback = _section(markdown, "Time per attempt")
-    assert _table_rows(fallback) == [report.CHART_BINS]
+    assert ms.table_rows(fallback) == [report.CHART_BINS]
     assert fallback.rstrip().endswith(f"| {state.best.time_us:.2f} µs |")
-    assert _table_rows(_section(markdown, "Per stage")) == [3]
+    assert ms.table_rows(_section(markdown, "Per stage")) == [3]
     adopted = [a for a in state.attempts.values() if a.verdict == "adopt"]
-    assert _table_rows(_section(markdown, "Adopted changes")) == [len(adopted)]
+    assert ms.table_rows(_section(markdown, "Adopted changes")) == [len(adopted)]
     failed = [a for a in state.attempts.values() if is_failed(a)]
-    rows = _table_rows(_section(markdown, "Failed and rolled-back attempts"))
+    rows = ms.table_rows(_section(markdown, "Failed and rolled-back attempts"))
     assert rows[0] == min(len(failed), report.REPORT_FAILED_ROWS) and len(rows) == 2
 
 
