@@ -6,9 +6,9 @@ optimistic concurrency, re-render MEMORY.md. The CLI is a thin layer over it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
@@ -20,6 +20,9 @@ from ledger.replay import replay
 from ledger.state import State
 from ledger.store import AppendResult, FileStore, Log, ledger_path
 from ledger.units import check_op_name
+
+if TYPE_CHECKING:
+    from stages import Decision, Refusal
 
 # Appends retried after another writer got in first; more means a livelock, which is a bug.
 _MAX_CONFLICT_RETRIES = 20
@@ -96,15 +99,18 @@ class OpLedger:
         key: str | None = None,
         command_line: str | None = None,
         request: str | None = None,
+        decider: Callable[[State, Any], Decision | Refusal] | None = None,
     ) -> Outcome:
         """Decide `command` on the current state and append its events (or raise its refusal).
 
         `request` identifies the command for `key` (default: a digest of the command); the CLI
         passes a digest of its arguments, so a retried `verify --run` is matched before the
-        verifier runs again.
+        verifier runs again. `decider` replaces `stages.decide` for commands outside the
+        protocol's steps (merge-conflict resolutions), which append the same way.
         """
         from stages import Refusal, decide
 
+        decide_step = decider or decide
         request = request or request_digest(command)
         for _ in range(_MAX_CONFLICT_RETRIES):
             loaded = self.load() if self.exists() else None
@@ -113,7 +119,7 @@ class OpLedger:
                 if original is not None:
                     return original
             state = loaded.state if loaded else State()
-            decision = decide(state, command)
+            decision = decide_step(state, command)
             if isinstance(decision, Refusal):
                 if decision.events:  # a hand-back records the failed check (R1, exit 5)
                     written = self._append(decision.events, loaded, key, request, command_line)

@@ -21,7 +21,7 @@ from ledger.state import State
 from stages import commands as cmd
 
 if TYPE_CHECKING:
-    from ledger.api import OpLedger
+    from ledger.api import Loaded, OpLedger
 
 
 def _outputs(data: dict[str, Any]) -> tuple[OutputCheck, ...]:
@@ -209,9 +209,10 @@ def provenance_summary(events: Sequence[Event]) -> dict[str, int]:
     return {level: counts.get(level, 0) for level in ("measured", "artefact", "reported")}
 
 
-def check_memory_file(ledger: OpLedger) -> list[str]:
+def check_memory_file(ledger: OpLedger, loaded: Loaded | None = None) -> list[str]:
     """Findings about MEMORY.md: missing, stale, or hand-edited managed sections."""
-    loaded = ledger.load()
+    if loaded is None:
+        loaded = ledger.load()
     if not ledger.memory_path.exists():
         return [f"{ledger.memory_path}: missing; run `tune-ledger render {ledger.op}`"]
     text = splice.read_text(ledger.memory_path) or ""
@@ -227,17 +228,16 @@ def audit_op(ledger: OpLedger) -> dict[str, Any]:
     path = ledger.store.path
     try:
         integrity = store.chain_findings(path)
-        log = ledger.store.read()
+        loaded = ledger.load()
     except LedgerError as e:
         return {"op": ledger.op, "findings": [e.message], "provenance": {}, "events": 0}
-    events = log.events
+    events, state = loaded.log.events, loaded.state
     lines = list(range(1, len(events) + 1))
     findings = [f"{path}:{f}" for f in integrity]
     findings += [f"{path}:{f}" for f in schema_findings(events, lines)]
     findings += [f"{path}:{f}" for f in legality_findings(events, lines)]
     findings += merge.order_findings(ledger.store, ledger.op)
-    findings += check_memory_file(ledger)
-    state = ledger.load().state
+    findings += check_memory_file(ledger, loaded)
     return {
         "op": ledger.op,
         "events": len(events),

@@ -13,6 +13,7 @@ from ledger.api import OpLedger, Outcome
 from ledger.cli_base import Ctx, impl_path, one_source, pass_ctx, run_step
 from ledger.errors import BadInput
 from ledger.events import FAILURES, Origin
+from ledger.replay import attempt_id
 from stages import commands as cmd
 from stages.stop import stopped_refusal
 
@@ -25,7 +26,7 @@ def register(cli: click.Group) -> None:
 
 def _started(op: str) -> Any:
     def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
-        attempt = next((views.attempt_id(e.id) for e in outcome.events
+        attempt = next((attempt_id(e.id) for e in outcome.events
                         if e.type == "attempt.started"), None)
         if attempt is None:
             raise BadInput("the idempotency key names a command that started no attempt",

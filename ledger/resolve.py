@@ -22,19 +22,17 @@ import re
 from collections.abc import Sequence
 from typing import Any, cast
 
-import attrs
 from attrs import frozen
 
-from ledger import api, codec, provenance
-from ledger.errors import BadInput, Conflict, LedgerError
+from ledger import api, codec
+from ledger.errors import BadInput, LedgerError
 from ledger.events import AttemptAbandoned, ConflictResolved, Payload, PointClosed, Stage
-from ledger.record import Draft, Event, unstructure_payload
-from ledger.replay import replay
+from ledger.record import Event, unstructure_payload
 from ledger.state import State
+from stages.outcome import Decision
 
 KEEP = "keep"
 _ADOPTED = ("adopt", "target-reached")
-_MAX_CONFLICT_RETRIES = 20
 
 _PENDING = re.compile(r"attempts (?P<a>\S+) and (?P<b>\S+) pending at once")
 _AFTER_STOP = re.compile(r"attempt (?P<a>\S+) started after the campaign stopped \(.*\)")
@@ -167,34 +165,10 @@ def listing(state: State) -> list[dict[str, Any]]:
 
 def resolve(ledger: api.OpLedger, command: Resolve, *, key: str | None = None,
             request: str | None = None, command_line: str | None = None) -> api.Outcome:
-    """Append the events that resolve a conflict (optimistic concurrency, like every step)."""
-    request = request or api.request_digest(command)
-    for _ in range(_MAX_CONFLICT_RETRIES):
-        if key is not None:
-            original = ledger.earlier(key, request)
-            if original is not None:
-                return original
-        loaded = ledger.load()
-        payloads = decide(loaded.state, command)
-        written_by = provenance.capture(command_line)
-        if key is not None:
-            written_by = attrs.evolve(written_by, key=key, request=request)
-        drafts = [Draft(payload=payload, provenance=written_by) for payload in payloads]
-        try:
-            result = ledger.store.append(drafts, expected_head=loaded.log.head)
-        except Conflict:
-            continue
-        state = replay([*result.repairs, *result.events], loaded.state)
-        return api.Outcome(events=result.events, warnings=_render(ledger), state=state)
-    raise LedgerError("gave up after repeated concurrent appends; run the command again")
+    """Append the events that resolve a conflict, like every step (lock, retry, render)."""
+    return ledger.execute(command, key=key, request=request, command_line=command_line,
+                          decider=_decision)
 
 
-def _render(ledger: api.OpLedger) -> tuple[str, ...]:
-    # The events are durable by now: a MEMORY.md that cannot be spliced must not make the
-    # command look failed (as for every other step).
-    try:
-        ledger.render_memory()
-    except BadInput as e:
-        return (f"MEMORY.md not updated: {e.message}; fix it, then `tune-ledger render "
-                f"{ledger.op}`",)
-    return ()
+def _decision(state: State, command: Resolve) -> Decision:
+    return Decision(events=tuple(decide(state, command)))

@@ -10,13 +10,7 @@ from ledger.errors import BadInput
 from ledger.record import Event
 from ledger.state import Attempt, State
 
-ATTEMPT_ID_LEN = 12
 _MIN_PREFIX = 4
-
-
-def attempt_id(event_id: str) -> str:
-    """An attempt's id: the first characters of its attempt.started event id."""
-    return event_id[:ATTEMPT_ID_LEN]
 
 
 def median(samples: Sequence[float]) -> float:
