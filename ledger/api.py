@@ -7,6 +7,7 @@ optimistic concurrency, re-render MEMORY.md. The CLI is a thin layer over it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,9 +17,9 @@ from ledger import codec, projections, provenance, splice
 from ledger.errors import BadInput, Conflict, HandBack, LedgerError
 from ledger.events import Payload
 from ledger.record import Draft, Event, converter
-from ledger.replay import replay
+from ledger.replay import evolve, replay
 from ledger.state import State
-from ledger.store import AppendResult, FileStore, Log, ledger_path
+from ledger.store import AppendResult, FileStore, Tip, ledger_path
 from ledger.units import check_op_name
 
 if TYPE_CHECKING:
@@ -40,9 +41,10 @@ class Outcome:
 
 @frozen
 class Loaded:
-    """An op's verified log and the state replayed from it."""
+    """The state replayed from an op's verified log, and where that log ends (its head, size
+    and any torn tail; the events themselves are not kept: `store.read()` has them)."""
 
-    log: Log
+    tip: Tip
     state: State
 
 
@@ -76,10 +78,11 @@ class OpLedger:
             )
 
     def load(self) -> Loaded:
-        """Read and verify the log, and replay it."""
+        """Read and verify the log, and replay it event by event as it is verified."""
         self.require()
-        log = self.store.read()
-        return Loaded(log=log, state=replay(log.events))
+        state = State()
+        tip = self.store.stream(partial(evolve, state))
+        return Loaded(tip=tip, state=state)
 
     def earlier(self, key: str, request: str) -> Outcome | None:
         """The original result of a command retried with idempotency key `key`, or None.
@@ -149,8 +152,9 @@ class OpLedger:
         if key is not None:
             written_by = _with_key(written_by, key, request)
         drafts = [Draft(payload=p, provenance=written_by) for p in payloads]
-        head = loaded.log.head if loaded else ()
-        return self.store.append(drafts, expected_head=head)
+        if loaded is None:
+            return self.store.append(drafts, expected_head=())
+        return self.store.append(drafts, expected_head=loaded.tip.head, tip=loaded.tip)
 
     def _render_after_append(self, state: State) -> tuple[str, ...]:
         # The events are durable by now: a MEMORY.md that cannot be spliced (hand-broken
@@ -199,7 +203,7 @@ def _with_key(written_by: Any, key: str, request: str) -> Any:
 
 
 def _replayed(loaded: Loaded, key: str, request: str) -> Outcome | None:
-    found = _events_for_key(loaded.log.events, key, request)
+    found = _events_for_key(loaded.state.keyed.get(key, ()), key, request)
     if not found:
         return None
     _raise_recorded_refusal(found, loaded.state)

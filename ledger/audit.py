@@ -12,11 +12,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ledger import codec, merge, projections, splice, store
+from ledger import codec, memory_file, merge, splice, store
 from ledger.errors import LedgerError
 from ledger.events import Origin, OutputCheck
 from ledger.record import Event, converter, unstructure_payload
-from ledger.replay import evolve
+from ledger.replay import evolve, replay
 from ledger.state import State
 from stages import commands as cmd
 
@@ -216,11 +216,9 @@ def check_memory_file(ledger: OpLedger, loaded: Loaded | None = None) -> list[st
     if not ledger.memory_path.exists():
         return [f"{ledger.memory_path}: missing; run `tune-ledger render {ledger.op}`"]
     text = splice.read_text(ledger.memory_path) or ""
-    position = projections.Position(
-        events=len(loaded.log.events),
-        last=loaded.log.events[-1].id if loaded.log.events else "",
-    )
-    return [f"{ledger.memory_path}: {f}" for f in projections.check_memory(text, position)]
+    state = loaded.state
+    position = memory_file.Position(events=state.event_count, last=state.last_event or "")
+    return [f"{ledger.memory_path}: {f}" for f in memory_file.check_memory(text, position)]
 
 
 def audit_op(ledger: OpLedger) -> dict[str, Any]:
@@ -228,10 +226,15 @@ def audit_op(ledger: OpLedger) -> dict[str, Any]:
     path = ledger.store.path
     try:
         integrity = store.chain_findings(path)
-        loaded = ledger.load()
+        ledger.require()
+        log = ledger.store.read()  # audit needs every event, not only the replayed state
     except LedgerError as e:
         return {"op": ledger.op, "findings": [e.message], "provenance": {}, "events": 0}
-    events, state = loaded.log.events, loaded.state
+    from ledger.api import Loaded
+
+    events = log.events
+    state = replay(events)
+    loaded = Loaded(tip=log.tip(), state=state)
     lines = list(range(1, len(events) + 1))
     findings = [f"{path}:{f}" for f in integrity]
     findings += [f"{path}:{f}" for f in schema_findings(events, lines)]

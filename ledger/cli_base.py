@@ -132,7 +132,7 @@ def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
     ledger = ctx.op(op)
     loaded = ledger.load()
     warnings = []
-    torn = loaded.log.torn
+    torn = loaded.tip.torn
     if torn is not None:
         warnings.append(
             f"{ledger.store.path}:{torn.line}: torn tail of {torn.byte_count} bytes "

@@ -7,9 +7,12 @@ outside a replay holds on to a State while it is being evolved.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import define, field
+
+if TYPE_CHECKING:
+    from ledger.record import Event
 
 
 @define
@@ -153,6 +156,7 @@ class State:
     # R7
     points: dict[str, Point] = field(factory=dict)
     open_point: str | None = None
+    open_points: int = 0  # more than one only where merged branches each opened one
     # R6, R8
     attempts: dict[str, Attempt] = field(factory=dict)
     pending: str | None = None
@@ -173,3 +177,6 @@ class State:
     repairs: list[dict[str, Any]] = field(factory=list)
     # protocol conflicts found while replaying merged branches (issue: merge)
     conflicts: list[str] = field(factory=list)
+    # --idempotency-key -> the events the keyed command appended (DESIGN §5: a retry returns
+    # them instead of appending again); only keyed events are kept, not the whole log.
+    keyed: dict[str, list[Event]] = field(factory=dict)

@@ -13,15 +13,15 @@ import fcntl
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Protocol
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from ledger import chain, codec, record
-from ledger.chain import Finding, Log, Torn, Verification, verify_schema
+from ledger.chain import Finding, Log, Tip, Torn, Verification, verify_schema
 from ledger.errors import Conflict
 from ledger.events import LedgerRepaired
 from ledger.record import Draft, Event
@@ -34,6 +34,7 @@ __all__ = [
     "MemoryStore",
     "Quarantined",
     "Store",
+    "Tip",
     "Torn",
     "chain_findings",
     "ledger_path",
@@ -60,6 +61,8 @@ class AppendResult:
     events: tuple[Event, ...]
     repairs: tuple[Event, ...]
     head: tuple[str, ...]
+    # Where the ledger ends now, for a next append by the same writer (None: read it again).
+    tip: Tip | None = None
 
 
 @frozen
@@ -93,6 +96,8 @@ class _Session(Protocol):
 
     def data(self) -> bytes: ...
 
+    def stamp(self, tail: int) -> tuple[object, int, bytes]: ...
+
     def quarantine(self, name: str, torn: bytes) -> None: ...
 
     def truncate(self, size: int) -> None: ...
@@ -118,14 +123,39 @@ class Store(ABC):
         with self._scanner_lock:
             return self._scanner.scan(data)
 
+    def stream(self, sink: Callable[[Event], object]) -> Tip:
+        """Verify the log and hand its events to `sink` in file order, keeping none of them
+        (replay's path); the tip it returns lets `append` skip re-reading the file."""
+        data, identity = self._read_stamped()
+        tip = chain.stream(data, self.name, sink)
+        names = self.quarantine_names()
+        if tip.torn is not None or any(name not in tip.repaired for name in names):
+            return tip  # the next append has a repair to make: it takes the full path
+        stamp = _Stamp(identity=identity, size=len(data), tail=data[-_TAIL:],
+                       next_quarantine=_next_quarantine_name(self.name, names))
+        return evolve(tip, stamp=stamp)
+
     def append(
-        self, drafts: Sequence[Draft], *, expected_head: tuple[str, ...] | None
+        self, drafts: Sequence[Draft], *, expected_head: tuple[str, ...] | None,
+        tip: Tip | None = None,
     ) -> AppendResult:
         """Append one command's events atomically and durably, repairing a torn tail first.
 
         Raises Conflict when `expected_head` is given and another writer moved the head.
+        `tip`, from `stream`, spares re-reading and re-verifying the file when its size,
+        identity and last bytes show that nothing was written since.
         """
         with self._session() as session:
+            if tip is not None and self._unchanged_since(tip, session):
+                # Nothing was written since `tip` was read: no head moved, no tail to repair.
+                _check_head(tip, expected_head)
+                if not drafts:
+                    return AppendResult(events=(), repairs=(), head=tip.head, tip=tip)
+                events, lines = _seal_batches([drafts], tip)
+                written = b"".join(lines)
+                session.write(written)
+                return AppendResult(events=tuple(events), repairs=(), head=(events[-1].id,),
+                                    tip=_after(tip, events, written))
             data = session.data()
             log = self._scan(data)
             _check_head(log, expected_head)
@@ -141,6 +171,16 @@ class Store(ABC):
             session.write(b"".join(lines))
         return AppendResult(events=tuple(events[len(repairs):]),
                             repairs=tuple(events[:len(repairs)]), head=(events[-1].id,))
+
+    def _unchanged_since(self, tip: Tip, session: _Session) -> bool:
+        """True when the ledger holds exactly the bytes `tip` was read from (checked by file
+        identity, size and last 4 KiB: an append always grows the file; anything else that
+        rewrote it changes its identity or its tail) and no quarantine file appeared since."""
+        stamp = tip.stamp
+        if not isinstance(stamp, _Stamp):
+            return False
+        return (session.stamp(len(stamp.tail)) == (stamp.identity, stamp.size, stamp.tail)
+                and not self.quarantine_exists(stamp.next_quarantine))
 
     def _plan_repairs(self, data: bytes, log: Log) -> tuple[list[LedgerRepaired], _Torn | None]:
         """The repair events to write before the command's batch (DESIGN §4: a torn tail is
@@ -184,15 +224,34 @@ class Store(ABC):
         """The bytes kept in one quarantine file."""
 
     @abstractmethod
+    def quarantine_exists(self, name: str) -> bool:
+        """True when a quarantine file of that name is beside the ledger."""
+
     def _snapshot(self) -> bytes:
         """The ledger's bytes as one consistent snapshot (no append half seen)."""
+        return self._read_stamped()[0]
+
+    @abstractmethod
+    def _read_stamped(self) -> tuple[bytes, object]:
+        """The ledger's bytes as one consistent snapshot, and the identity of what holds them
+        (a file replaced by a checkout is another file, even with the same bytes)."""
 
     @abstractmethod
     def _session(self) -> AbstractContextManager[_Session]:
         """Hold the store's exclusive lock and give the primitives of one append."""
 
 
-def _check_head(log: Log, expected_head: tuple[str, ...] | None) -> None:
+def _after(tip: Tip, events: Sequence[Event], written: bytes) -> Tip:
+    """The tip after `events` (whose lines are `written`) were appended at `tip`."""
+    stamp = tip.stamp
+    assert isinstance(stamp, _Stamp)
+    size = stamp.size + len(written)
+    return evolve(tip, head=(events[-1].id,), lamport=events[-1].lamport, size=size,
+                  events=tip.events + len(events),
+                  stamp=evolve(stamp, size=size, tail=(stamp.tail + written)[-_TAIL:]))
+
+
+def _check_head(log: Log | Tip, expected_head: tuple[str, ...] | None) -> None:
     if expected_head is None or tuple(sorted(expected_head)) == log.head:
         return
     raise Conflict(
@@ -208,7 +267,7 @@ def _short(head: Sequence[str]) -> str:
 
 
 def _seal_batches(
-    batches: Sequence[Sequence[Draft]], log: Log
+    batches: Sequence[Sequence[Draft]], log: Log | Tip
 ) -> tuple[list[Event], list[bytes]]:
     """Seal batches one after the other after the log's head."""
     head, lamport = log.head, log.lamport
@@ -220,6 +279,23 @@ def _seal_batches(
         lines.extend(sealed_lines)
         head, lamport = (sealed[-1].id,), sealed[-1].lamport
     return events, lines
+
+
+# How much of the ledger's end an append compares with what the command read: an append
+# never rewrites earlier bytes, so another writer's batch shows in the size, and anything
+# else that rewrote the file (a checkout, a hand edit) shows in its identity or its end.
+_TAIL = 4096
+
+
+@frozen
+class _Stamp:
+    """What the bytes behind a tip looked like: holder identity, size, last bytes, and the
+    quarantine file the next torn-tail repair would create."""
+
+    identity: object
+    size: int
+    tail: bytes
+    next_quarantine: str
 
 
 @frozen
@@ -305,12 +381,20 @@ class FileStore(Store):
         """The bytes kept in one quarantine file."""
         return (self.path.parent / name).read_bytes()
 
-    def _snapshot(self) -> bytes:
+    def quarantine_exists(self, name: str) -> bool:
+        """True when a quarantine file of that name is beside the ledger."""
+        return os.path.lexists(self.path.parent / name)
+
+    def _read_stamped(self) -> tuple[bytes, object]:
         with _shared_lock(self.lock_path):
             try:
-                return self.path.read_bytes()
+                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
             except FileNotFoundError:
-                return b""
+                return b"", None
+            try:
+                return _read_all(fd), _identity(fd)
+            finally:
+                os.close(fd)
 
     @contextmanager
     def _session(self) -> Iterator[_Session]:
@@ -341,6 +425,13 @@ class _FileSession:
 
     def data(self) -> bytes:
         return b"" if self.fd is None else _read_all(self.fd)
+
+    def stamp(self, tail: int) -> tuple[object, int, bytes]:
+        if self.fd is None:
+            return None, 0, b""
+        size = os.fstat(self.fd).st_size
+        start = max(size - tail, 0)
+        return _identity(self.fd), size, os.pread(self.fd, size - start, start)
 
     def quarantine(self, name: str, torn: bytes) -> None:
         _write_new_file(self.path.with_name(name), torn)
@@ -390,6 +481,12 @@ def _shared_lock(lock_path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    """The (device, inode) of an open file: a checkout that replaced the ledger changes it."""
+    stat = os.fstat(fd)
+    return stat.st_dev, stat.st_ino
 
 
 def _read_all(fd: int) -> bytes:
@@ -467,6 +564,7 @@ class MemoryStore(Store):
         self._data = bytes(data)
         self._quarantined: dict[str, bytes] = {}
         self._lock = threading.Lock()
+        self._generation = 0  # bumped by set_raw: tampering makes it another holder
 
     @property
     def raw(self) -> bytes:
@@ -477,6 +575,7 @@ class MemoryStore(Store):
         """Replace the stored bytes (to simulate a crash or tampering in tests)."""
         with self._lock:
             self._data = bytes(data)
+            self._generation += 1
 
     def quarantine_names(self) -> list[str]:
         """The names of the quarantine files beside the ledger, oldest first."""
@@ -490,9 +589,13 @@ class MemoryStore(Store):
         """Place a quarantine file beside the ledger (to simulate an interrupted repair)."""
         self._quarantined[name] = bytes(data)
 
-    def _snapshot(self) -> bytes:
+    def quarantine_exists(self, name: str) -> bool:
+        """True when a quarantine file of that name is beside the ledger."""
+        return name in self._quarantined
+
+    def _read_stamped(self) -> tuple[bytes, object]:
         with self._lock:
-            return self._data
+            return self._data, self._generation
 
     @contextmanager
     def _session(self) -> Iterator[_Session]:
@@ -508,6 +611,10 @@ class _MemorySession:
 
     def data(self) -> bytes:
         return self.store._data
+
+    def stamp(self, tail: int) -> tuple[object, int, bytes]:
+        data = self.store._data
+        return self.store._generation, len(data), data[len(data) - tail:] if tail else b""
 
     def quarantine(self, name: str, torn: bytes) -> None:
         self.store._quarantined[name] = torn

@@ -79,7 +79,7 @@ def test_two_pending_attempts_are_a_conflict_but_each_branch_stays_legal(
         pending_twice: tuple[OpLedger, str, str]) -> None:
     merged, a, b = pending_twice
     state = merged.load().state
-    first, second = sorted((a, b), key=lambda x: [e.id[:12] for e in merged.load().log.events
+    first, second = sorted((a, b), key=lambda x: [e.id[:12] for e in merged.store.read().events
                                                  if e.type == "attempt.started"].index(x))
     assert state.conflicts == [f"attempts {first} and {second} pending at once"]
     report = _audit_clean(merged)

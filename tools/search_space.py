@@ -15,6 +15,7 @@ from typing import Any
 from attrs import frozen
 
 from ledger import codec
+from ledger.replay import config_key
 from ledger.state import Attempt, State
 from stages import commands as cmd
 from tools.pypto.spec import OpSpec, load_spec
@@ -68,7 +69,7 @@ class Space:
         current = best.get(point, self.baseline_config.get(point))
         for value in _neighbours(point, current, self.spec.shape, vec_limit(state)):
             config = {**best, point: value}
-            if codec.canonical_json(config) not in state.measured_configs:
+            if config_key(config) not in state.measured_configs:
                 yield point, value
 
     def relaxation(self, state: State, point: str) -> cmd.Relax | None:
