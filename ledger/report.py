@@ -13,6 +13,14 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ledger.attempt_markdown import (
+    change_text,
+    counts_text,
+    failed_groups,
+    points_table,
+    reason_text,
+    time_text,
+)
 from ledger.formatting import (
     change_pct,
     fmt_num,
@@ -26,20 +34,9 @@ from ledger.formatting import (
     plural,
     short_id,
 )
-from ledger.projections import (
-    TARGET_SOURCES,
-    Step,
-    change_text,
-    counts_text,
-    failed_groups,
-    is_failed,
-    outcome,
-    points_table,
-    reason_text,
-    steps,
-    time_text,
-)
+from ledger.memory_sections import TARGET_SOURCES
 from ledger.state import Attempt, State
+from ledger.steps import Step, is_failed, outcome, steps
 
 Axis = Callable[[float], float]
 

@@ -11,7 +11,7 @@ import random
 from typing import Any
 
 from ledger.codec import canonical_json
-from ledger.projections import Position
+from ledger.memory_file import Position
 from ledger.state import (
     Attempt,
     Best,

@@ -22,10 +22,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from ledger import projections, splice
+from ledger import memory_sections, splice
 from ledger.formatting import md_code, md_table, md_text, one_line
-from ledger.projections import SECTION_ORDER, Position, check_memory, render_memory
+from ledger.memory_file import Position, check_memory, render_memory
+from ledger.memory_sections import SECTION_ORDER
 from ledger.state import Attempt, State
+from ledger.steps import is_failed
 from stages import commands as cmd
 from stages import effective_policy
 
@@ -205,13 +207,13 @@ def test_patience_comes_from_the_policy() -> None:
 def test_the_failed_list_is_bounded_but_points_to_the_full_list() -> None:
     """Beyond the bound the most recent failures are listed and the rest grouped and counted."""
     state = ms.campaign(1000)
-    failed = [a for a in state.attempts.values() if projections.is_failed(a)]
+    failed = [a for a in state.attempts.values() if is_failed(a)]
     body = splice.read_sections(render(state))["failed"]
     assert f"{len(failed)} attempts failed or were rolled back" in body
-    assert f"the {len(failed) - projections.FAILED_ROWS} earlier ones are grouped" in body
+    assert f"the {len(failed) - memory_sections.FAILED_ROWS} earlier ones are grouped" in body
     assert "`tune-ledger log softmax --verdict rollback`" in body
     assert "### Earlier failed attempts, grouped" in body
-    assert ms.table_rows(body)[0] == projections.FAILED_ROWS
+    assert ms.table_rows(body)[0] == memory_sections.FAILED_ROWS
     newest = max(failed, key=lambda a: a.seq)
     assert f"`{newest.id}`" in body
 
@@ -219,7 +221,7 @@ def test_the_failed_list_is_bounded_but_points_to_the_full_list() -> None:
 def test_a_short_campaign_lists_every_failure() -> None:
     """Below the bound every failed or rolled-back attempt has its own row."""
     state = ms.campaign(30)
-    failed = [a for a in state.attempts.values() if projections.is_failed(a)]
+    failed = [a for a in state.attempts.values() if is_failed(a)]
     body = splice.read_sections(render(state))["failed"]
     assert ms.table_rows(body) == [len(failed)]
     assert "grouped" not in body
@@ -271,9 +273,9 @@ def test_hostile_text_cannot_break_tables_or_markers() -> None:
     inline_html = [c for t in MD.parse(text) if t.children for c in t.children
                    if c.type == "html_inline"]
     assert inline_html == []
-    failed = [a for a in state.attempts.values() if projections.is_failed(a)]
-    assert ms.table_rows(bodies["failed"])[0] == min(len(failed), projections.FAILED_ROWS)
-    assert ms.table_rows(bodies["history"]) == [projections.HISTORY_ROWS]
+    failed = [a for a in state.attempts.values() if is_failed(a)]
+    assert ms.table_rows(bodies["failed"])[0] == min(len(failed), memory_sections.FAILED_ROWS)
+    assert ms.table_rows(bodies["history"]) == [memory_sections.HISTORY_ROWS]
 
 
 @settings(max_examples=300, deadline=None)
@@ -419,3 +421,14 @@ def test_a_replayed_campaign_renders_its_attempts() -> None:
     driver.run(cmd.AddNote(text="next: try unroll [16,4]"))
     later = Position(events=len(driver.events), last=driver.events[-1].id)
     assert check_memory(text, later)[0].startswith("stale:")
+
+
+def test_the_projections_facade_reexports_the_modules_that_hold_the_code() -> None:
+    """`ledger.projections` still names what its callers use, as the very same objects."""
+    from ledger import attempt_markdown, memory_file, projections, steps
+
+    homes = (steps, attempt_markdown, memory_sections, memory_file)
+    for name in projections.__all__:
+        assert any(getattr(home, name, None) is getattr(projections, name) for home in homes), name
+    assert {"Position", "render_memory", "check_memory", "steps", "baseline_config"} <= set(
+        projections.__all__)

@@ -11,8 +11,8 @@ from driver import candidate, in_point, vec
 from markdown_it import MarkdownIt
 
 from ledger import report
-from ledger.projections import is_failed
 from ledger.state import State
+from ledger.steps import is_failed
 from stages import commands as cmd
 from stages import effective_policy
 
