@@ -116,6 +116,10 @@ class _Open(NamedTuple):
     first: int
 
 
+def _ignore(_event: Event) -> None:
+    """No sink: the walker keeps its events instead."""
+
+
 class _Walker:
     """Checks lines in order against the events before them and remembers what it saw.
 
@@ -134,7 +138,6 @@ class _Walker:
         self.max_lamport = 0
         self.sink = sink
         self.pending: list[Event] = []  # with a sink: the parts of the batch being read
-        self.delivered = 0
         self.repaired: set[str] = set()  # quarantine files named by ledger.repaired events
 
     def _deliver(self, event: Event) -> None:
@@ -148,7 +151,8 @@ class _Walker:
             self.pending.append(event)
             if i < n - 1:
                 return
-            batch, self.pending = self.pending, []
+            batch = self.pending[:]
+            self.pending.clear()  # in place: the hot loop holds this list
         else:
             batch = [event]
         sink = self.sink
@@ -157,7 +161,6 @@ class _Walker:
             if part.type == "ledger.repaired":
                 self.repaired.add(str(part.data.get("quarantine")))
             sink(part)
-        self.delivered += len(batch)
 
     def feed(self, lines: Sequence[bytes], start: int = 0) -> None:
         """Verify and record `lines[start:]` in order; raise _Bad at the first that does not fit.
@@ -167,7 +170,9 @@ class _Walker:
         """
         lamports, open_batches, heads = self.lamports, self.open, self.heads
         loads, from_record, sha256 = codec.loads, record.from_record, hashlib.sha256
-        emit = self.events.append if self.sink is None else self._deliver
+        keep, pending = self.sink is None, self.pending
+        sink: Callable[[Event], object] = self.sink or _ignore
+        events_append, deliver = self.events.append, self._deliver
         prefix, id_end, body_start = codec.ID_PREFIX, _ID_END, _BODY_START
         max_lamport = self.max_lamport
         for index in range(start, len(lines)):
@@ -211,7 +216,12 @@ class _Walker:
                 max_lamport = lamport
             heads.difference_update(parents)
             heads.add(event_id)
-            emit(event)
+            if keep:
+                events_append(event)
+            elif n == 1 and not pending and event.type != "ledger.repaired":
+                sink(event)  # the common case, inlined: a one-event batch goes straight on
+            else:
+                deliver(event)
         self.max_lamport = max_lamport
 
     def diagnose(self, index: int, line: bytes) -> _Bad:
@@ -424,7 +434,7 @@ def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Tip:
         return Tip(name=name, head=log.head, lamport=log.lamport, size=log.size,
                    torn=log.torn, events=len(log.events), repaired=frozenset(walker.repaired))
     return Tip(name=name, head=tuple(sorted(walker.heads)), lamport=walker.max_lamport,
-               size=len(data), torn=None, events=walker.delivered,
+               size=len(data), torn=None, events=len(lines),
                repaired=frozenset(walker.repaired))
 
 
