@@ -279,7 +279,7 @@ def _measured(state: State, event: Event) -> None:
     times = tuple(data["times_us"])
     attempt.measurement = Measurement(  # positional, in field order (see _attempt_started)
         times, median(times), data["util_pct"], data["bubble_pct"], data["origin"]["level"],
-        dict(data["metrics"]), all(output["all_close"] for output in data["outputs"]),
+        data["metrics"], all(output["all_close"] for output in data["outputs"]),
         data["layout_exit"],
     )
     _mark_measured(state, attempt)
@@ -314,7 +314,7 @@ def _verdict(state: State, event: Event) -> None:
     _finish(state, attempt, "verified")
     attempt.verdict = data["verdict"]
     attempt.failure = data["failure"]
-    attempt.verdict_data = data
+    attempt.compared_us = data["best_median_us"]
     adopted = attempt.verdict in _ADOPTED
     if adopted and attempt.measurement is not None:
         _check_compared_best(state, attempt.id, data["best_attempt"])

@@ -96,8 +96,9 @@ class Attempt:
     failure: str | None = None
     detail: str = ""
     measurement: Measurement | None = None
-    # The verdict event's statistics, kept so audit can re-derive the verdict.
-    verdict_data: dict[str, Any] | None = None
+    # The best's median time the verdict compared this attempt with (R8), as recorded; not
+    # the verdict's whole statistics, which stay in the ledger (audit re-derives from there).
+    compared_us: float | None = None
 
 
 @define

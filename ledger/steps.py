@@ -48,8 +48,7 @@ def steps(state: State, attempts: Iterable[Attempt] | None = None) -> list[Step]
     out: list[Step] = []
     chosen = state.attempts.values() if attempts is None else attempts
     for attempt in sorted(chosen, key=lambda a: a.seq):
-        compared = (attempt.verdict_data or {}).get("best_median_us")
-        before = float(compared) if isinstance(compared, int | float) else best_us
+        before = attempt.compared_us if attempt.compared_us is not None else best_us
         out.append(Step(attempt, best_config, before))
         if attempt.verdict in ("adopt", "target-reached") and attempt.failure is None:
             best_config = attempt.config

@@ -166,8 +166,7 @@ def campaign(attempts: int, seed: int = 7, op: str = OP, horizon: int | None = N
             attempt.measurement = measurement(round(time_us, 3), util=round(rng.uniform(40, 79),
                                                                             1))
             attempt.verdict = verdict
-            attempt.verdict_data = {"best_median_us": best_us, "method": "threshold",
-                                    "threshold": 0.01}
+            attempt.compared_us = best_us
             events += 3
             if verdict == "adopt":
                 best_us, best_config = time_us, attempt.config
