@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
-from ledger import codec, projections, provenance, splice
+from ledger import codec, memory_file, provenance, splice, view_cache
 from ledger.errors import BadInput, Conflict, HandBack, LedgerError
 from ledger.events import Payload
 from ledger.record import Draft, Event, converter
@@ -126,8 +126,9 @@ class OpLedger:
             if isinstance(decision, Refusal):
                 if decision.events:  # a hand-back records the failed check (R1, exit 5)
                     written = self._append(decision.events, loaded, key, request, command_line)
-                    self._render_after_append(replay([*written.repairs, *written.events],
-                                                     state))
+                    handed_back = replay([*written.repairs, *written.events], state)
+                    self._render_after_append(handed_back)
+                    view_cache.remember(self.store.path, self.op, handed_back, written.head[-1])
                 raise decision.to_error()
             try:
                 written = self._append(decision.events, loaded, key, request, command_line)
@@ -137,6 +138,8 @@ class OpLedger:
             # from it rather than reading and replaying the whole ledger a second time.
             new_state = replay([*written.repairs, *written.events], state)
             warnings = tuple(decision.warnings) + self._render_after_append(new_state)
+            # The next `status` reads these views instead of replaying the whole ledger again.
+            view_cache.remember(self.store.path, self.op, new_state, written.head[-1])
             return Outcome(events=tuple(written.events), warnings=warnings, state=new_state)
         raise LedgerError("gave up after repeated concurrent appends; run the command again")
 
@@ -174,8 +177,8 @@ class OpLedger:
         if state is None:
             state = self.load().state
         existing = splice.read_text(self.memory_path)
-        position = projections.Position(events=state.event_count, last=state.last_event or "")
-        text = projections.render_memory(existing, state, effective_policy(state), position)
+        position = memory_file.Position(events=state.event_count, last=state.last_event or "")
+        text = memory_file.render_memory(existing, state, effective_policy(state), position)
         return splice.write_if_changed(self.memory_path, text)
 
     def write_report_files(self) -> Any:

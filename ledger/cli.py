@@ -1,32 +1,82 @@
 """The `tune-ledger` command line: parse, call the library, print, map errors to exit codes.
 
 This module holds the group, its global options and the entry point; the commands live in
-`cli_steps` (setup and protocol steps), `cli_attempts` (attempts and verdicts) and
-`cli_views` (read-only views, audit, report), each adding itself with `register(cli)`.
+`cli_steps` (setup and protocol steps), `cli_attempts` (attempts and verdicts), `cli_status`
+(status, resume), `cli_views` (log, audit, check, render, report), `cli_git` and `cli_priors`,
+each listing its commands in `COMMANDS`. A command's module is imported only when that command
+runs: a process lives for one command, and importing them all (the events' classes, the stage
+machines, cattrs) took most of a `status`.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
 
 import click
 
-from ledger import __version__, cli_attempts, cli_git, cli_steps, cli_views, codec
+from ledger import __version__, codec
 from ledger.cli_base import Ctx, pass_ctx
 from ledger.errors import EXIT_CODES, BadInput, LedgerError
 
-__all__ = ["Ctx", "cli", "main", "pass_ctx"]
+__all__ = ["COMMAND_MODULES", "Ctx", "cli", "main", "pass_ctx"]
 
 _HELP_EPILOG = "Exit codes: " + "; ".join(f"{k} {v}" for k, v in sorted(EXIT_CODES.items()))
 _GLOBAL_WITH_VALUE = ("--root", "--idempotency-key")
 _GLOBAL_OPTIONS = ("--json", *_GLOBAL_WITH_VALUE)
 
+# The module of each command, so that a command is found without importing the others' modules
+# (a test keeps this equal to each module's COMMANDS).
+COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
+    "ledger.cli_steps": ("init", "evidence", "activate", "target", "relax", "skill", "stage",
+                         "point", "stop", "note", "policy"),
+    "ledger.cli_attempts": ("candidate", "try", "verify", "fail", "abandon"),
+    "ledger.cli_status": ("status", "resume"),
+    "ledger.cli_views": ("log", "render", "check", "audit", "report"),
+    "ledger.cli_git": ("merge-driver", "memory-merge-driver", "git-setup", "normalize",
+                       "conflicts", "resolve"),
+    "ledger.cli_priors": ("priors",),
+}
 
-@click.group(epilog=_HELP_EPILOG)
+
+class LazyGroup(click.Group):
+    """A group that imports a command's module when the command is first looked up (click's
+    "lazily loading subcommands" pattern). Listing the commands (`--help`) and a name that is
+    not a command (click then suggests close ones from every command) import them all."""
+
+    def __init__(self, *args: Any, modules: Mapping[str, Sequence[str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.module_of = {name: module for module, names in modules.items() for name in names}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command's name, sorted (for help)."""
+        return sorted({*self.commands, *self.module_of})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command `cmd_name`, importing its module first if needed."""
+        if cmd_name not in self.commands:
+            module = self.module_of.get(cmd_name)
+            if module is None:
+                self.load_all()
+            else:
+                self._load(module)
+        return self.commands.get(cmd_name)
+
+    def load_all(self) -> None:
+        """Import every command's module (help, completion, tests that walk the commands)."""
+        for module in dict.fromkeys(self.module_of.values()):
+            self._load(module)
+
+    def _load(self, module: str) -> None:
+        for command in importlib.import_module(module).COMMANDS:
+            self.add_command(command)
+
+
+@click.group(cls=LazyGroup, modules=COMMAND_MODULES, epilog=_HELP_EPILOG)
 @click.option("--root", envvar="TUNE_LEDGER_ROOT", default=".", show_default=True,
               help="Folder that holds custom/ (env TUNE_LEDGER_ROOT).")
 @click.option("--json", "as_json", is_flag=True,
@@ -46,15 +96,6 @@ def cli(context: click.Context, root: str, as_json: bool, key: str | None) -> No
     argv = context.obj if isinstance(context.obj, list) else None
     context.obj = Ctx(root, as_json, key, argv)
 
-
-cli_steps.register(cli)
-cli_attempts.register(cli)
-cli_views.register(cli)
-
-# --- commands defined in their own modules -----------------------------------------------------
-# Each module adds its commands to `cli` with a register(cli) function (one line each here).
-cli_git.register(cli)
-__import__("ledger.cli_priors", fromlist=["register"]).register(cli)
 
 # --- entry point ---------------------------------------------------------------------------
 
@@ -122,7 +163,7 @@ def _command_path(args: list[str]) -> str:
         if arg.startswith("-"):
             index += 1
             continue
-        command = group.commands.get(arg)
+        command = group.get_command(click.Context(group), arg)
         if command is None:
             break
         words.append(arg)

@@ -18,12 +18,6 @@ from stages import commands as cmd
 from stages.stop import stopped_refusal
 
 
-def register(cli: click.Group) -> None:
-    """Add this module's commands to the `tune-ledger` group."""
-    for command in (candidate, try_, verify, fail, abandon):
-        cli.add_command(command)
-
-
 def _started(op: str) -> Any:
     def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
         attempt = next((attempt_id(e.id) for e in outcome.events
@@ -190,3 +184,7 @@ def abandon(ctx: Ctx, op: str, attempt: str, reason: str) -> None:
 
     run_step(ctx, op, lambda ledger: cmd.Abandon(
         attempt=_resolve(ledger, attempt), reason=reason), present)
+
+
+# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
+COMMANDS = (candidate, try_, verify, fail, abandon)

@@ -12,19 +12,19 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ledger import codec
-from ledger.api import OpLedger, Outcome
 from ledger.errors import BadInput
-from ledger.events import SKILLS, STAGES
 
-SKILL = click.Choice(list(SKILLS))
-STAGE = click.Choice(list(STAGES))
+# Every command imports this module, `status` included: what it needs from the API (which
+# imports the events, the store and the stage machines) it imports when it runs.
+if TYPE_CHECKING:
+    from ledger.api import OpLedger, Outcome
 
-Present = Callable[[Outcome], tuple[dict[str, Any], str]]
+    Present = Callable[[Outcome], tuple[dict[str, Any], str]]
 
 
 class Ctx:
@@ -39,6 +39,8 @@ class Ctx:
 
     def op(self, name: str, *, must_exist: bool = True) -> OpLedger:
         """The op's ledger, refusing an unknown or unsafe op name (exit 2)."""
+        from ledger.api import OpLedger
+
         ledger = OpLedger(self.root, name)
         if must_exist:
             ledger.require()
@@ -54,6 +56,10 @@ class Ctx:
             click.echo(codec.canonical_json(data))
         else:
             click.echo(human)
+
+    def echo_rendered(self, rendered: dict[str, str]) -> None:
+        """Print a view rendered both ways beforehand: its "json" (with --json) or "text"."""
+        click.echo(rendered["json"] if self.as_json else rendered["text"])
 
     def warn(self, warnings: Sequence[str]) -> None:
         """Warnings of a read-only command: on stderr for humans (JSON carries them inline)."""
@@ -129,13 +135,11 @@ def impl_path(ledger: OpLedger, impl: str | None) -> Path:
 
 def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
     """The op's replayed state and warnings about the file (a torn tail awaiting repair)."""
+    from ledger.view_cache import torn_warning
+
     ledger = ctx.op(op)
     loaded = ledger.load()
-    warnings = []
     torn = loaded.tip.torn
-    if torn is not None:
-        warnings.append(
-            f"{ledger.store.path}:{torn.line}: torn tail of {torn.byte_count} bytes "
-            f"({torn.reason}); the next state-changing command quarantines it"
-        )
+    warnings = [] if torn is None else [
+        torn_warning(ledger.store.path, torn.line, torn.byte_count, torn.reason)]
     return loaded.state, warnings

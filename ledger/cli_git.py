@@ -18,13 +18,6 @@ from ledger.cli_base import Ctx, pass_ctx, report_events, request_of
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
 
-def register(cli: click.Group) -> None:
-    """Add this module's commands to the `tune-ledger` group."""
-    for command in (merge_driver, memory_merge_driver, git_setup, normalize, conflicts,
-                    resolve_command):
-        cli.add_command(command)
-
-
 @click.command("merge-driver")
 @click.argument("base", type=_FILE)
 @click.argument("ours", type=_FILE)
@@ -163,3 +156,7 @@ def _resolved(outcome: Outcome) -> dict[str, Any]:
         if event.type == "conflict.resolved":
             return {"conflict": event.data["conflict"], "resolution": event.data["resolution"]}
     return {}
+
+
+# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
+COMMANDS = (merge_driver, memory_merge_driver, git_setup, normalize, conflicts, resolve_command)

@@ -116,6 +116,5 @@ def priors(ctx: Ctx, op: str, ledgers: tuple[str, ...], sources: tuple[str, ...]
     ctx.emit(data, priors_text(data))
 
 
-def register(cli: click.Group) -> None:
-    """Add the `priors` command to the CLI."""
-    cli.add_command(priors)
+# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
+COMMANDS = (priors,)

@@ -11,18 +11,14 @@ import click
 
 from ledger import inputs, runner, views
 from ledger.api import OpLedger, Outcome
-from ledger.cli_base import SKILL, STAGE, Ctx, event_data, impl_path, one_source, pass_ctx, run_step
+from ledger.cli_base import Ctx, event_data, impl_path, one_source, pass_ctx, run_step
 from ledger.errors import BadInput
-from ledger.events import Origin
+from ledger.events import SKILLS, STAGES, Origin
 from ledger.units import parse_time_us
 from stages import commands as cmd
 
-
-def register(cli: click.Group) -> None:
-    """Add this module's commands to the `tune-ledger` group."""
-    for command in (init, evidence, activate, target, relax, skill, stage, point, stop, note,
-                    policy):
-        cli.add_command(command)
+SKILL = click.Choice(list(SKILLS))
+STAGE = click.Choice(list(STAGES))
 
 
 # --- init, evidence, activation --------------------------------------------------------------
@@ -357,3 +353,7 @@ def policy(ctx: Ctx, op: str, key: str, value: str, reason: str) -> None:
     parsed = inputs.parse_json_value(value, "VALUE")
     run_step(ctx, op, lambda _ledger: cmd.SetPolicy(key=key, value=parsed, reason=reason),
              lambda _outcome: ({"key": key, "value": parsed}, f"policy {key} = {value}"))
+
+
+# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
+COMMANDS = (init, evidence, activate, target, relax, skill, stage, point, stop, note, policy)

@@ -1,5 +1,6 @@
-"""Commands that read the ledger (status, resume, log, audit, check), re-render MEMORY.md, and
-write the tuning report. All of them still work after the campaign stopped (R10)."""
+"""Commands that read the ledger (log, audit, check), re-render MEMORY.md, and write the tuning
+report (`status` and `resume` are in `cli_status`). All of them still work after the campaign
+stopped (R10)."""
 
 from __future__ import annotations
 
@@ -13,42 +14,15 @@ from ledger import audit as audit_mod
 from ledger import merge, resolve, views
 from ledger import report as report_mod
 from ledger.api import OpLedger, Outcome, list_ops
-from ledger.cli_base import STAGE, Ctx, event_data, load_state, pass_ctx, run_step
+from ledger.cli_base import Ctx, event_data, load_state, pass_ctx, run_step
 from ledger.errors import BadInput, LedgerDamaged
-from ledger.events import FAILURES
-
-
-def register(cli: click.Group) -> None:
-    """Add this module's commands to the `tune-ledger` group."""
-    for command in (status, resume, log, render, check, audit, report):
-        cli.add_command(command)
+from ledger.events import FAILURES, STAGES
 
 
 @click.command()
 @click.argument("op")
-@pass_ctx
-def status(ctx: Ctx, op: str) -> None:
-    """Show where the campaign stands and which commands are allowed next."""
-    state, warnings = load_state(ctx, op)
-    data = {**views.status(state), "warnings": warnings}
-    ctx.warn(warnings)
-    ctx.emit(data, views.status_text(data))
-
-
-@click.command()
-@click.argument("op")
-@pass_ctx
-def resume(ctx: Ctx, op: str) -> None:
-    """Tell an interrupted agent exactly where it stopped, what to reload and what to run next."""
-    state, warnings = load_state(ctx, op)
-    data = {**views.resume(state), "warnings": warnings}
-    ctx.warn(warnings)
-    ctx.emit(data, views.resume_text(data))
-
-
-@click.command()
-@click.argument("op")
-@click.option("--stage", "stage_name", type=STAGE, metavar="STAGE", help="Only this stage.")
+@click.option("--stage", "stage_name", type=click.Choice(list(STAGES)), metavar="STAGE",
+              help="Only this stage.")
 @click.option("--verdict", type=click.Choice(["rollback", "no-gain", "adopt", "target-reached"]),
               help="Only attempts with this verdict.")
 @click.option("--failure", type=click.Choice(list(FAILURES)),
@@ -164,3 +138,7 @@ def report(ctx: Ctx, op: str) -> None:
                 f"report written: {path} (chart {chart})")
 
     run_step(ctx, op, lambda ledger: ledger.write_report_files(), present)
+
+
+# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
+COMMANDS = (log, render, check, audit, report)

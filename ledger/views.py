@@ -151,6 +151,11 @@ def status_text(data: dict[str, Any]) -> str:
 def resume(state: State) -> dict[str, Any]:
     """What an interrupted agent needs: stage, skills to reload, pending attempt, next step."""
     data = status(state)
+    return {**data, **resume_fields(state, data["allowed"])}
+
+
+def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
+    """The fields `resume` adds to `status` (`allowed`: the status's allowed commands)."""
     pending = state.attempts.get(state.pending) if state.pending else None
     point = state.points.get(state.open_point) if state.open_point else None
     op = state.op
@@ -161,12 +166,11 @@ def resume(state: State) -> dict[str, Any]:
         steps.append(f"or, if it cannot be measured: tune-ledger abandon {op} {pending.id} "
                      "--reason 'interrupted'")
     return {
-        **data,
         "reload_skills": list(state.skills),
         "pending_attempt": attempt_row(pending) if pending else None,
         "point": {"name": point.name, "streak": point.streak,
                   "candidates": point.candidates, "mutations": point.mutations} if point else None,
-        "next": steps or [f"tune-ledger {name} {op} ..." for name in data["allowed"]],
+        "next": steps or [f"tune-ledger {name} {op} ..." for name in allowed],
     }
 
 

@@ -20,7 +20,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[
         tuple[tuple[str, ...], click.Command]]:
-    for name, command in sorted(group.commands.items()):
+    # Through list_commands/get_command, as click does: `cli` imports its commands lazily.
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None, name
         path = (*prefix, name)
         yield path, command
         if isinstance(command, click.Group):

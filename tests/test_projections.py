@@ -421,14 +421,3 @@ def test_a_replayed_campaign_renders_its_attempts() -> None:
     driver.run(cmd.AddNote(text="next: try unroll [16,4]"))
     later = Position(events=len(driver.events), last=driver.events[-1].id)
     assert check_memory(text, later)[0].startswith("stale:")
-
-
-def test_the_projections_facade_reexports_the_modules_that_hold_the_code() -> None:
-    """`ledger.projections` still names what its callers use, as the very same objects."""
-    from ledger import attempt_markdown, memory_file, projections, steps
-
-    homes = (steps, attempt_markdown, memory_sections, memory_file)
-    for name in projections.__all__:
-        assert any(getattr(home, name, None) is getattr(projections, name) for home in homes), name
-    assert {"Position", "render_memory", "check_memory", "steps", "baseline_config"} <= set(
-        projections.__all__)

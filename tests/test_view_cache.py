@@ -1,0 +1,434 @@
+"""The view cache of `status` and `resume` (ledger/view_cache.py): what it prints is byte for
+byte what a full replay prints, whatever happened to the ledger or to the cache; it never
+creates files where the uncached path would refuse; audit never reads it; and a hit imports
+neither the stage machines nor cattrs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from cli_harness import OP, Cli, Result, frontend, new_op, pending, run_main
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger import cli_status, store, view_cache, views
+from ledger.api import OpLedger
+from ledger.cli import COMMAND_MODULES
+from stages import commands as cmd
+
+REPO = Path(__file__).resolve().parents[1]
+NO_CACHE = {view_cache.NO_CACHE_ENV: "1"}
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli(tmp_path)
+
+
+def _path(cli: Cli, op: str = OP) -> Path:
+    return cli.root / "custom" / op / "events.jsonl"
+
+
+def _cache(cli: Cli, op: str = OP) -> Path:
+    return cli.root / "custom" / op / view_cache.CACHE_DIR
+
+
+def _run(cli: Cli, args: list[str], *, as_json: bool, cached: bool) -> Result:
+    argv = ["--root", str(cli.root), *(["--json"] if as_json else []), *args]
+    return run_main(argv, env=None if cached else NO_CACHE)
+
+
+def _same_as_uncached(cli: Cli, op: str = OP) -> None:
+    """`status` and `resume`, JSON and text, print with the cache exactly what they print
+    without it (exit code, stdout and stderr); run twice, so the second is a hit if any."""
+    for view in ("status", "resume"):
+        for as_json in (True, False):
+            truth = _run(cli, [view, op], as_json=as_json, cached=False)
+            for _ in range(2):
+                assert _run(cli, [view, op], as_json=as_json, cached=True) == truth
+
+
+def _hit_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make a miss fail the test: replaying the ledger is not allowed from here on."""
+    def no_replay(*_args: object) -> object:
+        raise AssertionError("status replayed the ledger: the cache was not used")
+
+    monkeypatch.setattr(cli_status, "load_state", no_replay)
+
+
+def test_a_second_status_is_a_hit_and_prints_the_same(cli: Cli,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first status writes the entry; the next ones print it without replaying."""
+    pending(cli)
+    truth = [_run(cli, [v, OP], as_json=j, cached=False)
+             for v in ("status", "resume") for j in (True, False)]
+    assert cli("status", OP).code == 0
+    assert (_cache(cli) / view_cache.ENTRY_NAME).is_file()
+    _hit_only(monkeypatch)
+    assert [_run(cli, [v, OP], as_json=j, cached=True)
+            for v in ("status", "resume") for j in (True, False)] == truth
+
+
+def test_the_command_that_appends_leaves_the_next_status_a_hit(
+        cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state-changing command caches the views of the state it just wrote, so the status
+    an agent runs next reads them instead of replaying the whole ledger."""
+    pending(cli)
+    truth = [_run(cli, [v, OP], as_json=j, cached=False)
+             for v in ("status", "resume") for j in (True, False)]
+    _hit_only(monkeypatch)
+    assert [_run(cli, [v, OP], as_json=j, cached=True)
+            for v in ("status", "resume") for j in (True, False)] == truth
+
+
+def test_every_append_is_seen(cli: Cli) -> None:
+    """After each state-changing command the cached views are those of the new ledger."""
+    frontend(cli)
+    _same_as_uncached(cli)
+    started = cli.ok("candidate", OP, "--config", '{"vec_tile_shape":[1,8,1,32]}',
+                     "--prior", "kernels/softmax.py:12")
+    _same_as_uncached(cli)
+    cli.ok("verify", OP, started["attempt"], "--output", "y=true", "--layout-exit", "0",
+           "--time", "80us")
+    _same_as_uncached(cli)
+    assert cli.ok("status", OP)["best"]["time_us"] == 80.0
+
+
+def test_a_torn_tail_warns_as_without_the_cache_and_is_not_cached(cli: Cli) -> None:
+    """A torn tail changes the position (size, tail) and the warnings; views with warnings
+    are not written, and the repaired ledger is seen again."""
+    frontend(cli)
+    cli.ok("status", OP)
+    with _path(cli).open("ab") as ledger:
+        ledger.write(b'{"id":"half a line')
+    _same_as_uncached(cli)
+    status = cli.ok("status", OP)
+    assert len(status["warnings"]) == 1 and "torn tail" in status["warnings"][0]
+    entry = json.loads((_cache(cli) / view_cache.ENTRY_NAME).read_text("utf-8"))
+    assert entry["key"]["ledger"]["size"] != _path(cli).stat().st_size
+    cli.ok("note", OP, "--text", "after the crash")  # quarantines the tail
+    _same_as_uncached(cli)
+    assert cli.ok("status", OP)["warnings"] == []
+
+
+def test_same_size_ledger_with_other_views_in_place_and_replaced(tmp_path: Path) -> None:
+    """Two ledgers of exactly the same size whose status differs (another point name of the
+    same length), swapped under the cache in place (same inode) and by rename."""
+    ledgers = {}
+    for name in ("F-1", "F-2"):
+        cli = Cli(tmp_path / name)
+        frontend(cli)  # opens point F-1
+        cli.ok("point", "close", OP, "F-1", "--reason", "n/a here")
+        cli.ok("point", "open", OP, name.replace("F-", "G-"))
+        ledgers[name] = _path(cli).read_bytes()
+    assert len(ledgers["F-1"]) == len(ledgers["F-2"]) and ledgers["F-1"] != ledgers["F-2"]
+    cli = Cli(tmp_path / "work")
+    new_op(cli)
+    for swap in ("in place", "replaced", "in place"):
+        for name in ("F-1", "F-2"):
+            if swap == "in place":
+                _path(cli).write_bytes(ledgers[name])
+            else:
+                _path(cli).with_name("incoming").write_bytes(ledgers[name])
+                os.replace(_path(cli).with_name("incoming"), _path(cli))
+            assert cli.ok("status", OP)["open_point"] == name.replace("F-", "G-")
+            _same_as_uncached(cli)
+
+
+def test_an_edit_in_the_middle_is_refused_even_with_an_entry(
+        cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Damage that keeps the size and the hashed tail: the file's ctime and mtime moved, so
+    the entry does not match and status exits 7 as without the cache."""
+    monkeypatch.setattr(view_cache, "TAIL_BYTES", 1024)  # this small ledger is < 64 KiB
+    frontend(cli)
+    cli.ok("status", OP)
+    path = _path(cli)
+    data = path.read_bytes()
+    old = path.stat()
+    tampered = data.replace(b'"y"', b'"Y"', 1)
+    assert len(tampered) == len(data) and tampered[-1024:] == data[-1024:]
+    path.write_bytes(tampered)
+    # A later edit, as a hand edit is: on file systems with coarse timestamps two writes in
+    # one tick share them (the residual risk the module states), so the test moves mtime.
+    os.utime(path, ns=(old.st_atime_ns, old.st_mtime_ns + 1_000_000_000))
+    result = cli("status", OP)
+    assert result.code == 7 and "events.jsonl:" in result.json["error"]
+    _same_as_uncached(cli)
+
+
+@pytest.mark.parametrize("garbage", [b"", b"{", b"not json", b"[]", b'{"key": 1}', b"\xff\xfe"])
+def test_a_corrupt_entry_is_ignored_and_rewritten(cli: Cli, garbage: bytes) -> None:
+    """An entry that is empty, partial, not JSON, or of another shape is a miss."""
+    frontend(cli)
+    cli.ok("status", OP)
+    entry = _cache(cli) / view_cache.ENTRY_NAME
+    entry.write_bytes(garbage)
+    _same_as_uncached(cli)
+    assert json.loads(entry.read_text("utf-8"))["views"]["status"]["json"]
+
+
+def test_an_entry_with_the_right_key_and_a_wrong_shape_is_ignored(cli: Cli) -> None:
+    """A matching key is not enough: each view must be there as JSON and text."""
+    frontend(cli)
+    cli.ok("status", OP)
+    entry_path = _cache(cli) / view_cache.ENTRY_NAME
+    entry = json.loads(entry_path.read_text("utf-8"))
+    del entry["views"]["resume"]["text"]
+    entry_path.write_text(json.dumps(entry), "utf-8")
+    _same_as_uncached(cli)
+
+
+def test_an_entry_of_other_code_is_ignored(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another code fingerprint (an edited module, another version) is a miss."""
+    frontend(cli)
+    monkeypatch.setattr(view_cache, "_fingerprint", "other code")
+    assert cli("status", OP).code == 0
+    written = json.loads((_cache(cli) / view_cache.ENTRY_NAME).read_text("utf-8"))
+    assert written["key"]["code"] == "other code"
+    monkeypatch.setattr(view_cache, "_fingerprint", None)
+    calls = []
+    real = cli_status.load_state
+
+    def counting(*args: object) -> object:
+        calls.append(args)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli_status, "load_state", counting)
+    _same_as_uncached(cli)
+    assert calls, "the entry of other code was used"
+
+
+def test_the_fingerprint_follows_the_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Touching a module of ledger/ or stages/ changes the fingerprint (size or mtime)."""
+    package = tmp_path / "ledger"
+    shutil.copytree(REPO / "ledger", package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "stages", tmp_path / "stages",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(view_cache, "__file__", str(package / "view_cache.py"))
+    monkeypatch.setattr(view_cache, "_fingerprint", None)
+    before = view_cache.code_fingerprint()
+    for module in (package / "views.py", tmp_path / "stages" / "allowed.py"):
+        monkeypatch.setattr(view_cache, "_fingerprint", None)
+        stat = module.stat()
+        os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+        after = view_cache.code_fingerprint()
+        assert after != before
+        before = after
+
+
+def test_the_cache_folder_ignores_itself_in_git(cli: Cli) -> None:
+    """`git status` in a repository holding the op lists no file of the cache."""
+    frontend(cli)
+    cli.ok("status", OP)
+    assert (_cache(cli) / ".gitignore").read_text("utf-8").splitlines()[-1] == "*"
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "init", "-q", str(cli.root)], check=True, env=env)
+    listed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                            cwd=cli.root, check=True, capture_output=True, text=True,
+                            env=env).stdout
+    assert "events.jsonl" in listed and view_cache.CACHE_DIR not in listed
+
+
+def test_the_repository_ignores_the_cache_folder() -> None:
+    """The repository's own .gitignore names it too (a cache written by an older version)."""
+    lines = (REPO / ".gitignore").read_text("utf-8").splitlines()
+    assert f"{view_cache.CACHE_DIR}/" in lines
+
+
+def test_a_cache_that_cannot_be_written_never_fails_the_command(
+        cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read-only checkout, or a file where the folder should be: status still works."""
+    frontend(cli)
+
+    def read_only(*_args: object) -> None:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(view_cache, "_replace", read_only)
+    _same_as_uncached(cli)
+    monkeypatch.undo()
+    shutil.rmtree(_cache(cli), ignore_errors=True)
+    _cache(cli).write_bytes(b"a file, not a folder")
+    _same_as_uncached(cli)
+    assert _cache(cli).read_bytes() == b"a file, not a folder"
+
+
+def test_no_cache_is_written_where_status_refuses(cli: Cli) -> None:
+    """No ledger (exit 2), a bad op name (exit 2), a damaged ledger (exit 7): the same errors
+    as without the cache, and no cache folder."""
+    (cli.root / "custom" / "noledger").mkdir(parents=True)
+    for op in ("noledger", "missing", "../x"):
+        _same_as_uncached(cli, op)
+        assert cli("status", op).code == 2
+    assert not (cli.root / "custom" / "noledger" / view_cache.CACHE_DIR).exists()
+    new_op(cli)
+    shutil.rmtree(_cache(cli))  # written by init; the damaged ledger must not write one
+    path = _path(cli)
+    path.write_bytes(path.read_bytes().replace(b'"host":', b'"HOST":', 1))
+    _same_as_uncached(cli)
+    assert cli("status", OP).code == 7
+    assert not _cache(cli).exists()
+
+
+def test_the_no_cache_switch_neither_reads_nor_writes(cli: Cli) -> None:
+    frontend(cli)
+    shutil.rmtree(_cache(cli))  # the entry the last command wrote
+    _run(cli, ["status", OP], as_json=True, cached=False)
+    assert not _cache(cli).exists()
+
+
+def test_audit_and_check_never_read_the_cache(cli: Cli) -> None:
+    """A poisoned entry (right key, false views) fools status by design, never audit/check."""
+    frontend(cli)
+    cli.ok("status", OP)
+    entry_path = _cache(cli) / view_cache.ENTRY_NAME
+    entry = json.loads(entry_path.read_text("utf-8"))
+    lie = {"json": json.dumps({"op": OP, "lie": True}), "text": "a lie"}
+    entry["views"] = {"status": lie, "resume": lie}
+    entry_path.write_text(json.dumps(entry), "utf-8")
+    assert cli.ok("status", OP) == {"op": OP, "lie": True}  # the premise: it is read
+    shutil.move(str(_cache(cli)), str(cli.root / "aside"))
+    truth = [cli("audit", OP), cli("check", OP)]
+    shutil.move(str(cli.root / "aside"), str(_cache(cli)))
+    assert [cli("audit", OP), cli("check", OP)] == truth
+    assert truth[0].json["clean"] is True
+
+
+def test_remember_after_an_append_makes_the_next_status_a_hit(
+        cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook for the API: views of the state after an append, checked against the file."""
+    frontend(cli)
+    ledger = OpLedger(cli.root, OP)
+    outcome = ledger.execute(cmd.AddNote(text="remembered"))
+    head = outcome.events[-1].id
+    assert view_cache.remember(ledger.store.path, OP, outcome.state, head)
+    truth = [_run(cli, [v, OP], as_json=j, cached=False)
+             for v in ("status", "resume") for j in (True, False)]
+    with monkeypatch.context() as patched:
+        _hit_only(patched)
+        assert [_run(cli, [v, OP], as_json=j, cached=True)
+                for v in ("status", "resume") for j in (True, False)] == truth
+    ledger.execute(cmd.AddNote(text="another writer"))
+    assert not view_cache.remember(ledger.store.path, OP, outcome.state, head)
+    with ledger.store.path.open("ab") as file:
+        file.write(b"torn")
+    assert not view_cache.remember(ledger.store.path, OP, outcome.state, head)
+
+
+def test_remember_never_fails_the_command_that_appended(
+        cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A view that cannot be rendered (a bug) is reported by `status`, not by the append."""
+    frontend(cli)
+    ledger = OpLedger(cli.root, OP)
+    outcome = ledger.execute(cmd.AddNote(text="n"))
+
+    def broken(_state: object) -> dict[str, object]:
+        raise RuntimeError("status view exploded")
+
+    monkeypatch.setattr(views, "status", broken)
+    assert not view_cache.remember(ledger.store.path, OP, outcome.state, outcome.events[-1].id)
+    shutil.rmtree(_cache(cli))  # the entry the append itself wrote: status must compute
+    assert cli("status", OP).code == 1
+
+
+def test_the_names_agree_with_the_store() -> None:
+    """view_cache spells the ledger's path and lock like the store (without importing it)."""
+    assert view_cache.ledger_file("/r", "op") == store.ledger_path("/r", "op")
+    assert (view_cache.LEDGER_NAME, view_cache.LOCK_SUFFIX) == (store.LEDGER_NAME,
+                                                                store.LOCK_SUFFIX)
+
+
+def test_the_command_table_names_every_module_command() -> None:
+    """ledger.cli finds a command's module without importing the others: its table must list
+    exactly the commands each module defines."""
+    import importlib
+
+    for module, names in COMMAND_MODULES.items():
+        defined = [c.name for c in importlib.import_module(module).COMMANDS]
+        assert sorted(defined) == sorted(names), module
+
+
+# --- a property: any sequence of commands ----------------------------------------------------
+
+_STEPS = st.lists(st.sampled_from([
+    ("note", OP, "--text", "n"),
+    ("skill", "load", OP, "perf-analyzer"),
+    ("skill", "unload", OP, "perf-analyzer"),
+    ("stage", "enter", OP, "swimlane"),
+    ("point", "open", OP, "S-1"),
+    ("point", "close", OP, "F-1", "--reason", "r"),
+    ("candidate", OP, "--config", '{"vec_tile_shape":[1,8,1,32]}', "--prior", "p"),
+    ("verify", OP, "pending", "--output", "y=true", "--layout-exit", "0", "--time", "60us"),
+    ("stop", OP, "--reason", "enough"),
+    ("tear",),
+    ("status",),
+]), min_size=1, max_size=6)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=_STEPS)
+def test_any_sequence_of_commands_status_is_the_same_with_the_cache(
+        steps: list[tuple[str, ...]]) -> None:
+    """Whatever was appended, refused, torn or repaired, and whenever status ran (so entries
+    of every age exist), the cached views are those of a full replay."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cli = Cli(Path(tmp))
+        frontend(cli)
+        for step in steps:
+            if step == ("tear",):
+                with _path(cli).open("ab") as ledger:
+                    ledger.write(b'{"id":')
+            elif step == ("status",):
+                cli("status", OP)
+            else:
+                cli(*step)
+        _same_as_uncached(cli)
+
+
+# --- a real process: what a hit imports ------------------------------------------------------
+
+_MODULES = """
+import sys
+sys.argv[0] = "tune-ledger"
+from ledger.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+heavy = ("stages", "cattrs", "attr", "numpy", "markdown_it", "ledger.api", "ledger.replay",
+         "ledger.events", "ledger.store", "ledger.memory_file", "ledger.cli_steps")
+print("MODULES", sorted(m for m in sys.modules if m.split(".")[0] in heavy or m in heavy),
+      file=sys.stderr)
+"""
+
+
+def _imports(root: Path, *args: str) -> tuple[str, list[str]]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for name in ("TUNE_LEDGER_ROOT", view_cache.NO_CACHE_ENV):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", _MODULES, "--root", str(root), *args],
+                          env=env, capture_output=True, text=True, timeout=120, check=True)
+    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
+    modules = json.loads(line[len("MODULES "):].replace("'", '"'))
+    return done.stdout, modules
+
+
+def test_a_hit_imports_neither_the_stage_machines_nor_cattrs(cli: Cli) -> None:
+    """`status` served from the cache loads none of the replay's modules (startup goal)."""
+    frontend(cli)
+    shutil.rmtree(_cache(cli))  # the entry the last command wrote: the first status misses
+    miss_out, miss_modules = _imports(cli.root, "--json", "status", OP)
+    assert "stages" in miss_modules and "cattrs" in miss_modules  # the check can fail
+    hit_out, hit_modules = _imports(cli.root, "--json", "status", OP)
+    assert hit_out == miss_out
+    assert hit_modules == []
+    text_out, text_modules = _imports(cli.root, "resume", OP)
+    assert text_modules == [] and "next:" in text_out
