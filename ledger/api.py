@@ -62,6 +62,7 @@ class OpLedger:
         self.op = check_op_name(op)
         self.dir = self.root / "custom" / self.op
         self.store = FileStore(ledger_path(self.root, self.op))
+        self._loaded: Loaded | None = None
         self.memory_path = self.dir / "MEMORY.md"
         self.report_path = self.dir / f"{self.op}_tuning_report.md"
 
@@ -78,11 +79,20 @@ class OpLedger:
             )
 
     def load(self) -> Loaded:
-        """Read and verify the log, and replay it event by event as it is verified."""
+        """Read and verify the log, and replay it event by event as it is verified.
+
+        While nothing has written to the ledger since, a later call returns the same Loaded
+        (checked as an append checks its tip): one CLI command looks up a retried key, resolves
+        an attempt id and then decides, and each used to replay the whole ledger. `execute`
+        folds its new events into that state, so it drops it first."""
         self.require()
+        kept = self._loaded
+        if kept is not None and self.store.unchanged_since(kept.tip):
+            return kept
         state = State()
         tip = self.store.stream(partial(evolve, state))
-        return Loaded(tip=tip, state=state)
+        self._loaded = Loaded(tip=tip, state=state)
+        return self._loaded
 
     def earlier(self, key: str, request: str) -> Outcome | None:
         """The original result of a command retried with idempotency key `key`, or None.
@@ -117,6 +127,9 @@ class OpLedger:
         request = request or request_digest(command)
         for _ in range(_MAX_CONFLICT_RETRIES):
             loaded = self.load() if self.exists() else None
+            # This command's events are folded into the loaded state below: no later load
+            # may return it as the state of the ledger it read.
+            self._loaded = None
             if key is not None and loaded is not None:
                 original = _replayed(loaded, key, request)
                 if original is not None:

@@ -82,7 +82,12 @@ def encode_line(record_without_id: dict[str, Any]) -> tuple[str, bytes]:
     """Return (id, line bytes with trailing newline) for a record given without its id."""
     if "id" in record_without_id:
         raise ValueError("the record must not carry an id yet")
-    body = canonical_json(record_without_id)
+    return encode_body(canonical_json(record_without_id))
+
+
+def encode_body(body: str) -> tuple[str, bytes]:
+    """Return (id, line bytes with trailing newline) for the canonical JSON of a record
+    without its id (a non-empty object)."""
     event_id = content_id(body)
     line = '{"id":"' + event_id + '",' + body[1:] + "\n"
     return event_id, line.encode("utf-8")

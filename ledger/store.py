@@ -83,8 +83,12 @@ def seal_batch(
     events: list[Event] = []
     lines: list[bytes] = []
     parents = head
+    encoded: tuple[object, str] | None = None  # (provenance, its JSON): a batch shares one
     for index, draft in enumerate(drafts):
-        event, line = record.seal(draft, parents, lamport + 1, (index, len(drafts)))
+        if encoded is None or encoded[0] is not draft.provenance:
+            encoded = (draft.provenance, record.encode_provenance(draft.provenance))
+        event, line = record.seal(draft, parents, lamport + 1, (index, len(drafts)),
+                                  encoded[1])
         events.append(event)
         lines.append(line)
         parents, lamport = (event.id,), event.lamport
@@ -172,14 +176,21 @@ class Store(ABC):
         return AppendResult(events=tuple(events[len(repairs):]),
                             repairs=tuple(events[:len(repairs)]), head=(events[-1].id,))
 
+    def unchanged_since(self, tip: Tip) -> bool:
+        """True when the ledger still holds exactly the bytes `tip` was read from."""
+        return self._matches(tip, self._stamp_now)
+
     def _unchanged_since(self, tip: Tip, session: _Session) -> bool:
+        return self._matches(tip, session.stamp)
+
+    def _matches(self, tip: Tip, stamp_now: Callable[[int], tuple[object, int, bytes]]) -> bool:
         """True when the ledger holds exactly the bytes `tip` was read from (checked by file
         identity, size and last 4 KiB: an append always grows the file; anything else that
         rewrote it changes its identity or its tail) and no quarantine file appeared since."""
         stamp = tip.stamp
         if not isinstance(stamp, _Stamp):
             return False
-        return (session.stamp(len(stamp.tail)) == (stamp.identity, stamp.size, stamp.tail)
+        return (stamp_now(len(stamp.tail)) == (stamp.identity, stamp.size, stamp.tail)
                 and not self.quarantine_exists(stamp.next_quarantine))
 
     def _plan_repairs(self, data: bytes, log: Log) -> tuple[list[LedgerRepaired], _Torn | None]:
@@ -237,6 +248,10 @@ class Store(ABC):
         (a file replaced by a checkout is another file, even with the same bytes)."""
 
     @abstractmethod
+    def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
+        """The ledger's identity, size and last `tail` bytes now, read without writing."""
+
+    @abstractmethod
     def _session(self) -> AbstractContextManager[_Session]:
         """Hold the store's exclusive lock and give the primitives of one append."""
 
@@ -246,9 +261,12 @@ def _after(tip: Tip, events: Sequence[Event], written: bytes) -> Tip:
     stamp = tip.stamp
     assert isinstance(stamp, _Stamp)
     size = stamp.size + len(written)
-    return evolve(tip, head=(events[-1].id,), lamport=events[-1].lamport, size=size,
-                  events=tip.events + len(events),
-                  stamp=evolve(stamp, size=size, tail=(stamp.tail + written)[-_TAIL:]))
+    # Built directly: attrs.evolve inspects the class on every call, which an append notices.
+    return Tip(name=tip.name, head=(events[-1].id,), lamport=events[-1].lamport, size=size,
+               torn=None, events=tip.events + len(events), repaired=tip.repaired,
+               stamp=_Stamp(identity=stamp.identity, size=size,
+                            tail=(stamp.tail + written)[-_TAIL:],
+                            next_quarantine=stamp.next_quarantine))
 
 
 def _check_head(log: Log | Tip, expected_head: tuple[str, ...] | None) -> None:
@@ -368,6 +386,10 @@ class FileStore(Store):
         super().__init__(str(path))
         self.path = Path(path)
         self.lock_path = self.path.with_name(self.path.name + LOCK_SUFFIX)
+        # Plain strings for the append path: pathlib's objects cost more per call than the
+        # system calls they wrap, and an append is a handful of system calls.
+        self._folder = str(self.path.parent)
+        self._lock_name = str(self.lock_path)
 
     def quarantine_names(self) -> list[str]:
         """The names of the quarantine files beside the ledger, oldest first."""
@@ -383,7 +405,7 @@ class FileStore(Store):
 
     def quarantine_exists(self, name: str) -> bool:
         """True when a quarantine file of that name is beside the ledger."""
-        return os.path.lexists(self.path.parent / name)
+        return os.path.lexists(os.path.join(self._folder, name))
 
     def _read_stamped(self) -> tuple[bytes, object]:
         with _shared_lock(self.lock_path):
@@ -396,10 +418,25 @@ class FileStore(Store):
             finally:
                 os.close(fd)
 
+    def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
+        with _shared_lock(self.lock_path):
+            try:
+                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                return None, 0, b""
+            try:
+                return _stamp_of(fd, tail)
+            finally:
+                os.close(fd)
+
     @contextmanager
     def _session(self) -> Iterator[_Session]:
-        _make_dirs(self.path.parent)
-        lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+        try:
+            lock_fd = os.open(self._lock_name, flags, 0o644)
+        except FileNotFoundError:  # the op's folder does not exist yet: the first append
+            _make_dirs(self.path.parent)
+            lock_fd = os.open(self._lock_name, flags, 0o644)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             session = _FileSession(self.path)
@@ -427,11 +464,7 @@ class _FileSession:
         return b"" if self.fd is None else _read_all(self.fd)
 
     def stamp(self, tail: int) -> tuple[object, int, bytes]:
-        if self.fd is None:
-            return None, 0, b""
-        size = os.fstat(self.fd).st_size
-        start = max(size - tail, 0)
-        return _identity(self.fd), size, os.pread(self.fd, size - start, start)
+        return (None, 0, b"") if self.fd is None else _stamp_of(self.fd, tail)
 
     def quarantine(self, name: str, torn: bytes) -> None:
         _write_new_file(self.path.with_name(name), torn)
@@ -481,6 +514,13 @@ def _shared_lock(lock_path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def _stamp_of(fd: int, tail: int) -> tuple[object, int, bytes]:
+    """An open ledger file's identity, size and last `tail` bytes."""
+    size = os.fstat(fd).st_size
+    start = max(size - tail, 0)
+    return _identity(fd), size, os.pread(fd, size - start, start)
 
 
 def _identity(fd: int) -> tuple[int, int]:
@@ -596,6 +636,10 @@ class MemoryStore(Store):
     def _read_stamped(self) -> tuple[bytes, object]:
         with self._lock:
             return self._data, self._generation
+
+    def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
+        with self._lock:
+            return _MemorySession(self).stamp(tail)
 
     @contextmanager
     def _session(self) -> Iterator[_Session]:
