@@ -100,7 +100,9 @@ def test_the_autopilot_share_is_a_todo_until_a_log_is_given(tmp_path: Path) -> N
               "ledger_share": 0.02}
     log.write_text("attempt 1 ...\n" + json.dumps({"op": "x", "timing": timing}) + "\n")
     share = run.autopilot_share(log)
-    assert share["ratio"] == 0.02 and share["value"] == 2.0
+    assert share["ratio"] == 0.02 and share["value"] == 2.0 and share["met"] is True
+    log.write_text(json.dumps({"timing": {**timing, "ledger_s": 6.0, "ledger_share": 0.06}}))
+    assert run.autopilot_share(log)["met"] is False
 
 
 def test_the_optuna_anchor_holds_the_same_trials(tiny: Path, tmp_path: Path) -> None:
