@@ -16,10 +16,11 @@ from attrs import frozen
 from ledger import codec, memory_file, provenance, splice, view_cache
 from ledger.errors import BadInput, Conflict, HandBack, LedgerError
 from ledger.events import Payload
+from ledger.ledger_files import LEDGER_NAME, ledger_path
 from ledger.record import Draft, Event, converter
 from ledger.replay import evolve, replay
 from ledger.state import State
-from ledger.store import AppendResult, FileStore, Tip, ledger_path
+from ledger.store import AppendResult, FileStore, Tip
 from ledger.units import check_op_name
 
 if TYPE_CHECKING:
@@ -266,4 +267,4 @@ def list_ops(root: Path | str) -> list[str]:
     custom = Path(root) / "custom"
     if not custom.is_dir():
         return []
-    return sorted(p.parent.name for p in custom.glob("*/events.jsonl"))
+    return sorted(p.parent.name for p in custom.glob(f"*/{LEDGER_NAME}"))

@@ -12,6 +12,7 @@ import click
 
 from ledger import view_cache
 from ledger.cli_base import Ctx, load_state, pass_ctx
+from ledger.ledger_files import ledger_path
 from ledger.units import check_op_name
 
 
@@ -33,7 +34,7 @@ def resume(ctx: Ctx, op: str) -> None:
 
 def _show(ctx: Ctx, op: str, view: str) -> None:
     """Print one of the op's views, cached or replayed from its ledger, and its warnings."""
-    path = view_cache.ledger_file(ctx.root, check_op_name(op))
+    path = ledger_path(ctx.root, check_op_name(op))
 
     def replayed() -> tuple[view_cache.Rendered, list[str]]:
         # Also the path taken when there is no ledger: `ctx.op` refuses it as it always did.

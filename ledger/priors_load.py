@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from functools import partial
 from importlib import resources
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from attrs import frozen
 
 from ledger.api import OpLedger
 from ledger.errors import LedgerError
+from ledger.ledger_files import LEDGER_NAME
 from ledger.priors import Prior, Proposal, applicable_keys, propose, resolve_focus
 from ledger.priors_profile import OpProfile, front_matter, profile
 from ledger.priors_scan import ScanResult, scan_paths
@@ -27,12 +29,12 @@ from ledger.priors_sources import (
     parse_knowledge,
     source_priors,
 )
-from ledger.replay import replay
+from ledger.replay import evolve
+from ledger.state import State
 from ledger.store import FileStore
 from stages.target import vec_limit
 
 KNOWLEDGE_FILE = "data/priors.json"
-LEDGER_FILE = "events.jsonl"
 SPEC_FILE = "SPEC.md"
 
 
@@ -73,12 +75,12 @@ def ledger_folders(root: Path, op: str, extra: Iterable[Path]) -> list[Path]:
     itself, DIR/custom/*, or DIR/*; the op itself left out, each folder once."""
     found: list[Path] = []
     for base in [root / "custom", *extra]:
-        if (base / LEDGER_FILE).is_file():
+        if (base / LEDGER_NAME).is_file():
             found.append(base)
         elif (base / "custom").is_dir():
-            found.extend(p.parent for p in sorted((base / "custom").glob(f"*/{LEDGER_FILE}")))
+            found.extend(p.parent for p in sorted((base / "custom").glob(f"*/{LEDGER_NAME}")))
         elif base.is_dir():
-            found.extend(p.parent for p in sorted(base.glob(f"*/{LEDGER_FILE}")))
+            found.extend(p.parent for p in sorted(base.glob(f"*/{LEDGER_NAME}")))
     own = (root / "custom" / op).resolve()
     seen: set[Path] = set()
     folders = []
@@ -104,7 +106,8 @@ def load_others(root: Path, op: str, extra: Iterable[Path]) -> tuple[list[OtherO
     for folder in ledger_folders(root, op, extra):
         where = _shown(folder, root)
         try:
-            state = replay(FileStore(folder / LEDGER_FILE).read().events)
+            state = State()
+            FileStore(folder / LEDGER_NAME).stream(partial(evolve, state))
         except (LedgerError, OSError, ValueError, KeyError) as e:
             notes.append(f"ledger {where}: not used ({type(e).__name__}: {e})")
             continue

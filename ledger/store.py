@@ -24,6 +24,7 @@ from ledger import chain, codec, record
 from ledger.chain import Finding, Log, Tip, Torn, Verification, verify_schema
 from ledger.errors import Conflict
 from ledger.events import LedgerRepaired
+from ledger.ledger_files import ledger_path, lock_path, shared_lock
 from ledger.record import Draft, Event
 
 __all__ = [
@@ -42,14 +43,7 @@ __all__ = [
     "verify_schema",
 ]
 
-LEDGER_NAME = "events.jsonl"
-LOCK_SUFFIX = ".lock"
 QUARANTINE_SUFFIX = ".quarantine-"
-
-
-def ledger_path(root: Path | str, op: str) -> Path:
-    """The ledger file of `op` under the folder that holds `custom/`."""
-    return Path(root) / "custom" / op / LEDGER_NAME
 
 
 @frozen
@@ -385,7 +379,7 @@ class FileStore(Store):
     def __init__(self, path: Path | str) -> None:
         super().__init__(str(path))
         self.path = Path(path)
-        self.lock_path = self.path.with_name(self.path.name + LOCK_SUFFIX)
+        self.lock_path = lock_path(self.path)
         # Plain strings for the append path: pathlib's objects cost more per call than the
         # system calls they wrap, and an append is a handful of system calls.
         self._folder = str(self.path.parent)
@@ -408,7 +402,7 @@ class FileStore(Store):
         return os.path.lexists(os.path.join(self._folder, name))
 
     def _read_stamped(self) -> tuple[bytes, object]:
-        with _shared_lock(self.lock_path):
+        with shared_lock(self.lock_path):
             try:
                 fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
             except FileNotFoundError:
@@ -419,7 +413,7 @@ class FileStore(Store):
                 os.close(fd)
 
     def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
-        with _shared_lock(self.lock_path):
+        with shared_lock(self.lock_path):
             try:
                 fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
             except FileNotFoundError:
@@ -498,22 +492,6 @@ class _FileSession:
     def close(self) -> None:
         if self.fd is not None:
             os.close(self.fd)
-
-
-@contextmanager
-def _shared_lock(lock_path: Path) -> Iterator[None]:
-    """Hold a shared flock while reading, so a reader never sees an append half written."""
-    try:
-        fd = os.open(lock_path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        # No writer has run yet; a read must not create files (a read-only checkout).
-        yield
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        yield
-    finally:
-        os.close(fd)
 
 
 def _stamp_of(fd: int, tail: int) -> tuple[object, int, bytes]:

@@ -30,16 +30,15 @@ lands in the same timestamp tick (a few ms) as the write before it goes unseen u
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger import __version__, codec
+from ledger.ledger_files import lock_path, shared_lock
 
 if TYPE_CHECKING:
     from ledger.state import State
@@ -49,10 +48,6 @@ FORMAT = 1
 NO_CACHE_ENV = "TUNE_LEDGER_NO_CACHE"
 CACHE_DIR = ".tune-ledger-cache"
 ENTRY_NAME = "views.json"
-# The ledger's file and lock names, as `ledger.store` spells them (kept equal by a test):
-# importing the store would import the records' classes, which the cache exists to avoid.
-LEDGER_NAME = "events.jsonl"
-LOCK_SUFFIX = ".lock"
 # How much of the ledger's end the key hashes: a command's batch is a few KiB, so this covers
 # the last several commands; hashing it costs ~50 µs.
 TAIL_BYTES = 64 * 1024
@@ -62,11 +57,6 @@ TAIL_BYTES = 64 * 1024
 # (`status` lists every optimization point: its output grows with the campaign).
 Rendered = dict[str, dict[str, str]]
 VIEWS = ("status", "resume")
-
-
-def ledger_file(root: Path | str, op: str) -> Path:
-    """The ledger file of `op` under the folder that holds `custom/`."""
-    return Path(root) / "custom" / op / LEDGER_NAME
 
 
 def disabled() -> bool:
@@ -143,7 +133,7 @@ def position(path: Path) -> dict[str, Any] | None:
     """Where the ledger at `path` stands, or None when it cannot be read or changed while
     being read. Read under the store's shared lock, so no append is seen half written."""
     try:
-        with _shared_lock(path.with_name(path.name + LOCK_SUFFIX)):
+        with shared_lock(lock_path(path)):
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:
                 before = os.fstat(fd)
@@ -177,22 +167,6 @@ def _last_id(tail: bytes) -> str | None:
     if not line.startswith(codec.ID_PREFIX) or len(line) < end:
         return None
     return line[len(codec.ID_PREFIX):end].decode("ascii", errors="replace")
-
-
-@contextmanager
-def _shared_lock(lock_path: Path) -> Iterator[None]:
-    """The store's reader lock (`ledger.store._shared_lock`): a shared flock on the lock file
-    when there is one; a read never creates it (a read-only checkout)."""
-    try:
-        fd = os.open(lock_path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        yield
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        yield
-    finally:
-        os.close(fd)
 
 
 def _key(op: str, where: dict[str, Any]) -> dict[str, Any]:

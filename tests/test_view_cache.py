@@ -18,7 +18,7 @@ from cli_harness import OP, Cli, Result, frontend, new_op, pending, run_main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import cli_status, store, view_cache, views
+from ledger import cli_status, view_cache, views
 from ledger.api import OpLedger
 from ledger.cli import COMMAND_MODULES
 from stages import commands as cmd
@@ -337,13 +337,6 @@ def test_remember_never_fails_the_command_that_appended(
     assert not view_cache.remember(ledger.store.path, OP, outcome.state, outcome.events[-1].id)
     shutil.rmtree(_cache(cli))  # the entry the append itself wrote: status must compute
     assert cli("status", OP).code == 1
-
-
-def test_the_names_agree_with_the_store() -> None:
-    """view_cache spells the ledger's path and lock like the store (without importing it)."""
-    assert view_cache.ledger_file("/r", "op") == store.ledger_path("/r", "op")
-    assert (view_cache.LEDGER_NAME, view_cache.LOCK_SUFFIX) == (store.LEDGER_NAME,
-                                                                store.LOCK_SUFFIX)
 
 
 def test_the_command_table_names_every_module_command() -> None:
