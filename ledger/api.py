@@ -140,20 +140,14 @@ class OpLedger:
             if isinstance(decision, Refusal):
                 if decision.events:  # a hand-back records the failed check (R1, exit 5)
                     written = self._append(decision.events, loaded, key, request, command_line)
-                    handed_back = replay([*written.repairs, *written.events], state)
-                    self._render_after_append(handed_back)
-                    view_cache.remember(self.store.path, self.op, handed_back, written.head[-1])
+                    self._after_append(written, state)
                 raise decision.to_error()
             try:
                 written = self._append(decision.events, loaded, key, request, command_line)
             except Conflict:
                 continue
-            # The state just decided on plus the new events is the ledger's state now: render
-            # from it rather than reading and replaying the whole ledger a second time.
-            new_state = replay([*written.repairs, *written.events], state)
-            warnings = tuple(decision.warnings) + self._render_after_append(new_state)
-            # The next `status` reads these views instead of replaying the whole ledger again.
-            view_cache.remember(self.store.path, self.op, new_state, written.head[-1])
+            new_state, rendering = self._after_append(written, state)
+            warnings = tuple(decision.warnings) + rendering
             return Outcome(events=tuple(written.events), warnings=warnings, state=new_state)
         raise LedgerError("gave up after repeated concurrent appends; run the command again")
 
@@ -172,6 +166,15 @@ class OpLedger:
         if loaded is None:
             return self.store.append(drafts, expected_head=())
         return self.store.append(drafts, expected_head=loaded.tip.head, tip=loaded.tip)
+
+    def _after_append(self, written: AppendResult, state: State) -> tuple[State, tuple[str, ...]]:
+        """Fold what was written into the state it was decided on, which is then the ledger's
+        state (no second read and replay), render MEMORY.md from it and cache its views for
+        the next `status`; return it with the warnings of rendering."""
+        new_state = replay([*written.repairs, *written.events], state)
+        warnings = self._render_after_append(new_state)
+        view_cache.remember(self.store.path, self.op, new_state, written.head[-1])
+        return new_state, warnings
 
     def _render_after_append(self, state: State) -> tuple[str, ...]:
         # The events are durable by now: a MEMORY.md that cannot be spliced (hand-broken
