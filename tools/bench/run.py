@@ -251,7 +251,10 @@ def bench_execute(scratch: Path, seed: int, events: int, repeats: int) -> dict[s
         what=f"OpLedger.execute of one command (load, decide, append, render MEMORY.md) on a "
              f"{events}-event ledger",
         value=value, reference=reference, unit="s", ratio=value / reference,
-        ratio_is="execute_time / bare_write_time", goal="≤ 1.3", met=value / reference <= 1.3,
+        ratio_is="execute_time / bare_write_time",
+        # No goal of its own: the issue's ≤ 1.3× is the append's (figure `append`); a new
+        # OpLedger per command (as the CLI makes) verifies and replays the whole ledger first.
+        goal="(none: shown beside `append`; grows with the ledger)", met=None,
         reference_is="os.write + os.fsync of the same bytes to a file in the same directory",
         noise={"value": summary(exec_s), "reference": summary(bare_s)}, events=events)
 
