@@ -87,12 +87,15 @@ class Log:
         """The 1-based line number of `events[index]` (the valid prefix has no gaps)."""
         return index + 1
 
+    def repaired(self) -> frozenset[str]:
+        """The quarantine files that this log's ledger.repaired events record."""
+        return frozenset(str(e.data.get("quarantine")) for e in self.events
+                         if e.type == "ledger.repaired")
+
     def tip(self) -> Tip:
         """Where this log ends, without its events."""
-        repaired = frozenset(str(e.data.get("quarantine")) for e in self.events
-                             if e.type == "ledger.repaired")
         return Tip(name=self.name, head=self.head, lamport=self.lamport, size=self.size,
-                   torn=self.torn, events=len(self.events), repaired=repaired)
+                   torn=self.torn, events=len(self.events), repaired=self.repaired())
 
 
 class _Bad(Exception):

@@ -28,6 +28,22 @@ def lock_path(ledger: Path) -> Path:
 
 
 @contextmanager
+def opened_for_reading(ledger: Path) -> Iterator[int | None]:
+    """A read-only descriptor of the ledger (None when it does not exist), held open under
+    the reader lock, so what is read through it is never an append half written."""
+    with shared_lock(lock_path(ledger)):
+        try:
+            fd = os.open(ledger, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            yield None
+            return
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+
+@contextmanager
 def shared_lock(lock: Path | str) -> Iterator[None]:
     """Hold a shared flock while reading, so a reader never sees an append half written."""
     try:

@@ -24,7 +24,7 @@ from ledger import chain, codec, record
 from ledger.chain import Finding, Log, Tip, Torn, Verification, verify_schema
 from ledger.errors import Conflict
 from ledger.events import LedgerRepaired
-from ledger.ledger_files import ledger_path, lock_path, shared_lock
+from ledger.ledger_files import ledger_path, lock_path, opened_for_reading
 from ledger.record import Draft, Event
 
 __all__ = [
@@ -337,7 +337,7 @@ def _next_quarantine_name(ledger_name: str, names: Sequence[str]) -> str:
 
 def _unrecorded(names: Sequence[str], log: Log) -> list[str]:
     """The quarantine files that no ledger.repaired event of the log names."""
-    recorded = {e.data.get("quarantine") for e in log.events if e.type == LedgerRepaired.TYPE}
+    recorded = log.repaired()
     return [name for name in names if name not in recorded]
 
 
@@ -402,26 +402,12 @@ class FileStore(Store):
         return os.path.lexists(os.path.join(self._folder, name))
 
     def _read_stamped(self) -> tuple[bytes, object]:
-        with shared_lock(self.lock_path):
-            try:
-                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            except FileNotFoundError:
-                return b"", None
-            try:
-                return _read_all(fd), _identity(fd)
-            finally:
-                os.close(fd)
+        with opened_for_reading(self.path) as fd:
+            return (b"", None) if fd is None else (_read_all(fd), _identity(fd))
 
     def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
-        with shared_lock(self.lock_path):
-            try:
-                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            except FileNotFoundError:
-                return None, 0, b""
-            try:
-                return _stamp_of(fd, tail)
-            finally:
-                os.close(fd)
+        with opened_for_reading(self.path) as fd:
+            return (None, 0, b"") if fd is None else _stamp_of(fd, tail)
 
     @contextmanager
     def _session(self) -> Iterator[_Session]:

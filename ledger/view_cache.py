@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger import __version__, codec
-from ledger.ledger_files import lock_path, shared_lock
+from ledger.ledger_files import opened_for_reading
 
 if TYPE_CHECKING:
     from ledger.state import State
@@ -133,15 +133,13 @@ def position(path: Path) -> dict[str, Any] | None:
     """Where the ledger at `path` stands, or None when it cannot be read or changed while
     being read. Read under the store's shared lock, so no append is seen half written."""
     try:
-        with shared_lock(lock_path(path)):
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                before = os.fstat(fd)
-                start = max(before.st_size - TAIL_BYTES, 0)
-                tail = os.pread(fd, before.st_size - start, start)
-                after = os.fstat(fd)
-            finally:
-                os.close(fd)
+        with opened_for_reading(path) as fd:
+            if fd is None:
+                return None
+            before = os.fstat(fd)
+            start = max(before.st_size - TAIL_BYTES, 0)
+            tail = os.pread(fd, before.st_size - start, start)
+            after = os.fstat(fd)
     except OSError:
         return None
     stamp = _stamp(before)
