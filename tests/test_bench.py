@@ -9,7 +9,7 @@ import pytest
 
 from ledger import audit, chain
 from ledger.store import MemoryStore
-from tools.bench import generate, run
+from tools.bench import floors, generate, run
 
 FIGURE_KEYS = {"what", "value", "reference", "reference_is", "unit", "ratio", "ratio_is",
                "goal", "met", "noise"}
@@ -73,6 +73,31 @@ def test_replay_and_append_figures_have_their_keys(tiny: Path, tmp_path: Path) -
         assert figure["value"] > 0 and figure["reference"] > 0 and figure["ratio"] > 0
         assert set(figure["noise"]["value"]) == {"min", "median", "max", "n"}
     assert 1 <= appended["batch_events"]["min"] <= appended["batch_events"]["max"] <= 4
+    for figure in (replayed, appended):
+        assert figure["floor"]["value"] > 0 and figure["floor"]["ratio"] > 0
+
+
+def test_the_replay_floor_verifies_ids_and_keeps_every_payload(tmp_path: Path) -> None:
+    data = generate.generate_bytes(seed=3, events=300)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    assert len(floors.verifying_replay(path)) == data.count(b"\n")
+    lines = data.split(b"\n")
+    lines[100] = lines[100].replace(b'"schema":1', b'"schema":2')
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(ValueError, match="does not verify"):
+        floors.verifying_replay(path)
+
+
+def test_the_append_floor_writes_the_very_bytes_the_store_wrote(tmp_path: Path) -> None:
+    data = generate.generate_bytes(seed=3, events=300)
+    append = floors.DurableAppend(tmp_path / "floor.jsonl")
+    try:
+        for chunk in (data[:data.index(b"\n") + 1], data[data.index(b"\n") + 1:]):
+            assert append(floors.records_of(chunk)) > 0
+    finally:
+        append.close()
+    assert (tmp_path / "floor.jsonl").read_bytes() == data
 
 
 def test_process_figures_have_their_keys(tiny: Path) -> None:

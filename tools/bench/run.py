@@ -42,7 +42,7 @@ from ledger.replay import evolve  # noqa: E402
 from ledger.state import State  # noqa: E402
 from ledger.store import FileStore  # noqa: E402
 from stages.policy import effective_policy  # noqa: E402
-from tools.bench import generate  # noqa: E402
+from tools.bench import floors, generate  # noqa: E402
 from tools.bench.generate import DEFAULT_CACHE, OP  # noqa: E402
 
 # A figure's sides are timed alternately, so that drift (thermal, other load) hits both alike.
@@ -69,14 +69,14 @@ def _round(value: float | None) -> float | None:
     return float(f"{value:.6g}")
 
 
-def alternate(first: Callable[[], float], second: Callable[[], float], repeats: int
-              ) -> tuple[list[float], list[float]]:
-    """Time two measurements alternately; each callable returns the seconds it measured."""
-    a, b = [], []
+def alternate(*measures: Callable[[], float], repeats: int) -> list[list[float]]:
+    """Time measurements in turn, round after round; each callable returns the seconds it
+    measured. The samples of each, in order."""
+    samples: list[list[float]] = [[] for _ in measures]
     for _ in range(repeats):
-        a.append(first())
-        b.append(second())
-    return a, b
+        for measure, taken in zip(measures, samples, strict=True):
+            taken.append(measure())
+    return samples
 
 
 def timed(fn: Callable[[], Any]) -> float:
@@ -116,16 +116,21 @@ def full_replay(path: Path) -> State:
 
 
 def bench_replay(path: Path, repeats: int, events: int) -> dict[str, Any]:
-    """Full replay vs the bare parse loop over the same file (goal: ratio ≥ 0.5)."""
+    """Full replay vs the bare parse loop over the same file (goal: ratio ≥ 0.5), with the
+    floor any verifying replay in Python stays above (tools/bench/floors.py)."""
     def run_replay() -> float:
         return timed(lambda: full_replay(path))
 
     def run_parse() -> float:
         return timed(lambda: parse_only(path))
 
+    def run_floor() -> float:
+        return timed(lambda: floors.verifying_replay(path))
+
     run_parse()  # warm the page cache once, for both sides
-    replay_s, parse_s = alternate(run_replay, run_parse, repeats)
+    replay_s, parse_s, floor_s = alternate(run_replay, run_parse, run_floor, repeats=repeats)
     value, reference = statistics.median(replay_s), statistics.median(parse_s)
+    floor = statistics.median(floor_s)
     # Where the time goes, once: verification alone (ids, chain, batches; no fold).
     verify_s = timed(lambda: FileStore(path).stream(lambda _event: None))
     gc.collect()
@@ -135,10 +140,16 @@ def bench_replay(path: Path, repeats: int, events: int) -> dict[str, Any]:
         value=value, reference=reference, unit="s", ratio=reference / value,
         ratio_is="parse_time / replay_time", goal="≥ 0.5", met=reference / value >= 0.5,
         reference_is="bare orjson.loads over the same file's lines",
-        noise={"value": summary(replay_s), "reference": summary(parse_s)},
+        noise={"value": summary(replay_s), "reference": summary(parse_s),
+               "floor": summary(floor_s)},
         events=events, bytes=path.stat().st_size,
+        floor={"value": _round(floor), "ratio": _round(reference / floor),
+               "is": "the barest verifying replay (floors.verifying_replay: content id, one "
+                     "parse, one Lamport check, one dict insert and one handler call per "
+                     "event, payloads kept); no replay can reach a better ratio than this"},
         per_event_us={"replay": _round(value / events * 1e6),
                       "parse": _round(reference / events * 1e6),
+                      "floor": _round(floor / events * 1e6),
                       "of_which_verify": _round(verify_s / events * 1e6),
                       "of_which_fold": _round((value - verify_s) / events * 1e6)})
 
@@ -187,8 +198,10 @@ def bench_append(scratch: Path, seed: int, events: int, repeats: int) -> dict[st
     anchor = run.path.with_name("anchor.bin")
     shutil.copyfile(run.path, anchor)
     fd = os.open(anchor, os.O_WRONLY | os.O_APPEND)
+    floor = floors.DurableAppend(run.path.with_name("floor.jsonl"))
     store_s: list[float] = []
     bare_s: list[float] = []
+    floor_s: list[float] = []
     sizes: list[int] = []
     try:
         for _ in range(repeats):
@@ -205,9 +218,12 @@ def bench_append(scratch: Path, seed: int, events: int, repeats: int) -> dict[st
                 written = f.read()
             sizes.append(len(result.events))
             bare_s.append(bare_write(fd, written))
+            floor_s.append(floor(floors.records_of(written)))
     finally:
         os.close(fd)
+        floor.close()
     value, reference = statistics.median(store_s), statistics.median(bare_s)
+    floor_median = statistics.median(floor_s)
     return figure(
         what=f"FileStore.append of one command's batch (lock, check the tip, seal, write, "
              f"fsync) on "
@@ -215,7 +231,13 @@ def bench_append(scratch: Path, seed: int, events: int, repeats: int) -> dict[st
         value=value, reference=reference, unit="s", ratio=value / reference,
         ratio_is="append_time / bare_write_time", goal="≤ 1.3", met=value / reference <= 1.3,
         reference_is="os.write + os.fsync of the same bytes to a file in the same directory",
-        noise={"value": summary(store_s), "reference": summary(bare_s)},
+        noise={"value": summary(store_s), "reference": summary(bare_s),
+               "floor": summary(floor_s)},
+        floor={"value": _round(floor_median), "ratio": _round(floor_median / reference),
+               "is": "the barest locked, canonical, durable append of the same records "
+                     "(floors.DurableAppend: flock, a size check, the standard library's "
+                     "canonical JSON and sha256, one write, fsync); no append that writes "
+                     "canonical bytes under a lock can reach a better ratio than this"},
         batch_events={"min": min(sizes), "max": max(sizes)}, events=events)
 
 
@@ -327,7 +349,7 @@ def bench_startup(root: Path, repeats: int) -> dict[str, Any]:
     click = [sys.executable, "-c", "import click"]
     process_time(status)
     status_s, click_s = alternate(lambda: process_time(status), lambda: process_time(click),
-                                  repeats)
+                                  repeats=repeats)
     value, reference = min(status_s), min(click_s)
     uncached_s = [process_time(status, env=UNCACHED) for _ in range(repeats)]
     return figure(
@@ -347,7 +369,7 @@ def bench_incremental(small: Path, big: Path, repeats: int) -> dict[str, Any]:
     first_big = process_time(big_argv)  # the first run may build a snapshot
     process_time(small_argv)
     big_s, small_s = alternate(lambda: process_time(big_argv),
-                               lambda: process_time(small_argv), repeats)
+                               lambda: process_time(small_argv), repeats=repeats)
     value, reference = min(big_s), min(small_s)
     big_events, small_events = _count_lines(ledger_file(big)), _count_lines(ledger_file(small))
     return figure(
@@ -467,10 +489,12 @@ def bench_optuna(root: Path, scratch: Path, repeats: int) -> dict[str, Any]:
     path = ledger_file(root)
     journal, trials = optuna_anchor.journal_for(path, scratch)
     optuna_anchor.load_trials(journal)  # warm the page cache
-    ledger_s, optuna_s = alternate(lambda: timed(lambda: full_replay(path)),
-                                   lambda: timed(lambda: optuna_anchor.load_trials(journal)),
-                                   repeats)
+    ledger_s, optuna_s, floor_s = alternate(
+        lambda: timed(lambda: full_replay(path)),
+        lambda: timed(lambda: optuna_anchor.load_trials(journal)),
+        lambda: timed(lambda: floors.verifying_replay(path)), repeats=repeats)
     value, reference = statistics.median(ledger_s), statistics.median(optuna_s)
+    floor = statistics.median(floor_s)
     in_process = figure(
         what=f"in-process replay of a {trials}-attempt campaign (read + verify + replay)",
         value=value, reference=reference, unit="s", ratio=reference / value,
@@ -478,13 +502,18 @@ def bench_optuna(root: Path, scratch: Path, repeats: int) -> dict[str, Any]:
         met=reference / value >= 20,
         reference_is=f"Optuna JournalStorage(JournalFileBackend) load + study.trials, "
                      f"{trials} trials with the same parameters and values",
-        noise={"value": summary(ledger_s), "reference": summary(optuna_s)})
+        noise={"value": summary(ledger_s), "reference": summary(optuna_s),
+               "floor": summary(floor_s)},
+        floor={"value": _round(floor), "ratio": _round(reference / floor),
+               "is": "the barest verifying replay of the same ledger (floors.verifying_replay, "
+                     "as in the replay figures); no replay that verifies every content id can "
+                     "be more times faster than this"})
     status = status_argv(root)
     best = optuna_anchor.best_trial_argv(journal)
     process_time(status)
     process_time(best)
     status_s, best_s = alternate(lambda: process_time(status), lambda: process_time(best),
-                                 repeats)
+                                 repeats=repeats)
     value, reference = min(status_s), min(best_s)
     processes = figure(
         what=f"whole process: tune-ledger --json status on the {trials}-attempt campaign "
