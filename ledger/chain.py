@@ -20,9 +20,6 @@ from ledger.errors import LedgerDamaged
 from ledger.record import Event
 
 # Keys of a stored line, in canonical (sorted) order.
-_ID_END = len(codec.ID_PREFIX) + codec.ID_HEX
-_BODY_START = _ID_END + 2  # after the id's closing quote and the comma
-
 ENVELOPE_KEYS = ("id", "lamport", "parents", "part", "payload", "provenance", "schema", "type")
 
 _DAMAGE_HINT = (
@@ -176,7 +173,7 @@ class _Walker:
         keep, pending = self.sink is None, self.pending
         sink: Callable[[Event], object] = self.sink or _ignore
         events_append, deliver = self.events.append, self._deliver
-        prefix, id_end, body_start = codec.ID_PREFIX, _ID_END, _BODY_START
+        prefix, id_end, body_start = codec.ID_PREFIX, codec.ID_END, codec.BODY_START
         max_lamport = self.max_lamport
         for index in range(start, len(lines)):
             line = lines[index]

@@ -29,8 +29,8 @@ ID_HEX = 32
 # Every line starts with this prefix because "id" sorts before every other envelope key;
 # that lets replay verify a content id from the raw bytes without re-encoding the record.
 ID_PREFIX = b'{"id":"'
-_ID_END = len(ID_PREFIX) + ID_HEX
-_BODY_START = _ID_END + 2  # skip the closing quote and the comma
+ID_END = len(ID_PREFIX) + ID_HEX
+BODY_START = ID_END + 2  # where the record goes on: after the id's closing quote and comma
 
 
 def canonical_json(value: Any) -> str:
@@ -95,12 +95,12 @@ def encode_body(body: str) -> tuple[str, bytes]:
 
 def id_of_line(line: bytes) -> str | None:
     """The id a line (without its newline) claims if its bytes hash to it, else None."""
-    if not line.startswith(ID_PREFIX) or len(line) <= _BODY_START:
+    if not line.startswith(ID_PREFIX) or len(line) <= BODY_START:
         return None
-    claimed = line[len(ID_PREFIX):_ID_END]
-    if line[_ID_END:_BODY_START] != b'",':
+    claimed = line[len(ID_PREFIX):ID_END]
+    if line[ID_END:BODY_START] != b'",':
         return None
-    actual = hashlib.sha256(b"{" + line[_BODY_START:]).hexdigest()[:ID_HEX]
+    actual = hashlib.sha256(b"{" + line[BODY_START:]).hexdigest()[:ID_HEX]
     try:
         text = claimed.decode("ascii")
     except UnicodeDecodeError:

@@ -20,10 +20,6 @@ from typing import Any
 
 from ledger import codec
 
-_ID_START = len(codec.ID_PREFIX)
-_ID_END = _ID_START + codec.ID_HEX
-_BODY_START = _ID_END + 2  # after the id's closing quote and its comma
-
 
 def _count(counts: dict[str, int], record: dict[str, Any]) -> None:
     counts["events"] += 1
@@ -50,7 +46,7 @@ def verifying_replay(path: Path) -> list[Any]:
         for line in path.read_bytes().split(b"\n"):
             if not line:
                 continue
-            event_id = sha256(b"{" + line[_BODY_START:]).hexdigest()[:codec.ID_HEX]
+            event_id = sha256(b"{" + line[codec.BODY_START:]).hexdigest()[:codec.ID_HEX]
             record = loads(line)
             parents = record["parents"]
             lamport = record["lamport"]
