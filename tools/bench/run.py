@@ -235,9 +235,10 @@ def bench_append(scratch: Path, seed: int, events: int, repeats: int) -> dict[st
                "floor": summary(floor_s)},
         floor={"value": _round(floor_median), "ratio": _round(floor_median / reference),
                "is": "the barest locked, canonical, durable append of the same records "
-                     "(floors.DurableAppend: flock, a size check, the standard library's "
-                     "canonical JSON and sha256, one write, fsync); no append that writes "
-                     "canonical bytes under a lock can reach a better ratio than this"},
+                     "(floors.DurableAppend: flock, a size check, each payload and the shared "
+                     "provenance in the standard library's canonical JSON inside the fixed "
+                     "envelope, sha256, one write, fsync); no append that writes canonical "
+                     "bytes under a lock can reach a better ratio than this"},
         batch_events={"min": min(sizes), "max": max(sizes)}, events=events)
 
 
