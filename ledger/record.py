@@ -10,6 +10,7 @@ every event to re-check the schema.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import cattrs
@@ -98,19 +99,26 @@ def seal(
     if provenance_json is None:
         provenance_json = encode_provenance(draft.provenance)
     payload = codec.canonical_json(unstructure_payload(draft.payload))
-    # The envelope's keys in canonical (sorted) order around the two encoded values: the same
-    # text as encoding the whole record (tests compare them), without the encoder's fixed cost
-    # per call (json builds a new C encoder each time: ~5 µs) for the plain parts. Parents are
-    # verified hex ids and type names are ASCII constants: neither ever needs escaping.
-    body = (f'{{"lamport":{int(lamport)},"parents":[{",".join(map(_quoted_id, parents))}],'
-            f'"part":[{int(part[0])},{int(part[1])}],"payload":{payload},'
-            f'"provenance":{provenance_json},"schema":{int(draft.payload.SCHEMA)},'
-            f'"type":"{draft.payload.TYPE}"}}')
+    body = envelope_body(lamport, parents, part, payload, provenance_json,
+                         draft.payload.SCHEMA, draft.payload.TYPE)
     _event_id, line = codec.encode_body(body)
     # Re-read the written bytes so the in-memory event equals what a later replay sees
     # (tuples become lists, numpy scalars become floats).
     record = codec.loads(line)
     return from_record(record), line
+
+
+def envelope_body(lamport: int, parents: Sequence[str], part: tuple[int, int],
+                  payload_json: str, provenance_json: str, schema: int, type_name: str) -> str:
+    """The canonical JSON of a record without its id, around its already encoded payload and
+    provenance."""
+    # The envelope's keys in canonical (sorted) order around the two encoded values: the same
+    # text as encoding the whole record (tests compare them), without the encoder's fixed cost
+    # per call (json builds a new C encoder each time: ~5 µs) for the plain parts. Parents are
+    # verified hex ids and type names are ASCII constants: neither ever needs escaping.
+    return (f'{{"lamport":{int(lamport)},"parents":[{",".join(map(_quoted_id, parents))}],'
+            f'"part":[{int(part[0])},{int(part[1])}],"payload":{payload_json},'
+            f'"provenance":{provenance_json},"schema":{int(schema)},"type":"{type_name}"}}')
 
 
 def encode_provenance(provenance: Provenance) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import codec
+from ledger import record as record_mod
 
 
 def _count(counts: dict[str, int], record: dict[str, Any]) -> None:
@@ -100,18 +101,16 @@ class DurableAppend:
 
 
 def _lines(records: Sequence[dict[str, Any]]) -> list[bytes]:
-    """The canonical lines of records, the envelope written around the encoded values."""
+    """The canonical lines of records, encoded as the store's seal encodes (record.seal)."""
     lines = []
     shared: tuple[object, str] = (None, "")  # a batch's events share one provenance
     for record in records:
         if record["provenance"] != shared[0]:
             shared = (record["provenance"], codec.canonical_json(record["provenance"]))
-        parents = ",".join(f'"{parent}"' for parent in record["parents"])
-        body = (f'{{"lamport":{record["lamport"]},"parents":[{parents}],'
-                f'"part":[{record["part"][0]},{record["part"][1]}],'
-                f'"payload":{codec.canonical_json(record["payload"])},'
-                f'"provenance":{shared[1]},"schema":{record["schema"]},'
-                f'"type":"{record["type"]}"}}')
+        body = record_mod.envelope_body(
+            record["lamport"], record["parents"], tuple(record["part"]),
+            codec.canonical_json(record["payload"]), shared[1], record["schema"],
+            record["type"])
         lines.append(codec.encode_body(body)[1])
     return lines
 
