@@ -15,6 +15,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from ledger.cli import main
+from ledger.ledger_files import ledger_path
 
 OP = "sm"
 IMPL_TEXT = "def kernel(x):\n    return x\n"
@@ -62,10 +63,13 @@ class Cli:
         assert result.code == 0, f"{args}: exit {result.code}: {result.stdout} {result.stderr}"
         return result.json
 
+    def ledger(self, op: str = OP) -> Path:
+        """The op's events.jsonl under this root."""
+        return ledger_path(self.root, op)
+
     def events(self, op: str = OP) -> list[dict[str, Any]]:
         """The ledger's records, in file order."""
-        path = self.root / "custom" / op / "events.jsonl"
-        return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+        return [json.loads(line) for line in self.ledger(op).read_text("utf-8").splitlines()]
 
     def types(self, op: str = OP) -> list[str]:
         """The ledger's event types, in file order."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from cli_harness import OP, Cli, pending
 
@@ -13,13 +11,8 @@ from ledger.store import FileStore
 from stages import commands as cmd
 
 
-@pytest.fixture
-def cli(tmp_path: Path) -> Cli:
-    return Cli(tmp_path)
-
-
 def _fresh_state(cli: Cli) -> object:
-    return replay(FileStore(cli.root / "custom" / OP / "events.jsonl").read().events)
+    return replay(FileStore(cli.ledger()).read().events)
 
 
 def test_load_is_reused_while_the_ledger_is_unchanged(cli: Cli) -> None:

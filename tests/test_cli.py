@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from cli_harness import MEASURE, OP, Cli, activate, frontend, new_op, pending, run_main, snapshot
 
@@ -19,11 +17,6 @@ DESIGN_COMMANDS = [
 
 STATUS_KEYS = {"op", "activated", "target_sheet", "stage", "skills", "pending", "best",
                "target_us", "stopped", "points", "allowed"}
-
-
-@pytest.fixture
-def cli(tmp_path: Path) -> Cli:
-    return Cli(tmp_path)
 
 
 def _name(args: list[str]) -> str:
@@ -205,7 +198,7 @@ def test_exit_6_after_stop_refuses_tuning_steps_but_views_still_work(cli: Cli) -
 def test_exit_7_for_a_damaged_ledger_names_file_and_line(cli: Cli) -> None:
     """A byte changed in the middle of the ledger: every command exits 7 naming path:line."""
     activate(cli)
-    path = cli.root / "custom" / OP / "events.jsonl"
+    path = cli.ledger()
     lines = path.read_bytes().split(b"\n")
     lines[2] = lines[2].replace(b'"y"', b'"Y"', 1)
     path.write_bytes(b"\n".join(lines))

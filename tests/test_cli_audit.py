@@ -4,17 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from cli_harness import MEASURE, OP, Cli, activate, new_op, pending, snapshot
-
-
-@pytest.fixture
-def cli(tmp_path: Path) -> Cli:
-    return Cli(tmp_path)
-
-
-def _ledger(cli: Cli, op: str = OP) -> Path:
-    return cli.root / "custom" / op / "events.jsonl"
 
 
 def _memory(cli: Cli, op: str = OP) -> Path:
@@ -35,7 +25,7 @@ def test_audit_of_a_clean_campaign_exits_0(cli: Cli) -> None:
 def test_a_byte_edited_in_the_middle_is_exit_7_naming_file_and_line(cli: Cli) -> None:
     """Audit names path:line of the edited event; nothing is repaired or written."""
     pending(cli)
-    path = _ledger(cli)
+    path = cli.ledger()
     lines = path.read_bytes().splitlines(keepends=True)
     target = next(i for i, line in enumerate(lines) if b'"target.set"' in line)
     lines[target] = lines[target].replace(b'"baseline_us":100.0', b'"baseline_us":900.0')
@@ -91,7 +81,7 @@ def test_audit_all_covers_every_op(cli: Cli) -> None:
     report = cli.ok("audit", "--all")
     assert [r["op"] for r in report["ops"]] == ["alpha", "beta", "gamma"]
     assert report["clean"] is True
-    path = _ledger(cli, "beta")
+    path = cli.ledger("beta")
     data = bytearray(path.read_bytes())
     middle = data.index(b"\n", len(data) // 2) - 5
     data[middle] = ord("X") if data[middle] != ord("X") else ord("Y")
@@ -115,7 +105,7 @@ def test_audit_all_without_ops_is_clean(cli: Cli) -> None:
 def test_a_torn_tail_is_warned_about_then_quarantined_and_reported(cli: Cli) -> None:
     """Garbage without a newline: status works and warns; the next step quarantines it."""
     activate(cli)
-    path = _ledger(cli)
+    path = cli.ledger()
     intact = path.read_bytes()
     torn_line = intact.count(b"\n") + 1
     path.write_bytes(intact + b'{"id":"0123456789abcdef01234567')
@@ -146,7 +136,7 @@ def test_a_torn_tail_is_warned_about_then_quarantined_and_reported(cli: Cli) -> 
 def test_a_refused_step_does_not_repair_a_torn_tail(cli: Cli) -> None:
     """A refusal writes nothing at all: the torn tail stays for the next accepted step."""
     new_op(cli)
-    path = _ledger(cli)
+    path = cli.ledger()
     path.write_bytes(path.read_bytes() + b"garbage")
     before = snapshot(cli.root)
     assert cli("skill", "load", OP, "perf-analyzer").code == 3

@@ -4,15 +4,8 @@ activation hand-back, and retry-safe idempotency keys."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
 from cli_harness import MEASURE, OP, Cli, activate, frontend, new_op, pending, snapshot
-
-
-@pytest.fixture
-def cli(tmp_path: Path) -> Cli:
-    return Cli(tmp_path)
 
 
 def _last(cli: Cli, type_name: str) -> dict[str, object]:

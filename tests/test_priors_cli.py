@@ -58,11 +58,6 @@ def tile(width: int, rows: int = 16) -> dict[str, Any]:
     return {**BASE, "vec_tile_shape": [1, rows, 1, width]}
 
 
-@pytest.fixture
-def cli(tmp_path: Path) -> Cli:
-    return Cli(tmp_path)
-
-
 def _by_prior(data: dict[str, Any], text: str) -> list[dict[str, Any]]:
     return [c for c in data["candidates"] if text in c["prior"]]
 

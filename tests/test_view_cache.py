@@ -27,14 +27,6 @@ REPO = Path(__file__).resolve().parents[1]
 NO_CACHE = {view_cache.NO_CACHE_ENV: "1"}
 
 
-@pytest.fixture
-def cli(tmp_path: Path) -> Cli:
-    return Cli(tmp_path)
-
-
-def _path(cli: Cli, op: str = OP) -> Path:
-    return cli.root / "custom" / op / "events.jsonl"
-
 
 def _cache(cli: Cli, op: str = OP) -> Path:
     return cli.root / "custom" / op / view_cache.CACHE_DIR
@@ -106,13 +98,13 @@ def test_a_torn_tail_warns_as_without_the_cache_and_is_not_cached(cli: Cli) -> N
     are not written, and the repaired ledger is seen again."""
     frontend(cli)
     cli.ok("status", OP)
-    with _path(cli).open("ab") as ledger:
+    with cli.ledger().open("ab") as ledger:
         ledger.write(b'{"id":"half a line')
     _same_as_uncached(cli)
     status = cli.ok("status", OP)
     assert len(status["warnings"]) == 1 and "torn tail" in status["warnings"][0]
     entry = json.loads((_cache(cli) / view_cache.ENTRY_NAME).read_text("utf-8"))
-    assert entry["key"]["ledger"]["size"] != _path(cli).stat().st_size
+    assert entry["key"]["ledger"]["size"] != cli.ledger().stat().st_size
     cli.ok("note", OP, "--text", "after the crash")  # quarantines the tail
     _same_as_uncached(cli)
     assert cli.ok("status", OP)["warnings"] == []
@@ -127,17 +119,17 @@ def test_same_size_ledger_with_other_views_in_place_and_replaced(tmp_path: Path)
         frontend(cli)  # opens point F-1
         cli.ok("point", "close", OP, "F-1", "--reason", "n/a here")
         cli.ok("point", "open", OP, name.replace("F-", "G-"))
-        ledgers[name] = _path(cli).read_bytes()
+        ledgers[name] = cli.ledger().read_bytes()
     assert len(ledgers["F-1"]) == len(ledgers["F-2"]) and ledgers["F-1"] != ledgers["F-2"]
     cli = Cli(tmp_path / "work")
     new_op(cli)
     for swap in ("in place", "replaced", "in place"):
         for name in ("F-1", "F-2"):
             if swap == "in place":
-                _path(cli).write_bytes(ledgers[name])
+                cli.ledger().write_bytes(ledgers[name])
             else:
-                _path(cli).with_name("incoming").write_bytes(ledgers[name])
-                os.replace(_path(cli).with_name("incoming"), _path(cli))
+                cli.ledger().with_name("incoming").write_bytes(ledgers[name])
+                os.replace(cli.ledger().with_name("incoming"), cli.ledger())
             assert cli.ok("status", OP)["open_point"] == name.replace("F-", "G-")
             _same_as_uncached(cli)
 
@@ -149,7 +141,7 @@ def test_an_edit_in_the_middle_is_refused_even_with_an_entry(
     monkeypatch.setattr(view_cache, "TAIL_BYTES", 1024)  # this small ledger is < 64 KiB
     frontend(cli)
     cli.ok("status", OP)
-    path = _path(cli)
+    path = cli.ledger()
     data = path.read_bytes()
     old = path.stat()
     tampered = data.replace(b'"y"', b'"Y"', 1)
@@ -271,7 +263,7 @@ def test_no_cache_is_written_where_status_refuses(cli: Cli) -> None:
     assert not (cli.root / "custom" / "noledger" / view_cache.CACHE_DIR).exists()
     new_op(cli)
     shutil.rmtree(_cache(cli))  # written by init; the damaged ledger must not write one
-    path = _path(cli)
+    path = cli.ledger()
     path.write_bytes(path.read_bytes().replace(b'"host":', b'"HOST":', 1))
     _same_as_uncached(cli)
     assert cli("status", OP).code == 7
@@ -377,7 +369,7 @@ def test_any_sequence_of_commands_status_is_the_same_with_the_cache(
         frontend(cli)
         for step in steps:
             if step == ("tear",):
-                with _path(cli).open("ab") as ledger:
+                with cli.ledger().open("ab") as ledger:
                     ledger.write(b'{"id":')
             elif step == ("status",):
                 cli("status", OP)
