@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ledger.events import ActivationFailed, ActivationPassed, CompareEvidence, LayoutEvidence
-from ledger.state import Evidence, State
+from ledger.domain.state import Evidence, State
+from ledger.schema.events import ActivationFailed, ActivationPassed, CompareEvidence, LayoutEvidence
 from stages.commands import Activate, RecordCompare, RecordLayout
 from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.refusal import Refusal

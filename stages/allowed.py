@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from ledger.events import SKILLS
-from ledger.state import Attempt, State
+from ledger.domain.state import Attempt, State
+from ledger.schema.events import SKILLS
 from stages import commands as cmd
 from stages.activation import evidence_ready
 from stages.pipeline import active_stage, entry_blocker, exit_blocker, next_stage

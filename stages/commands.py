@@ -6,7 +6,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from ledger.events import Origin, OutputCheck
+from ledger.schema.events import Origin, OutputCheck
 
 
 @frozen

@@ -7,9 +7,9 @@ from typing import Any
 
 import attrs
 
+from ledger.domain.state import State
 from ledger.errors import BadInput
-from ledger.events import NoteAdded, OpInitialized, PolicySet, ReportGenerated
-from ledger.state import State
+from ledger.schema.events import NoteAdded, OpInitialized, PolicySet, ReportGenerated
 from stages import activation, pipeline, search, skills, stop, target, verdict
 from stages import commands as cmd
 from stages.allowed import allowed

@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 
 from attrs import frozen
 
-from ledger import codec
 from ledger.errors import BadInput
-from ledger.events import Payload
+from ledger.log import codec
+from ledger.schema.events import Payload
 from stages.refusal import Refusal, RefusalKind
 
 P = TypeVar("P")

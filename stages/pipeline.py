@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from ledger.domain.state import State
 from ledger.errors import BadInput
-from ledger.events import STAGES, TUNE_SKILLS, ExitCondition, Stage, StageEntered, StageExited
-from ledger.state import State
+from ledger.schema.events import (
+    STAGES,
+    TUNE_SKILLS,
+    ExitCondition,
+    Stage,
+    StageEntered,
+    StageExited,
+)
 from stages.commands import EnterStage, ExitStage
 from stages.outcome import Result, accept, refuse
 from stages.policy import effective_policy

@@ -12,8 +12,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ledger.domain.state import State
 from ledger.errors import BadInput
-from ledger.state import State
 
 # `policy.set` key under which `init` records the whole default policy.
 DEFAULTS_KEY = "defaults"
@@ -118,7 +118,7 @@ def _scope(value: Any) -> Any:
 
 
 def _stages(value: Any) -> Any:
-    from ledger.events import STAGES
+    from ledger.schema.events import STAGES
 
     if not isinstance(value, list) or not all(v in STAGES for v in value):
         raise ValueError(f"expected a list of stages ({', '.join(STAGES)}), got {value!r}")

@@ -7,7 +7,7 @@ from typing import Literal
 from attrs import frozen
 
 from ledger.errors import CampaignStopped, HandBack, LedgerError, RetryRefusal, RuleRefusal
-from ledger.events import Payload
+from ledger.schema.events import Payload
 
 RefusalKind = Literal["rule", "retry", "hand-back", "stopped"]
 

@@ -6,9 +6,9 @@ import difflib
 import re
 from typing import Any
 
+from ledger.domain.replay import config_key
+from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
-from ledger.replay import config_key
-from ledger.state import Attempt, State
 from stages.outcome import refuse
 from stages.policy import effective_policy
 from stages.refusal import Refusal

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger import codec
+from ledger.domain.state import Attempt, Point, State
 from ledger.errors import BadInput
-from ledger.events import CONFIG_STAGES, AttemptStarted, PointClosed, PointOpened
-from ledger.state import Attempt, Point, State
+from ledger.log import codec
+from ledger.schema.events import CONFIG_STAGES, AttemptStarted, PointClosed, PointOpened
 from stages.commands import ClosePoint, OpenPoint, ProposeCandidate, TryAlgorithm, TryMutation
 from stages.outcome import Result, accept, build, nonempty, plain, refuse
 from stages.pipeline import active_stage

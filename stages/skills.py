@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ledger.domain.state import State
 from ledger.errors import BadInput
-from ledger.events import BASE_SKILLS, SKILLS, TUNE_SKILLS, SkillLoaded, SkillUnloaded
-from ledger.state import State
+from ledger.schema.events import BASE_SKILLS, SKILLS, TUNE_SKILLS, SkillLoaded, SkillUnloaded
 from stages.commands import LoadSkill, UnloadSkill
 from stages.outcome import Result, accept, refuse
 from stages.pipeline import active_stage

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ledger.events import AttemptAbandoned, CampaignStopped, Payload
-from ledger.state import State
+from ledger.domain.state import State
+from ledger.schema.events import AttemptAbandoned, CampaignStopped, Payload
 from stages.commands import Stop
 from stages.outcome import Result, accept, nonempty, refuse
 from stages.pipeline import utilization_met

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any, get_args
 
+from ledger.domain.state import State
 from ledger.errors import BadInput
-from ledger.events import LimitRelaxed, TargetSheetWritten, TargetSource
-from ledger.state import State
+from ledger.schema.events import LimitRelaxed, TargetSheetWritten, TargetSource
 from stages.commands import Relax, SetTarget
 from stages.outcome import Result, accept, build, plain, refuse
 from stages.refusal import Refusal

@@ -14,9 +14,10 @@ from typing import Any, Literal, get_args
 
 from attrs import frozen
 
-from ledger import codec
+from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
-from ledger.events import (
+from ledger.log import codec
+from ledger.schema.events import (
     AttemptAbandoned,
     AttemptFailed,
     AttemptMeasured,
@@ -26,7 +27,6 @@ from ledger.events import (
     Verdict,
     VerdictReached,
 )
-from ledger.state import Attempt, State
 from stages.commands import Abandon, Fail, Verify
 from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.policy import NOISE_KEYS, effective_policy, verdict_policy

@@ -15,7 +15,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from ledger.cli import main
-from ledger.ledger_files import ledger_path
+from ledger.log.files import ledger_path
 
 OP = "sm"
 IMPL_TEXT = "def kernel(x):\n    return x\n"
@@ -161,9 +161,9 @@ def ambiguous_ledger(root: Path) -> tuple[str, str]:
     """
     from driver import PROVENANCE, candidate, in_point, vec
 
-    from ledger import codec
-    from ledger.record import Draft, seal, to_line, to_record
-    from ledger.store import ledger_path
+    from ledger.log import codec
+    from ledger.log.record import Draft, seal, to_line, to_record
+    from ledger.log.store import ledger_path
 
     driver = in_point()
     first = driver.start(candidate(prior="prior 0", vec_tile_shape=vec(32)))

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ledger.events import Origin, OutputCheck, Payload
-from ledger.record import Draft, Event, Provenance, seal
-from ledger.replay import attempt_id, evolve, replay
-from ledger.state import State
+from ledger.domain.replay import attempt_id, evolve, replay
+from ledger.domain.state import State
+from ledger.log.record import Draft, Event, Provenance, seal
+from ledger.schema.events import Origin, OutputCheck, Payload
 from stages import Decision, Refusal, decide
 from stages import commands as cmd
 

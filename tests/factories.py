@@ -7,9 +7,9 @@ from typing import Any
 
 from attrs import evolve
 
-from ledger.events import NoteAdded, Payload, SkillLoaded
-from ledger.record import Draft, Provenance
-from ledger.store import FileStore, MemoryStore, Store
+from ledger.log.record import Draft, Provenance
+from ledger.log.store import FileStore, MemoryStore, Store
+from ledger.schema.events import NoteAdded, Payload, SkillLoaded
 
 FIXED_AT = "2024-05-01T12:00:00.000000Z"
 

@@ -10,10 +10,10 @@ then review the diff of tests/data/ledger/.
 
 from __future__ import annotations
 
-from ledger.events import Origin, OutputCheck
-from ledger.record import Draft, Provenance
-from ledger.replay import attempt_id, replay
-from ledger.store import MemoryStore
+from ledger.domain.replay import attempt_id, replay
+from ledger.log.record import Draft, Provenance
+from ledger.log.store import MemoryStore
+from ledger.schema.events import Origin, OutputCheck
 from stages import Refusal, decide
 from stages import commands as cmd
 

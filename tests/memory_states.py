@@ -10,9 +10,7 @@ import hashlib
 import random
 from typing import Any
 
-from ledger.codec import canonical_json
-from ledger.memory_file import Position
-from ledger.state import (
+from ledger.domain.state import (
     Attempt,
     Best,
     Evidence,
@@ -22,6 +20,8 @@ from ledger.state import (
     State,
     TargetSheet,
 )
+from ledger.log.codec import canonical_json
+from ledger.projections.memory_file import Position
 
 POLICY: dict[str, Any] = {}
 OP = "softmax"

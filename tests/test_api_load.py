@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from cli_harness import OP, Cli, pending
 
-from ledger.api import OpLedger
-from ledger.replay import replay
-from ledger.store import FileStore
+from ledger.domain.replay import replay
+from ledger.log.store import FileStore
+from ledger.shell.api import OpLedger
 from stages import commands as cmd
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from ledger.api import OpLedger
-from ledger.audit import audit_op
+from ledger.shell.api import OpLedger
+from ledger.shell.audit import audit_op
 
 pytest.importorskip("pypto")
 pytestmark = pytest.mark.slow

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger import audit, chain
-from ledger.store import MemoryStore
+from ledger.log import chain
+from ledger.log.store import MemoryStore
+from ledger.shell import audit
 from tools.bench import floors, generate, run
 
 FIGURE_KEYS = {"what", "value", "reference", "reference_is", "unit", "ratio", "ratio_is",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from cli_harness import MEASURE, OP, Cli, activate, frontend, new_op, pending, run_main, snapshot
 
-from ledger import views
+from ledger.projections import views
 
 # DESIGN §5's synopses: the names are fixed.
 DESIGN_COMMANDS = [

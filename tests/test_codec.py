@@ -13,8 +13,8 @@ from factories import draft
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import codec, record
-from ledger.events import PAYLOAD_TYPES, PolicySet
+from ledger.log import codec, record
+from ledger.schema.events import PAYLOAD_TYPES, PolicySet
 
 # Text that includes what breaks naive line handling: line and paragraph separators, NEL,
 # quotes, backslashes, control characters and astral-plane characters.
@@ -83,7 +83,7 @@ def _outputs() -> st.SearchStrategy[Any]:
 
 
 def _output_check() -> type[Any]:
-    from ledger.events import OutputCheck
+    from ledger.schema.events import OutputCheck
 
     return OutputCheck
 
@@ -185,7 +185,7 @@ def test_any_single_byte_change_breaks_the_id(payload: Any, data: st.DataObject)
 
 def test_every_byte_of_one_line_is_covered_by_the_id() -> None:
     """Exhaustively: flipping any bit of any byte of a line makes id_of_line refuse it."""
-    from ledger.events import NoteAdded
+    from ledger.schema.events import NoteAdded
 
     _event, line = _seal(NoteAdded(text="a \u2028 b"))
     body = line[:-1]
@@ -197,7 +197,7 @@ def test_every_byte_of_one_line_is_covered_by_the_id() -> None:
 
 def test_line_separators_stay_inside_the_line() -> None:
     """U+2028/U+2029 are written raw (UTF-8) and never split a line on b"\\n"."""
-    from ledger.events import NoteAdded
+    from ledger.schema.events import NoteAdded
 
     _event, line = _seal(NoteAdded(text="x\u2028y\u2029z"))
     assert "\u2028".encode() in line

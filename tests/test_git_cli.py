@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from cli_harness import OP, Cli, frontend, new_op, run_main
 
-from ledger import merge
-from ledger.gitmerge import strip_managed
+from ledger.git import merge
+from ledger.git.drivers import strip_managed
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git merge-file is needed")
 

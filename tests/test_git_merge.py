@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from driver import candidate, in_point, vec
 
-from ledger import chain, merge, record
-from ledger.api import OpLedger
+from ledger.git import merge
+from ledger.log import chain, record
+from ledger.shell.api import OpLedger
 from stages import commands as cmd
 
 OP = "softmax"

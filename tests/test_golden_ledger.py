@@ -13,10 +13,12 @@ from pathlib import Path
 import golden_ledger
 import pytest
 
-from ledger import audit, codec, views
-from ledger.events import PAYLOAD_TYPES
-from ledger.replay import replay
-from ledger.store import FileStore
+from ledger.domain.replay import replay
+from ledger.log import codec
+from ledger.log.store import FileStore
+from ledger.projections import views
+from ledger.schema.events import PAYLOAD_TYPES
+from ledger.shell import audit
 
 DATA = Path(__file__).parent / "data" / "ledger"
 LEDGER = DATA / "v1.jsonl"

@@ -10,10 +10,12 @@ import pytest
 from driver import candidate, in_point, in_stage, vec, verify
 from factories import draft
 
-from ledger import audit, merge, record, resolve
-from ledger.api import OpLedger
 from ledger.errors import BadInput
-from ledger.events import ConflictResolved
+from ledger.git import merge, resolve
+from ledger.log import record
+from ledger.schema.events import ConflictResolved
+from ledger.shell import audit
+from ledger.shell.api import OpLedger
 from stages import commands as cmd
 
 OP = "softmax"
@@ -60,8 +62,9 @@ def _check(ledger: OpLedger) -> list[str]:
 
 
 def _resolve(ledger: OpLedger, conflict: str, resolution: str) -> list[str]:
-    outcome = resolve.resolve(ledger, resolve.Resolve(conflict=conflict, resolution=resolution,
-                                                      reason="kept the other branch's"))
+    command = resolve.Resolve(conflict=conflict, resolution=resolution,
+                              reason="kept the other branch's")
+    outcome = ledger.execute(command, decider=resolve.decision)
     return [e.type for e in outcome.events]
 
 

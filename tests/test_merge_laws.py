@@ -14,10 +14,11 @@ from factories import draft, note
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import chain, codec, merge
 from ledger.errors import LedgerDamaged
-from ledger.events import NoteAdded
-from ledger.store import MemoryStore
+from ledger.git import merge
+from ledger.log import chain, codec
+from ledger.log.store import MemoryStore
+from ledger.schema.events import NoteAdded
 
 # A small alphabet of texts; events two ledgers share (a common prefix, an earlier merge)
 # have the same content ids on both sides, and the merge must keep one copy.
@@ -197,7 +198,7 @@ def test_batches_that_share_only_their_first_event_are_refused() -> None:
 
 
 def _provenance() -> dict[str, object]:
-    from ledger.record import converter
+    from ledger.log.record import converter
 
     unstructured: dict[str, object] = converter.unstructure(note().provenance)
     return unstructured

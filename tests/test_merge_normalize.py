@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 from factories import draft, note
 
-from ledger import chain, codec, merge, upcast
 from ledger.errors import LedgerDamaged
-from ledger.events import NoteAdded
-from ledger.record import converter
-from ledger.store import FileStore, MemoryStore
+from ledger.git import merge
+from ledger.log import chain, codec, upcast
+from ledger.log.record import converter
+from ledger.log.store import FileStore, MemoryStore
+from ledger.schema.events import NoteAdded
 
 
 def _branches() -> tuple[bytes, bytes, bytes]:
@@ -194,7 +195,7 @@ def test_causal_replay_gives_each_batch_its_own_branch_state() -> None:
     """A batch on a merged branch is decided on its own past: without the other branch's."""
     base, ours, theirs = _branches()
     events = chain.scan(merge.merge(base, ours, theirs).data, "t").events
-    from ledger.audit import batches
+    from ledger.shell.audit import batches
 
     causal = merge.CausalReplay(events)
     seen: dict[str, Any] = {}
@@ -202,7 +203,7 @@ def test_causal_replay_gives_each_batch_its_own_branch_state() -> None:
         state = causal.before(batch)
         seen[batch[0].data["text"]] = list(state.notes)
         for event in batch:
-            from ledger.replay import evolve
+            from ledger.domain.replay import evolve
 
             evolve(state, event)
         causal.after(batch, state)

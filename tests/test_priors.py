@@ -9,9 +9,10 @@ from driver import BASE_CONFIG, Driver, candidate, in_point, in_stage, vec, with
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import codec
+from ledger.domain.replay import config_key
 from ledger.errors import BadInput
-from ledger.priors import (
+from ledger.log import codec
+from ledger.priors.rank import (
     STAGE_KEYS,
     FailedConfig,
     Focus,
@@ -23,7 +24,6 @@ from ledger.priors import (
     propose,
     resolve_focus,
 )
-from ledger.replay import config_key
 from stages import commands as cmd
 
 FRONTEND = Focus(stage="frontend", point="F-1", keys=STAGE_KEYS["frontend"])

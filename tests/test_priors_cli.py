@@ -13,9 +13,9 @@ import pytest
 from cli_harness import Cli
 from driver import IMPL, compare, layout, sheet, verify
 
-from ledger.api import OpLedger
-from ledger.priors_load import load_knowledge
-from ledger.replay import attempt_id
+from ledger.domain.replay import attempt_id
+from ledger.shell.api import OpLedger
+from ledger.shell.priors_load import load_knowledge
 from stages import commands as cmd
 from stages.target import cube_row
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.priors_profile import (
+from ledger.priors.profile import (
     OpProfile,
     front_matter,
     profile,

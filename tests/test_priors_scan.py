@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.priors_scan import Finding, ScanResult, scan_paths, scan_source
+from ledger.priors.scan import Finding, ScanResult, scan_paths, scan_source
 
 KERNELS = Path(__file__).parent / "data" / "kernels"
 

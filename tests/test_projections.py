@@ -22,12 +22,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from ledger import memory_sections, splice
-from ledger.formatting import md_code, md_table, md_text, one_line
-from ledger.memory_file import Position, check_memory, render_memory
-from ledger.memory_sections import SECTION_ORDER
-from ledger.state import Attempt, State
-from ledger.steps import is_failed
+from ledger.domain.state import Attempt, State
+from ledger.projections import memory_sections, splice
+from ledger.projections.formatting import md_code, md_table, md_text, one_line
+from ledger.projections.memory_file import Position, check_memory, render_memory
+from ledger.projections.memory_sections import SECTION_ORDER
+from ledger.projections.timeline import is_failed
 from stages import commands as cmd
 from stages import effective_policy
 

@@ -19,12 +19,19 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from ledger import codec
+from ledger.domain.replay import config_key, evolve, replay
+from ledger.domain.state import State
 from ledger.errors import HandBack, LedgerError
-from ledger.events import BASE_SKILLS, SKILLS, STAGES, TUNE_SKILLS, ConflictResolved, OutputCheck
-from ledger.record import Event, from_record, to_line
-from ledger.replay import config_key, evolve, replay
-from ledger.state import State
+from ledger.log import codec
+from ledger.log.record import Event, from_record, to_line
+from ledger.schema.events import (
+    BASE_SKILLS,
+    SKILLS,
+    STAGES,
+    TUNE_SKILLS,
+    ConflictResolved,
+    OutputCheck,
+)
 from stages import ALWAYS, allowed, command_name
 from stages import commands as cmd
 
@@ -92,7 +99,7 @@ def test_merged_branches_that_both_started_an_attempt_are_a_recorded_conflict() 
 def _resolution(conflict: str, after: Event) -> Event:
     from driver import PROVENANCE
 
-    from ledger.record import Draft, seal
+    from ledger.log.record import Draft, seal
 
     payload = ConflictResolved(conflict=conflict, resolution="abandon one", reason="merge")
     event, _line = seal(Draft(payload=payload, provenance=PROVENANCE), (after.id,),

@@ -10,9 +10,9 @@ import memory_states as ms
 from driver import candidate, in_point, vec
 from markdown_it import MarkdownIt
 
-from ledger import report
-from ledger.state import State
-from ledger.steps import is_failed
+from ledger.domain.state import State
+from ledger.projections import report
+from ledger.projections.timeline import is_failed
 from stages import commands as cmd
 from stages import effective_policy
 

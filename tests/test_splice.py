@@ -10,8 +10,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from ledger import splice
 from ledger.errors import BadInput
+from ledger.projections import splice
 
 BEGIN = "<!-- tune-ledger:begin {} -->"
 END = "<!-- tune-ledger:end {} -->"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from factories import note
 
-from ledger.store import FileStore
+from ledger.log.store import FileStore
 
 WRITERS = 4
 APPENDS = 250

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from factories import draft, make_store, note, raw_bytes, set_raw_bytes, skill
 
-from ledger import codec
-from ledger.chain import verify_schema
 from ledger.errors import Conflict
-from ledger.events import NoteAdded, PolicySet, SkillLoaded
-from ledger.store import FileStore, MemoryStore, Store, ledger_path, seal_batch
+from ledger.log import codec
+from ledger.log.chain import verify_schema
+from ledger.log.store import FileStore, MemoryStore, Store, ledger_path, seal_batch
+from ledger.schema.events import NoteAdded, PolicySet, SkillLoaded
 
 
 @pytest.fixture(params=["memory", "file"])

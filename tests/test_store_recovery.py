@@ -18,12 +18,12 @@ from factories import (
     skill,
 )
 
-from ledger import codec
-from ledger.chain import verify, verify_schema
 from ledger.errors import LedgerDamaged
-from ledger.events import LedgerRepaired, NoteAdded
-from ledger.record import Draft, Event
-from ledger.store import FileStore, Store, chain_findings, seal_batch
+from ledger.log import codec
+from ledger.log.chain import verify, verify_schema
+from ledger.log.record import Draft, Event
+from ledger.log.store import FileStore, Store, chain_findings, seal_batch
+from ledger.schema.events import LedgerRepaired, NoteAdded
 
 
 @pytest.fixture(params=["memory", "file"])
@@ -183,7 +183,7 @@ def test_repair_interrupted_before_its_event_is_recorded_next_time(store: Store)
 
 def test_a_failing_command_does_not_repair_either(store: Store) -> None:
     """If the command's drafts cannot be encoded, the torn tail stays and nothing is kept."""
-    from ledger.events import PolicySet
+    from ledger.schema.events import PolicySet
 
     set_raw_bytes(store, DATA[:-4])
     with pytest.raises(TypeError):

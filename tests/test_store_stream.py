@@ -10,11 +10,11 @@ from factories import add_quarantine, make_store, note, raw_bytes, set_raw_bytes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import store as store_module
-from ledger.chain import Tip
 from ledger.errors import Conflict, LedgerDamaged
-from ledger.record import Event
-from ledger.store import FileStore, MemoryStore, Store, seal_batch
+from ledger.log import store as store_module
+from ledger.log.chain import Tip
+from ledger.log.record import Event
+from ledger.log.store import FileStore, MemoryStore, Store, seal_batch
 
 
 @pytest.fixture(params=["memory", "file"])

@@ -1,6 +1,6 @@
-"""The view cache of `status` and `resume` (ledger/view_cache.py): what it prints is byte for
-byte what a full replay prints, whatever happened to the ledger or to the cache; it never
-creates files where the uncached path would refuse; audit never reads it; and a hit imports
+"""The view cache of `status` and `resume` (ledger/projections/view_cache.py): what it prints
+is byte for byte what a full replay prints, whatever happened to the ledger or to the cache;
+it never creates files where the uncached path would refuse; audit never reads it; and a hit imports
 neither the stage machines nor cattrs."""
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from cli_harness import OP, Cli, Result, frontend, new_op, pending, run_main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import cli_status, view_cache, views
-from ledger.api import OpLedger
 from ledger.cli import COMMAND_MODULES
+from ledger.cli import status as cli_status
+from ledger.projections import view_cache, views
+from ledger.shell.api import OpLedger
 from stages import commands as cmd
 
 REPO = Path(__file__).resolve().parents[1]
@@ -198,15 +199,17 @@ def test_an_entry_of_other_code_is_ignored(cli: Cli, monkeypatch: pytest.MonkeyP
 
 
 def test_the_fingerprint_follows_the_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Touching a module of ledger/ or stages/ changes the fingerprint (size or mtime)."""
+    """Touching a module of any layer of ledger/ or of stages/ changes the fingerprint."""
     package = tmp_path / "ledger"
     shutil.copytree(REPO / "ledger", package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "stages", tmp_path / "stages",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(view_cache, "__file__", str(package / "view_cache.py"))
+    monkeypatch.setattr(view_cache, "__file__", str(package / "projections" / "view_cache.py"))
     monkeypatch.setattr(view_cache, "_fingerprint", None)
     before = view_cache.code_fingerprint()
-    for module in (package / "views.py", tmp_path / "stages" / "allowed.py"):
+    touched = (package / "projections" / "views.py", package / "log" / "store.py",
+               package / "__init__.py", tmp_path / "stages" / "allowed.py")
+    for module in touched:
         monkeypatch.setattr(view_cache, "_fingerprint", None)
         stat = module.stat()
         os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
@@ -388,8 +391,9 @@ try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-heavy = ("stages", "cattrs", "attr", "numpy", "markdown_it", "ledger.api", "ledger.replay",
-         "ledger.events", "ledger.store", "ledger.memory_file", "ledger.cli_steps")
+heavy = ("stages", "cattrs", "attr", "numpy", "markdown_it", "ledger.shell.api",
+         "ledger.domain.replay", "ledger.schema.events", "ledger.log.store",
+         "ledger.projections.memory_file", "ledger.cli.campaign")
 print("MODULES", sorted(m for m in sys.modules if m.split(".")[0] in heavy or m in heavy),
       file=sys.stderr)
 """

@@ -21,10 +21,12 @@ from typing import Any
 
 import click
 
-from ledger import codec, inputs, reporting, runner
-from ledger.api import OpLedger
+from ledger.domain import inputs
+from ledger.domain.state import State
 from ledger.errors import HandBack, LedgerError, RetryRefusal, RuleRefusal
-from ledger.state import State
+from ledger.log import codec
+from ledger.shell import report_files, runner
+from ledger.shell.api import OpLedger
 from stages import commands as cmd
 from stages.policy import effective_policy
 from tools import search_space
@@ -245,7 +247,7 @@ class Autopilot:
                 return True
         if len(done) == len(CONFIG_STAGES):
             if not state.report_after_incore:
-                written = self.timer.ledger(lambda: reporting.write_report(self.ledger))
+                written = self.timer.ledger(lambda: report_files.write_report(self.ledger))
                 self.say(f"report written: {written['path']}")
                 return True
             return self.finish(state, "configuration stages done; the algorithm stage is "
@@ -339,7 +341,7 @@ def main(root: str, op: str, max_attempts: int, python: str, adapter_args: str) 
         raise SystemExit(1)
     if not stopped_before:
         # The final report shows the stop; a rerun of a finished campaign writes nothing.
-        written = pilot.timer.ledger(lambda: reporting.write_report(pilot.ledger))
+        written = pilot.timer.ledger(lambda: report_files.write_report(pilot.ledger))
         click.echo(f"report written: {written['path']}")
 
 

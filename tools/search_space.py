@@ -14,9 +14,9 @@ from typing import Any
 
 from attrs import frozen
 
-from ledger import codec
-from ledger.replay import config_key
-from ledger.state import Attempt, State
+from ledger.domain.replay import config_key
+from ledger.domain.state import Attempt, State
+from ledger.log import codec
 from stages import commands as cmd
 from tools.pypto.spec import OpSpec, load_spec
 
@@ -56,7 +56,7 @@ class Space:
     def candidates(self, state: State, root: Path, op: str, point: str
                    ) -> Iterator[tuple[dict[str, Any], str]]:
         """Full configs proposed by the priors for the point, with their provenance (R7)."""
-        from ledger.priors_load import gather
+        from ledger.shell.priors_load import gather
 
         proposal = gather(root, op, point=point).proposal
         for candidate in proposal.candidates:

@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ledger import codec
-from ledger import record as record_mod
+from ledger.log import codec
+from ledger.log import record as record_mod
 
 
 def _count(counts: dict[str, int], record: dict[str, Any]) -> None:

@@ -10,7 +10,7 @@ does, so every event obeys the protocol: audit's legality check passes. Two ways
 events, which give the same bytes (tests/test_bench.py checks it):
 
 - `StoreSink`: `Store.append` on a store (a `MemoryStore` in tests): the real append path.
-- `SealSink`: `ledger.store.seal_batch`, the function `Store.append` seals with, writing the
+- `SealSink`: `ledger.log.store.seal_batch`, the function `Store.append` seals with, writing the
   lines to a file; used for large sizes, where re-reading a growing store per command would
   make generation quadratic.
 
@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from ledger import __version__
-from ledger.events import Origin, OutputCheck
-from ledger.record import Draft, Event, Provenance
-from ledger.replay import config_key, evolve
-from ledger.state import State
-from ledger.store import Store, seal_batch
+from ledger.domain.replay import config_key, evolve
+from ledger.domain.state import State
+from ledger.log.record import Draft, Event, Provenance
+from ledger.log.store import Store, seal_batch
+from ledger.schema.events import Origin, OutputCheck
 from stages import Decision, Refusal, decide
 from stages import commands as cmd
 
@@ -371,7 +371,7 @@ def generate_bytes(seed: int, events: int, *, via_store: Store | None = None) ->
     """A campaign's ledger bytes: through `via_store.append` when given, else `seal_batch`."""
     if via_store is not None:
         Driver(seed, events, StoreSink(via_store)).run(events)
-        from ledger.store import MemoryStore
+        from ledger.log.store import MemoryStore
 
         if isinstance(via_store, MemoryStore):
             return via_store.raw
@@ -390,9 +390,9 @@ def code_digest() -> str:
     """A digest of the generator and the event schema: the version part of the cache key."""
     # Not every module that shapes the bytes: other engineers change the deciders and replay
     # all day, and a ledger made by yesterday's deciders is as realistic a workload. A schema
-    # change (ledger/events.py) or a generator change does make new ledgers.
+    # change (ledger/schema/events.py) or a generator change does make new ledgers.
     sha = hashlib.sha256(__version__.encode())
-    for path in (Path(__file__), REPO / "ledger" / "events.py"):
+    for path in (Path(__file__), REPO / "ledger" / "schema" / "events.py"):
         sha.update(path.name.encode() + b"\0" + path.read_bytes())
     return sha.hexdigest()[:12]
 

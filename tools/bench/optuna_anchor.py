@@ -18,9 +18,9 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState, create_trial
 
-from ledger import codec
-from ledger.replay import replay
-from ledger.store import FileStore
+from ledger.domain.replay import replay
+from ledger.log import codec
+from ledger.log.store import FileStore
 
 STUDY = "bench"
 # The integer parameters of the bench campaigns and their ranges (tools/bench/generate.py).

@@ -35,12 +35,13 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # run as a script: make `tools.bench` importable
     sys.path.insert(0, str(REPO))
 
-from ledger import __version__, memory_file  # noqa: E402
-from ledger.api import OpLedger  # noqa: E402
+from ledger import __version__  # noqa: E402
+from ledger.domain.replay import evolve  # noqa: E402
+from ledger.domain.state import State  # noqa: E402
 from ledger.errors import RetryRefusal  # noqa: E402
-from ledger.replay import evolve  # noqa: E402
-from ledger.state import State  # noqa: E402
-from ledger.store import FileStore  # noqa: E402
+from ledger.log.store import FileStore  # noqa: E402
+from ledger.projections import memory_file  # noqa: E402
+from ledger.shell.api import OpLedger  # noqa: E402
 from stages.policy import effective_policy  # noqa: E402
 from tools.bench import floors, generate  # noqa: E402
 from tools.bench.generate import DEFAULT_CACHE, OP  # noqa: E402

@@ -1,0 +1,145 @@
+"""What every `tune-ledger` command shares: global options, output, and running one step.
+
+A state-changing command is a `build` (parse, measure: turn the arguments into one command of
+`stages.commands`) and a `present` (turn the events it appended into the output). `run_step`
+looks up the idempotency key before `build`, so a retried `verify --run` returns the original
+verdict without running the verifier again (DESIGN §5).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ledger.errors import BadInput
+from ledger.log import codec
+
+# Every command imports this module, `status` included: what it needs from the API (which
+# imports the events, the store and the stage machines) it imports when it runs.
+if TYPE_CHECKING:
+    from ledger.shell.api import OpLedger, Outcome
+
+    Present = Callable[[Outcome], tuple[dict[str, Any], str]]
+
+
+class Ctx:
+    """Global options shared by every command, and the arguments the process was given."""
+
+    def __init__(self, root: str, as_json: bool, key: str | None,
+                 argv: Sequence[str] | None = None) -> None:
+        self.root = Path(root)
+        self.as_json = as_json
+        self.key = key
+        self.argv = list(sys.argv[1:] if argv is None else argv)
+
+    def op(self, name: str, *, must_exist: bool = True) -> OpLedger:
+        """The op's ledger, refusing an unknown or unsafe op name (exit 2)."""
+        from ledger.shell.api import OpLedger
+
+        ledger = OpLedger(self.root, name)
+        if must_exist:
+            ledger.require()
+        return ledger
+
+    def command_line(self) -> str:
+        """The command as typed, recorded in each event's provenance."""
+        return shlex.join(["tune-ledger", *self.argv])
+
+    def emit(self, data: dict[str, Any], human: str) -> None:
+        """Print one JSON object (with --json) or human text."""
+        if self.as_json:
+            click.echo(codec.canonical_json(data))
+        else:
+            click.echo(human)
+
+    def echo_rendered(self, rendered: dict[str, str]) -> None:
+        """Print a view rendered both ways beforehand: its "json" (with --json) or "text"."""
+        click.echo(rendered["json"] if self.as_json else rendered["text"])
+
+    def warn(self, warnings: Sequence[str]) -> None:
+        """Warnings of a read-only command: on stderr for humans (JSON carries them inline)."""
+        if not self.as_json:
+            for warning in warnings:
+                click.echo(f"warning: {warning}", err=True)
+
+
+pass_ctx = click.make_pass_decorator(Ctx)
+
+
+def request_of(context: click.Context) -> str:
+    """A digest of the command's name and arguments: what an idempotency key stands for."""
+    names = []
+    node: click.Context | None = context
+    while node is not None and node.parent is not None:
+        names.append(node.info_name or "")
+        node = node.parent
+    body = {"command": " ".join(reversed(names)), "params": context.params}
+    return codec.digest(codec.canonical_json(body).encode("utf-8"))[:32]
+
+
+def run_step(ctx: Ctx, op: str, build: Callable[[OpLedger], Any], present: Present, *,
+             must_exist: bool = True) -> None:
+    """Build one command, append its events (or find the original result of a retried key),
+    and print what happened."""
+    ledger = ctx.op(op, must_exist=must_exist)
+    request = request_of(click.get_current_context())
+    outcome = ledger.earlier(ctx.key, request) if ctx.key is not None else None
+    if outcome is None:
+        command = build(ledger)
+        outcome = ledger.execute(command, key=ctx.key, request=request,
+                                 command_line=ctx.command_line())
+    extra, human = present(outcome)
+    report_events(ctx, op, outcome, extra, human)
+
+
+def report_events(ctx: Ctx, op: str, outcome: Outcome, extra: dict[str, Any], human: str) -> None:
+    """Print a state-changing command's result: its events, warnings and own fields."""
+    data: dict[str, Any] = {
+        "op": op,
+        "events": [{"id": e.id, "type": e.type} for e in outcome.events],
+        "warnings": list(outcome.warnings),
+        "replayed": outcome.replayed,
+    }
+    data.update(extra)
+    lines = [human, *(f"warning: {w}" for w in outcome.warnings)]
+    if outcome.replayed:
+        lines.append("(idempotency key seen before: this is the original result)")
+    ctx.emit(data, "\n".join(lines))
+
+
+def event_data(outcome: Outcome, type_name: str) -> dict[str, Any]:
+    """The data of the outcome's first event of `type_name` (empty when there is none)."""
+    for event in outcome.events:
+        if event.type == type_name:
+            return event.data
+    return {}
+
+
+def one_source(**given: object) -> None:
+    """Refuse more than one of several mutually exclusive options (exit 2)."""
+    named = [name for name, value in given.items() if value]
+    if len(named) > 1:
+        raise BadInput(f"give only one of {', '.join('--' + n.replace('_', '-') for n in named)}",
+                       hint="each measurement has one source")
+
+
+def impl_path(ledger: OpLedger, impl: str | None) -> Path:
+    """The implementation file: --impl, else custom/OP/OP_impl.py."""
+    return Path(impl) if impl else ledger.dir / f"{ledger.op}_impl.py"
+
+
+def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
+    """The op's replayed state and warnings about the file (a torn tail awaiting repair)."""
+    from ledger.projections.view_cache import torn_warning
+
+    ledger = ctx.op(op)
+    loaded = ledger.load()
+    torn = loaded.tip.torn
+    warnings = [] if torn is None else [
+        torn_warning(ledger.store.path, torn.line, torn.byte_count, torn.reason)]
+    return loaded.state, warnings

@@ -1,0 +1,361 @@
+"""The protocol's steps up to the search: init, evidence, activation, target sheet, skills,
+stages, points, and the bookkeeping commands (stop, note, policy)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import click
+
+from ledger.cli.base import Ctx, event_data, impl_path, one_source, pass_ctx, run_step
+from ledger.domain import inputs
+from ledger.domain.units import parse_time_us
+from ledger.errors import BadInput
+from ledger.projections import views
+from ledger.schema.events import SKILLS, STAGES, Origin
+from ledger.shell import runner
+from ledger.shell.api import OpLedger, Outcome
+from stages import commands as cmd
+
+SKILL = click.Choice(list(SKILLS))
+STAGE = click.Choice(list(STAGES))
+
+
+# --- init, evidence, activation --------------------------------------------------------------
+
+
+@click.command()
+@click.argument("op")
+@pass_ctx
+def init(ctx: Ctx, op: str) -> None:
+    """Create custom/OP/events.jsonl and MEMORY.md for a new op."""
+    run_step(ctx, op, lambda _ledger: cmd.Init(op=op),
+             lambda _outcome: ({"created": True}, f"initialized {op}: next, record evidence "
+                               "(tune-ledger evidence compare/layout)"),
+             must_exist=False)
+
+
+@click.group()
+def evidence() -> None:
+    """Record accuracy evidence for the current implementation (R1)."""
+
+
+_IMPL = click.option("--impl", metavar="PATH",
+                     help="Implementation file (default custom/OP/OP_impl.py).")
+
+
+@evidence.command("compare")
+@click.argument("op")
+@click.option("--output", "outputs", multiple=True, metavar="NAME=true|false",
+              help="One output's all_close (repeat for every output).")
+@click.option("--max-diff", "max_diffs", multiple=True, metavar="NAME=X",
+              help="An output's largest difference.")
+@click.option("--from-json", "from_json", metavar="FILE",
+              help="Read outputs [{name, all_close, max_diff}] from a JSON file.")
+@click.option("--run", "run_cmd", metavar="CMD",
+              help="Run CMD; it prints a JSON object with outputs (its exit code is recorded).")
+@_IMPL
+@pass_ctx
+def evidence_compare(ctx: Ctx, op: str, outputs: Sequence[str], max_diffs: Sequence[str],
+                     from_json: str | None, run_cmd: str | None, impl: str | None) -> None:
+    """Record an E2E tensor compare: every output's all_close (R1)."""
+    one_source(output=bool(outputs), from_json=from_json, run=run_cmd)
+
+    def build(ledger: OpLedger) -> Any:
+        path = impl_path(ledger, impl)
+        digest = inputs.file_digest(path)
+        if from_json or run_cmd:
+            document = (runner.file_document(from_json) if from_json else
+                        runner.run_document(runner.run_command(run_cmd or "", ctx.root),
+                                            "outputs"))
+            checks = inputs.outputs_from_document(document.doc, document.source)
+            origin = document.origin
+        else:
+            checks, origin = inputs.parse_outputs(outputs, max_diffs), Origin(level="reported")
+        return cmd.RecordCompare(outputs=checks, impl_path=str(path), impl_digest=digest,
+                                 origin=origin)
+
+    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+        data = event_data(outcome, "evidence.compare")
+        passed = all(o["all_close"] for o in data.get("outputs", ()))
+        failing = [o["name"] for o in data.get("outputs", ()) if not o["all_close"]]
+        human = ("compare evidence recorded: every output all_close" if passed else
+                 f"compare evidence recorded: NOT all_close: {', '.join(failing)}")
+        return {"passed": passed, "impl_digest": data.get("impl_digest")}, human
+
+    run_step(ctx, op, build, present)
+
+
+@evidence.command("layout")
+@click.argument("op")
+@click.option("--exit-code", "exit_code", type=int, help="The layout check's exit code.")
+@click.option("--run", "run_cmd", metavar="CMD", help="Run the layout check; record its exit code.")
+@_IMPL
+@pass_ctx
+def evidence_layout(ctx: Ctx, op: str, exit_code: int | None, run_cmd: str | None,
+                    impl: str | None) -> None:
+    """Record a layout check's exit code (R1)."""
+    if (exit_code is None) == (run_cmd is None):
+        raise BadInput("give exactly one of --exit-code N or --run CMD",
+                       hint="--run CMD lets the ledger record the real exit code (R11)")
+
+    def build(ledger: OpLedger) -> Any:
+        path = impl_path(ledger, impl)
+        digest = inputs.file_digest(path)
+        if run_cmd is not None:
+            run = runner.run_command(run_cmd, ctx.root)
+            code, origin = run.exit_code, runner.origin_of_run(run)
+        else:
+            code, origin = int(exit_code or 0), Origin(level="reported")
+        return cmd.RecordLayout(exit_code=code, impl_path=str(path), impl_digest=digest,
+                                origin=origin)
+
+    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+        data = event_data(outcome, "evidence.layout")
+        code = data.get("exit_code")
+        return ({"exit_code": code, "passed": code == 0, "impl_digest": data.get("impl_digest")},
+                f"layout evidence recorded: exit {code}")
+
+    run_step(ctx, op, build, present)
+
+
+@click.command()
+@click.argument("op")
+@_IMPL
+@pass_ctx
+def activate(ctx: Ctx, op: str, impl: str | None) -> None:
+    """Open tuning once both pieces of evidence pass for the current implementation (R1).
+
+    On failure the failed check is recorded and the exit code is 5: hand back to the
+    orchestrator.
+    """
+    run_step(ctx, op,
+             lambda ledger: cmd.Activate(impl_digest=inputs.file_digest(impl_path(ledger, impl))),
+             lambda _outcome: ({"activated": True},
+                               "activation passed: next, write the target sheet "
+                               "(tune-ledger target)"))
+
+
+# --- target sheet and limits ------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("op")
+@click.option("--baseline", metavar="TIME",
+              help="Measured baseline time (71.1us, 0.07ms, 1e-4s; a bare number is ms).")
+@click.option("--shape", metavar="SHAPE", required=True, help="The SPEC's P0 shape measured.")
+@click.option("--target", "target_time", metavar="TIME", required=True, help="Target time.")
+@click.option("--target-source", type=click.Choice(["spec", "upstream", "torch-eager"]),
+              required=True, help="Where the target comes from (precedence: spec, upstream, "
+              "torch-eager).")
+@click.option("--source-ref", metavar="TEXT", help="The SPEC line or kernel the target cites.")
+@click.option("--config", "config", metavar="JSON", default="{}", show_default=True,
+              help="The config the baseline was measured with (the first best).")
+@click.option("--tool", metavar="NAME", help="The tool that measured the baseline.")
+@click.option("--metric", default="time", show_default=True,
+              help="Which execution time is compared.")
+@click.option("--cube-m", type=int, help="M of the cube problem (selects the cube tile table row).")
+@click.option("--util", metavar="PCT", help="Core utilization % of the baseline measurement.")
+@click.option("--bubble", metavar="PCT", help="Bubble rate % of the baseline measurement.")
+@click.option("--run", "run_cmd", metavar="CMD",
+              help="Measure the baseline by running CMD (prints a measurement JSON object).")
+@click.option("--from-json", "from_json", metavar="FILE", help="Read the baseline measurement.")
+@pass_ctx
+def target(ctx: Ctx, op: str, baseline: str | None, shape: str, target_time: str,
+           target_source: str, source_ref: str | None, config: str, tool: str | None,
+           metric: str, cube_m: int | None, util: str | None, bubble: str | None,
+           run_cmd: str | None, from_json: str | None) -> None:
+    """Write the Performance target sheet: baseline, target, source, tile limits (R3)."""
+    config_value = inputs.parse_json_object(config, "--config")
+    one_source(baseline=baseline, run=run_cmd, from_json=from_json)
+    target_us = parse_time_us(target_time, "--target")
+    util_pct = inputs.parse_percent(util, "--util")
+    bubble_pct = inputs.parse_percent(bubble, "--bubble")
+    if baseline is None and not (run_cmd or from_json):
+        raise BadInput("give the baseline: --baseline TIME, --run CMD or --from-json FILE",
+                       hint="e.g. --baseline 71.1us (the measured time on the P0 shape)")
+    baseline_us = None if baseline is None else parse_time_us(baseline, "--baseline")
+
+    def build(_ledger: OpLedger) -> Any:
+        if baseline_us is not None:
+            samples: tuple[float, ...] = (baseline_us,)
+            origin = Origin(level="reported", tool=tool)
+            util_value, bubble_value = util_pct, bubble_pct
+        else:
+            document = (runner.file_document(from_json) if from_json else
+                        runner.run_document(runner.run_command(run_cmd or "", ctx.root),
+                                            "times_us"))
+            samples = runner.times_of(document.doc, document.source)
+            origin = document.origin
+            if tool and not origin.tool:
+                origin = attrs.evolve(origin, tool=tool)
+            util_value = runner.percent_of(document.doc, "util_pct", util_pct)
+            bubble_value = runner.percent_of(document.doc, "bubble_pct", bubble_pct)
+        return cmd.SetTarget(
+            baseline_us=views.median(samples), shape=shape, target_us=target_us,
+            target_source=target_source, source_ref=source_ref, config=config_value,
+            origin=origin, metric=metric, cube_m=cube_m, baseline_samples_us=samples,
+            util_pct=util_value, bubble_pct=bubble_value,
+        )
+
+    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+        data = event_data(outcome, "target.set")
+        base, goal = data.get("baseline_us"), data.get("target_us")
+        speedup = base / goal if base and goal else None
+        human = (f"target sheet written: baseline {views.fmt_us(base)}, target "
+                 f"{views.fmt_us(goal)}, required speedup {speedup or 0:.2f}x (Baseline/Target)")
+        return {"baseline_us": base, "target_us": goal, "required_speedup": speedup}, human
+
+    run_step(ctx, op, build, present)
+
+
+@click.command()
+@click.argument("op")
+@click.option("--what", type=click.Choice(["vec", "cube"]), required=True,
+              help="Which tile-shape limit: vec (per axis) or cube (the shape table).")
+@click.option("--limit", "limit", metavar="VALUE", required=True,
+              help="New limit: an int for vec (per axis), a JSON cube tile list for cube.")
+@click.option("--basis", metavar="TEXT", required=True,
+              help="The profiling data that justifies the relaxation.")
+@pass_ctx
+def relax(ctx: Ctx, op: str, what: str, limit: str, basis: str) -> None:
+    """Relax a tile-shape upper limit, recording its basis (R3)."""
+    value = inputs.parse_json_value(limit, "--limit")
+    run_step(ctx, op, lambda _ledger: cmd.Relax(what=what, limit=value, basis=basis),
+             lambda _outcome: ({"what": what, "limit": value},
+                               f"{what} tile limit relaxed to {limit}"))
+
+
+# --- skills, stages, points ---------------------------------------------------------------------
+
+
+@click.group()
+def skill() -> None:
+    """Load and unload skills (R2: 2 base + 1 tune at most)."""
+
+
+@skill.command("load")
+@click.argument("op")
+@click.argument("name", type=SKILL, metavar="SKILL")
+@pass_ctx
+def skill_load(ctx: Ctx, op: str, name: str) -> None:
+    """Load a skill (R2): pypto-op-perf-tune, perf-analyzer, tune-frontend|swimlane|incore."""
+    run_step(ctx, op, lambda _ledger: cmd.LoadSkill(name=name),
+             lambda _outcome: ({"skill": name, "loaded": True}, f"loaded {name}"))
+
+
+@skill.command("unload")
+@click.argument("op")
+@click.argument("name", type=SKILL, metavar="SKILL")
+@pass_ctx
+def skill_unload(ctx: Ctx, op: str, name: str) -> None:
+    """Unload a skill (R2)."""
+    run_step(ctx, op, lambda _ledger: cmd.UnloadSkill(name=name),
+             lambda _outcome: ({"skill": name, "loaded": False}, f"unloaded {name}"))
+
+
+@click.group()
+def stage() -> None:
+    """Enter and exit stages: frontend -> swimlane -> incore -> algorithm (R4)."""
+
+
+@stage.command("enter")
+@click.argument("op")
+@click.argument("name", type=STAGE, metavar="STAGE")
+@pass_ctx
+def stage_enter(ctx: Ctx, op: str, name: str) -> None:
+    """Enter the next stage (R4): frontend, swimlane, incore, algorithm."""
+    run_step(ctx, op, lambda _ledger: cmd.EnterStage(stage=name),
+             lambda _outcome: ({"stage": name}, f"entered {name}"))
+
+
+@stage.command("exit")
+@click.argument("op")
+@click.argument("name", type=STAGE, metavar="STAGE")
+@click.option("--reason", default="", help="Why the stage ends.")
+@click.option("--user-stop", is_flag=True, help="Exit because the user said stop (R4).")
+@pass_ctx
+def stage_exit(ctx: Ctx, op: str, name: str, reason: str, user_stop: bool) -> None:
+    """Exit the current stage when an exit condition holds (R4)."""
+
+    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+        condition = event_data(outcome, "stage.exited").get("condition")
+        return {"stage": name, "condition": condition}, f"exited {name} ({condition})"
+
+    run_step(ctx, op, lambda _ledger: cmd.ExitStage(stage=name, reason=reason, by_user=user_stop),
+             present)
+
+
+@click.group()
+def point() -> None:
+    """Open and close optimization points of the current stage (R7)."""
+
+
+@point.command("open")
+@click.argument("op")
+@click.argument("name")
+@pass_ctx
+def point_open(ctx: Ctx, op: str, name: str) -> None:
+    """Open an optimization point in the current stage (R7), e.g. F-1 or vec_tile_shape."""
+    run_step(ctx, op, lambda _ledger: cmd.OpenPoint(name=name),
+             lambda _outcome: ({"point": name}, f"opened point {name}"))
+
+
+@point.command("close")
+@click.argument("op")
+@click.argument("name")
+@click.option("--reason", required=True, help="Why the point is closed.")
+@click.option("--not-applicable", is_flag=True, help="The point does not apply to this op.")
+@pass_ctx
+def point_close(ctx: Ctx, op: str, name: str, reason: str, not_applicable: bool) -> None:
+    """Close an optimization point (R7)."""
+
+    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+        outcome_name = event_data(outcome, "point.closed").get("outcome")
+        return {"point": name, "outcome": outcome_name}, f"closed point {name} ({outcome_name})"
+
+    run_step(ctx, op, lambda _ledger: cmd.ClosePoint(name=name, reason=reason,
+                                                     not_applicable=not_applicable), present)
+
+
+# --- bookkeeping --------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("op")
+@click.option("--reason", required=True, help="The user's reason to stop.")
+@pass_ctx
+def stop(ctx: Ctx, op: str, reason: str) -> None:
+    """Stop the campaign at the user's request (R10); tuning steps are refused afterwards."""
+    run_step(ctx, op, lambda _ledger: cmd.Stop(reason=reason),
+             lambda _outcome: ({"stopped": "user"}, "campaign stopped by the user; status, log, "
+                               "report and audit still work"))
+
+
+@click.command()
+@click.argument("op")
+@click.option("--text", required=True, help="The note.")
+@pass_ctx
+def note(ctx: Ctx, op: str, text: str) -> None:
+    """Record a free-text note in the ledger."""
+    run_step(ctx, op, lambda _ledger: cmd.AddNote(text=text),
+             lambda _outcome: ({}, "note recorded"))
+
+
+@click.command()
+@click.argument("op")
+@click.argument("key")
+@click.argument("value")
+@click.option("--reason", default="", help="Why the policy changes.")
+@pass_ctx
+def policy(ctx: Ctx, op: str, key: str, value: str, reason: str) -> None:
+    """Set a policy threshold of this op (VALUE is JSON); later decisions apply it."""
+    parsed = inputs.parse_json_value(value, "VALUE")
+    run_step(ctx, op, lambda _ledger: cmd.SetPolicy(key=key, value=parsed, reason=reason),
+             lambda _outcome: ({"key": key, "value": parsed}, f"policy {key} = {value}"))
+
+
+# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
+COMMANDS = (init, evidence, activate, target, relax, skill, stage, point, stop, note, policy)

@@ -1,0 +1,145 @@
+"""Commands that read the ledger (log, audit, check), re-render MEMORY.md, and write the tuning
+report (`status` and `resume` are in `ledger/cli/status.py`). All of them still work after the
+campaign stopped (R10)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import PurePosixPath
+from typing import Any
+
+import click
+
+from ledger.cli.base import Ctx, event_data, load_state, pass_ctx, run_step
+from ledger.errors import BadInput, LedgerDamaged
+from ledger.git import merge, resolve
+from ledger.projections import report as report_mod
+from ledger.projections import views
+from ledger.schema.events import FAILURES, STAGES
+from ledger.shell import audit as audit_mod
+from ledger.shell.api import OpLedger, Outcome, list_ops
+
+
+@click.command()
+@click.argument("op")
+@click.option("--stage", "stage_name", type=click.Choice(list(STAGES)), metavar="STAGE",
+              help="Only this stage.")
+@click.option("--verdict", type=click.Choice(["rollback", "no-gain", "adopt", "target-reached"]),
+              help="Only attempts with this verdict.")
+@click.option("--failure", type=click.Choice(list(FAILURES)),
+              help="Only attempts that failed this way.")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the last N attempts.")
+@pass_ctx
+def log(ctx: Ctx, op: str, stage_name: str | None, verdict: str | None, failure: str | None,
+        limit: int | None) -> None:
+    """List the attempts of the campaign, filterable by stage, verdict and failure."""
+    state, warnings = load_state(ctx, op)
+    rows = views.attempt_rows(state, stage=stage_name, verdict=verdict, failure=failure,
+                              limit=limit)
+    ctx.warn(warnings)
+    ctx.emit({"op": op, "attempts": rows, "warnings": warnings}, views.log_text(rows))
+
+
+@click.command()
+@click.argument("op")
+@pass_ctx
+def render(ctx: Ctx, op: str) -> None:
+    """Re-render MEMORY.md's managed sections from the ledger (e.g. after a merge)."""
+    changed = ctx.op(op).render_memory()
+    ctx.emit({"op": op, "changed": changed},
+             "MEMORY.md updated" if changed else "MEMORY.md already up to date")
+
+
+@click.command()
+@click.argument("op", required=False)
+@click.option("--all", "all_ops", is_flag=True, help="Check every op under custom/.")
+@pass_ctx
+def check(ctx: Ctx, op: str | None, all_ops: bool) -> None:
+    """Fail (exit 7) when MEMORY.md is stale or a managed section was edited by hand, or the
+    ledger is not in canonical order or has unresolved merge conflicts (for CI)."""
+    if (op is None) == (not all_ops):
+        raise BadInput("give OP or --all", hint="tune-ledger check OP, or tune-ledger check --all")
+    names = list_ops(ctx.root) if all_ops else [op or ""]
+    findings = [finding for name in names for finding in _check_one(ctx.op(name), name)]
+    if findings:
+        if not ctx.as_json:
+            click.echo("\n".join(findings))
+        raise LedgerDamaged(
+            findings[0], blocking=f"{len(findings)} problem(s)",
+            hint="each finding says what to do: normalize the ledger, resolve the conflict, or "
+            "move hand-written text outside the tune-ledger markers and run `tune-ledger "
+            "render OP`",
+            details={"op": op, "ops": names, "findings": findings},
+        )
+    ctx.emit({"op": op, "ops": names, "findings": []},
+             "MEMORY.md is up to date" if op else f"{len(names)} op(s) up to date")
+
+
+def _check_one(ledger: OpLedger, op: str) -> list[str]:
+    # An order finding comes alone: the ledger must be normalized before it can be replayed.
+    order = merge.order_findings(ledger.store, op)
+    if order:
+        return order
+    conflicts = resolve.conflict_findings(ledger.load().state, op)
+    return [*conflicts, *audit_mod.check_memory_file(ledger)]
+
+
+@click.command()
+@click.argument("op", required=False)
+@click.option("--all", "all_ops", is_flag=True, help="Audit every op under custom/.")
+@pass_ctx
+def audit(ctx: Ctx, op: str | None, all_ops: bool) -> None:
+    """Verify integrity, legality of every step, every verdict and MEMORY.md (exit 7 if not).
+
+    Also summarizes where measurements came from: measured (run by the ledger), artefact
+    (parsed from a file whose digest is recorded) or reported (typed in).
+    """
+    if (op is None) == (not all_ops):
+        raise BadInput("give OP or --all", hint="tune-ledger audit OP, or tune-ledger audit --all")
+    names = list_ops(ctx.root) if all_ops else [op or ""]
+    show_progress = not ctx.as_json and sys.stderr.isatty() and len(names) > 1
+    with click.progressbar(names, label="auditing", file=sys.stderr,
+                           hidden=not show_progress) as bar:
+        reports = [_audit_one(ctx, name) for name in bar]
+    findings = [f"{r['op']}: {f}" for r in reports for f in r["findings"]]
+    data = {"ops": reports, "clean": not findings}
+    human = "\n".join(views.audit_text(r) for r in reports) if reports else "no ops to audit"
+    if findings:
+        if not ctx.as_json:
+            click.echo(human)
+        raise LedgerDamaged(
+            findings[0], blocking=f"{len(findings)} finding(s) in "
+            f"{sum(1 for r in reports if r['findings'])} op(s)",
+            hint="restore the damaged file from git (`git diff` shows what changed), or "
+            "re-render MEMORY.md (`tune-ledger render OP`), then audit again",
+            details=data,
+        )
+    ctx.emit(data, human)
+
+
+def _audit_one(ctx: Ctx, name: str) -> dict[str, Any]:
+    try:
+        ledger = ctx.op(name)
+    except BadInput as e:  # a folder under custom/ that is not a usable op
+        return {"op": name, "events": 0, "findings": [e.message], "provenance": {}}
+    return audit_mod.audit_op(ledger)
+
+
+@click.command()
+@click.argument("op")
+@pass_ctx
+def report(ctx: Ctx, op: str) -> None:
+    """Write custom/OP/OP_tuning_report.md and its chart, and record the report (R4)."""
+
+    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+        data = event_data(outcome, "report.generated")
+        path = str(data.get("path", ""))
+        chart = str(PurePosixPath(path).with_name(report_mod.chart_name(op)))
+        return ({"path": path, "chart": chart, "digest": data.get("digest")},
+                f"report written: {path} (chart {chart})")
+
+    run_step(ctx, op, lambda ledger: ledger.write_report_files(), present)
+
+
+# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
+COMMANDS = (log, render, check, audit, report)

@@ -1,0 +1,183 @@
+"""The replayed state of one op's campaign: everything the stage machines decide from.
+
+State is a plain accumulator owned by one replay: `evolve` updates it in place and returns it,
+so replaying N events costs O(N) rather than copying growing collections at every step. Nothing
+outside a replay holds on to a State while it is being evolved.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from attrs import define, field
+
+if TYPE_CHECKING:
+    from ledger.log.record import Event
+
+
+@define
+class Evidence:
+    """The latest accuracy evidence of one kind (R1)."""
+
+    event: str
+    impl_digest: str
+    impl_path: str
+    passed: bool
+    # compare: [{"name", "all_close", "max_diff"}]; layout: []
+    outputs: list[dict[str, Any]] = field(factory=list)
+    exit_code: int | None = None
+    origin_level: str = "reported"
+
+
+@define
+class TargetSheet:
+    """The Performance target sheet (R3)."""
+
+    event: str
+    baseline_us: float
+    shape: str
+    target_us: float
+    target_source: str
+    source_ref: str | None
+    metric: str
+    cube_m: int | None
+    tool: str | None
+    origin_level: str
+
+    @property
+    def required_speedup(self) -> float:
+        """Baseline / Target: how many times faster the kernel must become (R3)."""
+        return self.baseline_us / self.target_us
+
+
+@define
+class Relaxation:
+    """A tile-limit relaxation with its basis (R3)."""
+
+    event: str
+    what: str
+    limit: Any
+    basis: str
+
+
+@define
+class Measurement:
+    """A verified attempt's (or the baseline's) measured data."""
+
+    times_us: tuple[float, ...]
+    median_us: float
+    util_pct: float | None
+    bubble_pct: float | None
+    origin_level: str
+    metrics: dict[str, float] = field(factory=dict)
+    all_close: bool = True
+    layout_exit: int = 0
+
+
+@define
+class Attempt:
+    """One measured change, from start to its verdict or failure (R5-R9)."""
+
+    id: str
+    seq: int
+    kind: str
+    stage: str
+    point: str | None
+    config: dict[str, Any]
+    param: str | None = None
+    value: Any = None
+    prior: str | None = None
+    description: str | None = None
+    impl_digest: str | None = None
+    retry_override: str | None = None
+    # pending -> verified | failed | abandoned
+    status: str = "pending"
+    verdict: str | None = None
+    failure: str | None = None
+    detail: str = ""
+    measurement: Measurement | None = None
+    # The best's median time the verdict compared this attempt with (R8), as recorded; not
+    # the verdict's whole statistics, which stay in the ledger (audit re-derives from there).
+    compared_us: float | None = None
+
+
+@define
+class Point:
+    """An optimization point of a stage and its constrained-search progress (R7)."""
+
+    stage: str
+    name: str
+    is_open: bool = True
+    outcome: str | None = None
+    reason: str = ""
+    # Consecutive mutations without gain; failures do not count (R7).
+    streak: int = 0
+    candidates: int = 0
+    mutations: int = 0
+    attempts: list[str] = field(factory=list)
+
+
+@define
+class Best:
+    """The adopted config and its measurement; every new attempt is compared with it (R8)."""
+
+    config: dict[str, Any]
+    measurement: Measurement
+    attempt: str | None  # None: the baseline of the target sheet
+
+    @property
+    def time_us(self) -> float:
+        """The best's median time in µs."""
+        return self.measurement.median_us
+
+
+@define
+class State:
+    """Everything replay knows about one op's campaign."""
+
+    op: str | None = None
+    event_count: int = 0
+    last_event: str | None = None
+    # R1
+    compare: Evidence | None = None
+    layout: Evidence | None = None
+    activated: bool = False
+    activation_digest: str | None = None
+    handed_back: bool = False
+    activation_problems: list[str] = field(factory=list)
+    # R2
+    skills: list[str] = field(factory=list)
+    # R3
+    target: TargetSheet | None = None
+    relaxations: list[Relaxation] = field(factory=list)
+    # R4
+    stage: str | None = None
+    entered: list[str] = field(factory=list)
+    exited: dict[str, str] = field(factory=dict)  # stage -> exit condition
+    # R7
+    points: dict[str, Point] = field(factory=dict)
+    open_point: str | None = None
+    open_points: int = 0  # more than one only where merged branches each opened one
+    # R6, R8
+    attempts: dict[str, Attempt] = field(factory=dict)
+    pending: str | None = None
+    best: Best | None = None
+    adopted: list[str] = field(factory=list)  # attempt ids, in order of adoption
+    # R9: canonical config JSON -> attempt id that measured it ("baseline" for the sheet)
+    measured_configs: dict[str, str] = field(factory=dict)
+    overrides: list[tuple[str, str]] = field(factory=list)  # (attempt id, reason)
+    # R4: the event ids of reports, and whether one was generated after incore exited
+    reports: list[str] = field(factory=list)
+    report_after_incore: bool = False
+    # R10
+    stopped: str | None = None
+    stop_detail: str = ""
+    # policy values set by events (defaults live in stages.policy)
+    policy: dict[str, Any] = field(factory=dict)
+    notes: list[str] = field(factory=list)
+    repairs: list[dict[str, Any]] = field(factory=list)
+    # protocol conflicts found while replaying merged branches (issue: merge)
+    conflicts: list[str] = field(factory=list)
+    # --idempotency-key -> the events the keyed command appended (DESIGN §5: a retry returns
+    # them instead of appending again); only keyed events are kept, not the whole log.
+    keyed: dict[str, list[Event]] = field(factory=dict)

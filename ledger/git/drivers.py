@@ -1,0 +1,230 @@
+"""Git integration: the merge drivers git runs for ledgers and MEMORY.md, and `git-setup`.
+
+git runs a custom merge driver as `DRIVER %O %A %B %P`: the common ancestor's, our and their
+versions in temporary files, and the path in the work tree. The driver writes the result
+over %A and exits 0, or leaves a conflict and exits non-zero (DESIGN §4: two branches that
+both appended merge into one log with every event once, whichever side is "ours").
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from attrs import frozen
+
+from ledger.errors import BadInput, LedgerError
+from ledger.git import merge
+from ledger.projections import splice
+
+EVENTS_DRIVER = "tune-ledger-events"
+MEMORY_DRIVER = "tune-ledger-memory"
+ATTRIBUTES_HEADER = "# tune-ledger merge drivers (written by `tune-ledger git-setup`)"
+# -text: git never converts the ledger's line ends (a CRLF checkout would change every
+# line's bytes and so its content id); eol=lf says the same to tools that read attributes.
+ATTRIBUTES = (
+    f"custom/*/events.jsonl merge={EVENTS_DRIVER} -text eol=lf",
+    f"custom/*/MEMORY.md merge={MEMORY_DRIVER}",
+)
+_GIT_TIMEOUT_S = 60
+
+
+# --- the ledger driver -----------------------------------------------------------------------
+
+
+def merge_driver(base: Path, ours: Path, theirs: Path, path: str | None) -> merge.Merged:
+    """Merge the three versions of a ledger git gives and write the result over `ours`.
+
+    Raises LedgerDamaged (exit 7, `ours` left as it was) when a side is damaged.
+    """
+    name = path or str(ours)
+    merged = merge.merge(_read(base), _read(ours), _read(theirs), name)
+    ours.write_bytes(merged.data)
+    return merged
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""  # git passes an empty file for a missing side; tolerate an absent one
+
+
+# --- the MEMORY.md driver ----------------------------------------------------------------------
+
+
+@frozen
+class MemoryMerge:
+    """A merged MEMORY.md: how many text conflicts git left, and how it was merged."""
+
+    conflicts: int
+    stripped: bool  # False when a side's markers were malformed: merged as plain text
+
+
+def strip_managed(text: str) -> str:
+    """`text` with every managed section's body emptied (markers and other bytes kept)."""
+    sections = splice.find_sections(text)
+    if not sections:
+        return text
+    return splice.splice(text, {section.name: "" for section in sections})
+
+
+def memory_merge_driver(base: Path, ours: Path, theirs: Path, marker_size: int | None = None
+                        ) -> MemoryMerge:
+    """Merge MEMORY.md's human text as git merges text; managed sections come from ours.
+
+    Managed sections are generated from the ledger, so they are emptied on all three sides
+    before the text merge (they never conflict), then our bodies are put back: git merges the
+    ledger separately and writes it to the work tree only after every driver ran, so nothing
+    can render the merged ledger here. Ours then records our ledger position, so `tune-ledger
+    check` reports it stale until `tune-ledger render OP` (unless the merged ledger is ours).
+    """
+    texts = [_text(path) for path in (ours, base, theirs)]
+    try:
+        stripped = [strip_managed(text) for text in texts]
+    except BadInput:  # a side's markers are malformed: a plain text merge, left to a person
+        merged, conflicts = merge_text(texts[0], texts[1], texts[2], marker_size)
+        ours.write_bytes(merged)
+        return MemoryMerge(conflicts=max(conflicts, 1), stripped=False)
+    merged, conflicts = merge_text(stripped[0], stripped[1], stripped[2], marker_size)
+    ours.write_bytes(_with_bodies(merged, texts[0]))
+    return MemoryMerge(conflicts=conflicts, stripped=True)
+
+
+def _with_bodies(merged: bytes, source: str) -> bytes:
+    """`merged` with the managed bodies of `source` put back (as is, when that is impossible:
+    text conflicts around the markers)."""
+    try:
+        text = merged.decode("utf-8")
+        present = {section.name for section in splice.find_sections(text)}
+        bodies = {s.name: splice.normalize_newlines(s.body)
+                  for s in splice.find_sections(source) if s.name in present}
+        return splice.splice(text, bodies).encode("utf-8") if bodies else merged
+    except (BadInput, UnicodeDecodeError):
+        return merged
+
+
+def _text(path: Path) -> str:
+    return splice.read_text(path) or ""
+
+
+def merge_text(ours: str, base: str, theirs: str, marker_size: int | None = None
+               ) -> tuple[bytes, int]:
+    """`git merge-file -p` of three texts: the merged bytes and the number of conflicts."""
+    with tempfile.TemporaryDirectory(prefix="tune-ledger-merge-") as folder:
+        paths = []
+        for label, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = Path(folder) / label
+            path.write_bytes(text.encode("utf-8"))
+            paths.append(str(path))
+        marker = [f"--marker-size={marker_size}"] if marker_size else []
+        done = _git(["merge-file", "-p", *marker, "-L", "ours", "-L", "base", "-L", "theirs",
+                     *paths], check=False)
+    if done.returncode < 0 or done.returncode > 127:
+        raise LedgerError(f"git merge-file failed: {done.stderr.decode(errors='replace')}")
+    return done.stdout, done.returncode
+
+
+# --- git-setup ---------------------------------------------------------------------------------
+
+
+@frozen
+class Setup:
+    """What git-setup changed and found."""
+
+    changed: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    warnings: tuple[str, ...]
+    attributes: str
+
+
+def driver_command() -> str:
+    """How git should run tune-ledger: `tune-ledger` when it is on PATH, else this Python."""
+    if shutil.which("tune-ledger"):
+        return "tune-ledger"
+    return f"{shlex.quote(sys.executable)} -m ledger"
+
+
+def git_setup(root: Path, command: str | None = None) -> Setup:
+    """Write the .gitattributes entries and the repository's git config for both drivers.
+
+    Idempotent: what is already in place is left alone and listed in `unchanged`.
+    """
+    command = command or driver_command()
+    toplevel = _git(["rev-parse", "--show-toplevel"], cwd=root, check=False)
+    if toplevel.returncode != 0:
+        raise BadInput(f"{root} is not inside a git repository",
+                       hint="run `git init` first, or give --root inside the repository")
+    changed: list[str] = []
+    unchanged: list[str] = []
+    attributes = root / ".gitattributes"
+    added = _add_attributes(attributes)
+    for line in ATTRIBUTES:
+        (changed if line in added else unchanged).append(f"{attributes}: {line}")
+    settings = {
+        f"merge.{EVENTS_DRIVER}.name": "tune-ledger: union of two ledgers' events",
+        f"merge.{EVENTS_DRIVER}.driver": f"{command} merge-driver %O %A %B %P",
+        f"merge.{MEMORY_DRIVER}.name": "tune-ledger: MEMORY.md text merge, managed sections "
+        "re-rendered",
+        f"merge.{MEMORY_DRIVER}.driver": f"{command} memory-merge-driver %O %A %B %P "
+        "--marker-size %L",
+    }
+    for key, value in settings.items():
+        current = _git(["config", "--local", "--get", key], cwd=root, check=False)
+        if current.returncode == 0 and current.stdout.decode().rstrip("\n") == value:
+            unchanged.append(f"git config {key}")
+            continue
+        _git(["config", "--local", key, value], cwd=root)
+        changed.append(f"git config {key} = {value}")
+    return Setup(changed=tuple(changed), unchanged=tuple(unchanged),
+                 warnings=tuple(_setup_warnings(root, command)), attributes=str(attributes))
+
+
+def _add_attributes(path: Path) -> list[str]:
+    """Append the missing attribute lines to `path`; return the lines added."""
+    existing = path.read_text(encoding="utf-8") if path.exists() else ""
+    present = {line.strip() for line in existing.splitlines()}
+    missing = [line for line in ATTRIBUTES if line not in present]
+    if not missing:
+        return []
+    block = ([] if ATTRIBUTES_HEADER in present else [ATTRIBUTES_HEADER]) + missing
+    prefix = "" if not existing or existing.endswith("\n") else "\n"
+    splice.write_if_changed(path, existing + prefix + "\n".join(block) + "\n")
+    return missing
+
+
+def _setup_warnings(root: Path, command: str) -> list[str]:
+    warnings = []
+    program = shlex.split(command)[0] if command.strip() else ""
+    if not shutil.which(program):
+        warnings.append(f"{program!r} is not on PATH: git will not find the merge driver "
+                        "(give --command, or install tune-ledger where git runs)")
+    for sample, driver in (("custom/OP/events.jsonl", EVENTS_DRIVER),
+                           ("custom/OP/MEMORY.md", MEMORY_DRIVER)):
+        found = _git(["check-attr", "merge", "--", sample], cwd=root, check=False)
+        value = found.stdout.decode().rstrip("\n").rpartition(": ")[2]
+        if found.returncode == 0 and value != driver:
+            warnings.append(f"git resolves the merge attribute of {sample} to {value!r}, not "
+                            f"{driver!r}: another attributes file (.git/info/attributes, a "
+                            "deeper .gitattributes) overrides it")
+    return warnings
+
+
+def _git(args: Sequence[str], *, cwd: Path | None = None, check: bool = True
+         ) -> subprocess.CompletedProcess[bytes]:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True,
+                              timeout=_GIT_TIMEOUT_S, check=False,
+                              env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+    except FileNotFoundError as e:
+        raise BadInput("git is not installed (or not on PATH)") from e
+    if check and done.returncode != 0:
+        raise LedgerError(f"git {' '.join(args)} failed: "
+                          f"{done.stderr.decode(errors='replace').strip()}")
+    return done

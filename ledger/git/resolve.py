@@ -1,0 +1,169 @@
+"""Resolving the protocol conflicts that merged branches leave in the replayed state.
+
+Replay records a conflict (`state.conflicts`) when events of two branches break a rule
+together; it stays, shown by `status`, `audit` and `conflicts`, and fails `check`, until a
+`conflict.resolved` event names it. A resolution is one of:
+
+- `abandon:<attempt>`: abandon a pending attempt the conflict names (two attempts pending at
+  once, R6; an attempt started after the campaign stopped, R10). Records attempt.abandoned.
+- `best:<attempt>`: choose which of two attempts adopted against the same earlier best on
+  two branches is the best (R8). Replay makes it the best.
+- `close:<point>`: close a point the conflict names (two points open at once, R7). Records
+  point.closed.
+- `keep`: the merged state stands as it is. Refused while it would leave the state breaking
+  a rule (two attempts or two points still open, an attempt pending after a stop).
+
+The batch is the consistency events, then the conflict.resolved event; audit re-decides it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, cast
+
+from attrs import frozen
+
+from ledger.domain.state import State
+from ledger.errors import BadInput, LedgerError
+from ledger.log import codec
+from ledger.log.record import Event, unstructure_payload
+from ledger.schema.events import AttemptAbandoned, ConflictResolved, Payload, PointClosed, Stage
+from stages.outcome import Decision
+
+KEEP = "keep"
+_ADOPTED = ("adopt", "target-reached")
+
+_PENDING = re.compile(r"attempts (?P<a>\S+) and (?P<b>\S+) pending at once")
+_AFTER_STOP = re.compile(r"attempt (?P<a>\S+) started after the campaign stopped \(.*\)")
+_STALE_ADOPT = re.compile(r"attempt (?P<a>\S+) was adopted against best \S+ while attempt "
+                          r"(?P<b>\S+) was the best \(adopted on another branch\)")
+_POINTS = re.compile(r"points (?P<a>.+) and (?P<b>.+) open at once")
+
+
+@frozen
+class Resolve:
+    """Resolve one recorded conflict with one resolution, for a reason."""
+
+    conflict: str
+    resolution: str
+    reason: str
+
+
+def options(state: State, conflict: str) -> tuple[str, ...]:
+    """The resolutions that resolve `conflict` in `state`, in the order to offer them."""
+    if match := _PENDING.fullmatch(conflict):
+        pending = [a for a in match.groups() if _is_pending(state, a)]
+        return (*(f"abandon:{a}" for a in pending), *([KEEP] if len(pending) <= 1 else []))
+    if match := _AFTER_STOP.fullmatch(conflict):
+        attempt = match.group("a")
+        return (f"abandon:{attempt}",) if _is_pending(state, attempt) else (KEEP,)
+    if match := _STALE_ADOPT.fullmatch(conflict):
+        adopted = [a for a in match.groups() if _is_adopted(state, a)]
+        return (*(f"best:{a}" for a in adopted), KEEP)
+    if match := _POINTS.fullmatch(conflict):
+        still_open = [p for p in match.groups() if p in state.points and state.points[p].is_open]
+        return (*(f"close:{p}" for p in still_open), *([KEEP] if len(still_open) <= 1 else []))
+    return (KEEP,)
+
+
+def _is_pending(state: State, attempt: str) -> bool:
+    found = state.attempts.get(attempt)
+    return found is not None and found.status == "pending"
+
+
+def _is_adopted(state: State, attempt: str) -> bool:
+    found = state.attempts.get(attempt)
+    return (found is not None and found.verdict in _ADOPTED
+            and found.measurement is not None)
+
+
+def find_conflict(state: State, text: str) -> str:
+    """The recorded conflict `text` names: its exact text, its number (1-based), or a unique
+    part of it; BadInput otherwise."""
+    conflicts = state.conflicts
+    if not conflicts:
+        raise BadInput("there is no conflict to resolve", hint="tune-ledger status OP")
+    if text in conflicts:
+        return text
+    if text.isdigit() and 1 <= int(text) <= len(conflicts):
+        return conflicts[int(text) - 1]
+    matches = [c for c in conflicts if text and text in c]
+    if len(matches) == 1:
+        return matches[0]
+    listing = "; ".join(f"{n}: {c}" for n, c in enumerate(conflicts, start=1))
+    what = "matches several conflicts" if matches else "names no recorded conflict"
+    raise BadInput(f"--conflict {text!r} {what}", hint=f"the conflicts are: {listing}")
+
+
+def decide(state: State, command: Resolve) -> list[Payload]:
+    """The events that resolve the conflict as asked; BadInput when it cannot be resolved so."""
+    conflict = find_conflict(state, command.conflict)
+    reason = command.reason.strip()
+    if not reason:
+        raise BadInput("the reason must not be empty", hint="--reason TEXT")
+    offered = options(state, conflict)
+    if command.resolution not in offered:
+        raise BadInput(f"{command.resolution!r} does not resolve {conflict!r}",
+                       hint=f"resolve it with one of: {', '.join(offered)}",
+                       details={"conflict": conflict, "options": list(offered)})
+    kind, _, target = command.resolution.partition(":")
+    events: list[Payload] = []
+    if kind == "abandon":
+        events.append(AttemptAbandoned(attempt=target, reason=f"merge conflict: {reason}"))
+    elif kind == "close":
+        point = state.points[target]
+        events.append(PointClosed(stage=cast(Stage, point.stage), name=point.name,
+                                  outcome="closed", reason=f"merge conflict: {reason}"))
+    events.append(ConflictResolved(conflict=conflict, resolution=command.resolution,
+                                   reason=reason))
+    return events
+
+
+def is_resolution(batch: Sequence[Event]) -> bool:
+    """True when `batch` was appended by `resolve` (it ends with conflict.resolved)."""
+    return batch[-1].type == ConflictResolved.TYPE
+
+
+def resolution_findings(state: State, batch: Sequence[Event]) -> list[str]:
+    """Audit a resolution batch: the conflict existed and the events are the ones it gives."""
+    data = batch[-1].data
+    command = Resolve(conflict=str(data.get("conflict")), resolution=str(data.get("resolution")),
+                      reason=str(data.get("reason")))
+    try:
+        expected = decide(state, command)
+    except LedgerError as e:
+        return [f"the resolution is not valid here: {e.message}"]
+    given = [(e.type, e.data) for e in batch]
+    # Recorded data went through JSON: compare like with like (tuples become lists).
+    wanted = [(p.TYPE, codec.loads(codec.canonical_json(unstructure_payload(p))))
+              for p in expected]
+    if given != wanted:
+        return [f"recorded {[t for t, _ in given]} but resolving {command.conflict!r} with "
+                f"{command.resolution!r} gives {[t for t, _ in wanted]}"]
+    return []
+
+
+def conflict_findings(state: State, op: str) -> list[str]:
+    """One finding per unresolved conflict, with the command that resolves it (for check)."""
+    return [f"unresolved merge conflict: {conflict}; resolve it: {command(op, number, state)}"
+            for number, conflict in enumerate(state.conflicts, start=1)]
+
+
+def command(op: str, number: int, state: State) -> str:
+    """The command line that resolves conflict `number` (1-based), with its resolutions."""
+    offered = options(state, state.conflicts[number - 1])
+    return (f"tune-ledger resolve {op} --conflict {number} --resolution RESOLUTION --reason "
+            f"TEXT, RESOLUTION one of: {', '.join(offered)}")
+
+
+def listing(state: State) -> list[dict[str, Any]]:
+    """The unresolved conflicts with their numbers and resolutions (the `conflicts` view)."""
+    return [{"number": number, "conflict": conflict, "options": list(options(state, conflict))}
+            for number, conflict in enumerate(state.conflicts, start=1)]
+
+
+def decision(state: State, command: Resolve) -> Decision:
+    """The decider the shell runs a resolution with (`OpLedger.execute(..., decider=)`), so a
+    resolution appends like every step: lock, retry, render."""
+    return Decision(events=tuple(decide(state, command)))

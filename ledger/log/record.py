@@ -1,0 +1,177 @@
+"""The event envelope (id, parents, Lamport counter, provenance) and its one cattrs converter.
+
+An `Event` keeps its payload as validated plain data (`data`) and structures it into the typed
+payload class on demand (`payload()`). Replay reads `data` directly: structuring every event
+with cattrs costs 2-6x the JSON parse itself (measured: 7-20 µs vs 3.6 µs per event), and the
+content id already proves the bytes are the ones a validated write produced; audit structures
+every event to re-check the schema.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import cattrs
+from attrs import frozen
+
+from ledger.log import codec, upcast
+from ledger.schema.events import PAYLOAD_TYPES, Payload
+
+
+@frozen
+class Provenance:
+    """Who wrote an event and when: tool and version, host, process, command, UTC time."""
+
+    at: str
+    tool: str
+    version: str
+    host: str
+    pid: int
+    command: str
+    # An agent's retry key (--idempotency-key) and the digest of the request it named, so a
+    # retried command returns the original result instead of appending twice (DESIGN §5).
+    key: str | None = None
+    request: str | None = None
+
+
+@frozen
+class Draft:
+    """An event decided but not yet placed in the log (no id, parents or counter yet)."""
+
+    payload: Payload
+    provenance: Provenance
+
+
+class Event(NamedTuple):
+    """An immutable event as stored: content id, parents, Lamport counter, batch part, data.
+
+    A NamedTuple rather than an attrs class: replay builds one per line, and a tuple is
+    built in a quarter of the time of a frozen attrs instance (0.36 vs 1.46 µs, measured).
+    """
+
+    id: str
+    lamport: int
+    parents: tuple[str, ...]
+    # (index, size) within the command that appended it: a command's events land together,
+    # and a batch missing its last part at the end of the file is a torn write.
+    part: tuple[int, int]
+    type: str
+    schema: int
+    data: dict[str, Any]
+    provenance: dict[str, Any]
+
+    def payload(self) -> Payload:
+        """The typed payload (validates the data against the current schema)."""
+        cls = PAYLOAD_TYPES[self.type]
+        result: Payload = converter.structure(self.data, cls)
+        return result
+
+    def written_by(self) -> Provenance:
+        """The typed provenance."""
+        return converter.structure(self.provenance, Provenance)
+
+
+def _make_converter() -> cattrs.Converter:
+    made = cattrs.Converter(forbid_extra_keys=True)
+    # Values inside configs, policy and free fields are plain JSON: passed through unchanged.
+    made.register_structure_hook(Any, lambda value, _type: value)
+    return made
+
+
+converter = _make_converter()
+
+
+def unstructure_payload(payload: Payload) -> dict[str, Any]:
+    """The payload as plain JSON-ready data."""
+    data: dict[str, Any] = converter.unstructure(payload)
+    return data
+
+
+def seal(
+    draft: Draft, parents: tuple[str, ...], lamport: int, part: tuple[int, int],
+    provenance_json: str | None = None,
+) -> tuple[Event, bytes]:
+    """Place a draft in the log: compute its content id; return the event and its line.
+
+    `provenance_json` is the draft's provenance already encoded (a batch shares one)."""
+    if provenance_json is None:
+        provenance_json = encode_provenance(draft.provenance)
+    payload = codec.canonical_json(unstructure_payload(draft.payload))
+    body = envelope_body(lamport, parents, part, payload, provenance_json,
+                         draft.payload.SCHEMA, draft.payload.TYPE)
+    _event_id, line = codec.encode_body(body)
+    # Re-read the written bytes so the in-memory event equals what a later replay sees
+    # (tuples become lists, numpy scalars become floats).
+    record = codec.loads(line)
+    return from_record(record), line
+
+
+def envelope_body(lamport: int, parents: Sequence[str], part: tuple[int, int],
+                  payload_json: str, provenance_json: str, schema: int, type_name: str) -> str:
+    """The canonical JSON of a record without its id, around its already encoded payload and
+    provenance."""
+    # The envelope's keys in canonical (sorted) order around the two encoded values: the same
+    # text as encoding the whole record (tests compare them), without the encoder's fixed cost
+    # per call (json builds a new C encoder each time: ~5 µs) for the plain parts. Parents are
+    # verified hex ids and type names are ASCII constants: neither ever needs escaping.
+    return (f'{{"lamport":{int(lamport)},"parents":[{",".join(map(_quoted_id, parents))}],'
+            f'"part":[{int(part[0])},{int(part[1])}],"payload":{payload_json},'
+            f'"provenance":{provenance_json},"schema":{int(schema)},"type":"{type_name}"}}')
+
+
+def encode_provenance(provenance: Provenance) -> str:
+    """A provenance as canonical JSON."""
+    return codec.canonical_json(converter.unstructure(provenance))
+
+
+_EVENT_ID = re.compile(f"[0-9a-f]{{{codec.ID_HEX}}}")
+
+
+def _quoted_id(event_id: str) -> str:
+    if not _EVENT_ID.fullmatch(event_id):
+        raise ValueError(f"not an event id: {event_id!r}")
+    return f'"{event_id}"'
+
+
+_CURRENT_SCHEMA = {name: cls.SCHEMA for name, cls in PAYLOAD_TYPES.items()}
+_new_event = tuple.__new__  # skips NamedTuple's keyword-argument __new__ on the replay path
+
+
+def from_record(record: dict[str, Any]) -> Event:
+    """Turn a parsed line into an Event, upcasting an old schema version of its payload.
+
+    Raises KeyError, TypeError or ValueError when the envelope is malformed.
+    """
+    type_name = record["type"]
+    schema = record["schema"]
+    data = record["payload"]
+    if _CURRENT_SCHEMA.get(type_name) != schema:
+        if type_name not in PAYLOAD_TYPES:
+            raise ValueError(f"unknown event type {type_name!r}")
+        data = upcast.upcast(type_name, schema, data)
+        schema = PAYLOAD_TYPES[type_name].SCHEMA
+    part = record["part"]
+    return _new_event(Event, (record["id"], record["lamport"], tuple(record["parents"]),
+                              (part[0], part[1]), type_name, schema, data,
+                              record["provenance"]))
+
+
+def to_record(event: Event) -> dict[str, Any]:
+    """The envelope as plain data, without its id (its id is the hash of this)."""
+    return {
+        "lamport": event.lamport,
+        "parents": list(event.parents),
+        "part": list(event.part),
+        "payload": event.data,
+        "provenance": event.provenance,
+        "schema": event.schema,
+        "type": event.type,
+    }
+
+
+def to_line(event: Event) -> bytes:
+    """The canonical line (with newline) of an event, as the store writes it."""
+    _event_id, line = codec.encode_line(to_record(event))
+    return line

@@ -1,0 +1,235 @@
+"""Attempts and optimization points as Markdown, in the words MEMORY.md and the report share.
+
+An attempt is described the same way wherever it appears, a row of a MEMORY.md section or of
+the report: what it changed, its time against the best it was compared with, why it failed;
+and so are the totals, the failures grouped, and the points with their no-gain streaks (R7).
+Cells are cut to a fixed length, so a row stays readable however long the user's text is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ledger.domain.state import Attempt, Point, State
+from ledger.log.codec import canonical_json
+from ledger.projections.formatting import (
+    change_pct,
+    fmt_pct,
+    fmt_time_us,
+    md_code,
+    md_table,
+    md_text,
+    plural,
+    short_digest,
+)
+from ledger.projections.timeline import Step, config_diff, outcome
+from ledger.schema.events import STAGES
+
+# Bounds of the shared cells and tables, part of what keeps MEMORY.md short enough for an
+# agent's context (the other bounds are in memory_sections).
+CELL = 90  # characters of user text or config per table cell
+FAILED_GROUPS = 30  # groups of earlier failures that get a row of their own
+# The order in which outcomes are listed wherever they are counted.
+FAILURE_ORDER = ("rollback", "accuracy", "layout", "compile", "timeout", "oom", "runtime")
+OUTCOME_ORDER = ("adopt", "target-reached", "no-gain", *FAILURE_ORDER, "abandoned", "pending")
+# The defaults of stages.policy, used only when a policy lacks the key (e.g. in a unit test).
+_PATIENCE = {"frontend": 5, "swimlane": 8, "incore": 5}
+_STAGE_INDEX: dict[str, int] = {stage: i for i, stage in enumerate(STAGES)}
+
+
+def point_cell(name: str | None) -> str:
+    """An optimization point's name for a table cell, `-` for an attempt outside any point."""
+    return md_code(name, 40) if name else "-"
+
+
+def change_text(step: Step, limit: int = CELL) -> str:
+    """What an attempt changed, as Markdown for one table cell."""
+    attempt = step.attempt
+    if attempt.kind == "mutation":
+        return md_code(f"{attempt.param}={canonical_json(attempt.value)}", limit)
+    if attempt.kind == "algorithm":
+        text = "algorithm: " + md_text(attempt.description or "", limit)
+        if attempt.impl_digest:
+            text += f" (impl {md_code(short_digest(attempt.impl_digest))})"
+        return text
+    prior = md_text(attempt.prior or "unknown prior", 40)
+    return f"candidate ({prior}): {md_code(config_diff(step.best_config, attempt.config), limit)}"
+
+
+def time_text(step: Step) -> str:
+    """The attempt's median time and its change against the best it was compared with."""
+    measurement = step.attempt.measurement
+    if measurement is None:
+        return "-"
+    text = fmt_time_us(measurement.median_us)
+    if step.best_us:
+        text += f" ({fmt_pct(change_pct(measurement.median_us, step.best_us), signed=True)})"
+    return text
+
+
+def reason_text(step: Step) -> str:
+    """Why a failed or rolled-back attempt is not retried, for one table cell."""
+    attempt = step.attempt
+    if attempt.failure is None and attempt.measurement is not None:
+        return f"slower: {time_text(step)} vs best {fmt_time_us(step.best_us)}"
+    detail = md_text(attempt.detail, CELL) if attempt.detail else ""
+    if attempt.measurement is not None and attempt.failure in ("accuracy", "layout"):
+        m = attempt.measurement
+        check = f"layout exit {m.layout_exit}" if attempt.failure == "layout" else "not all_close"
+        return f"{check}; {detail}" if detail else check
+    return detail or "-"
+
+
+def counts_text(state: State) -> str:
+    """The number of attempts, then how many had each outcome (in OUTCOME_ORDER)."""
+    counts: dict[str, int] = {}
+    for attempt in state.attempts.values():
+        key = outcome(attempt)
+        counts[key] = counts.get(key, 0) + 1
+    known = [k for k in OUTCOME_ORDER if counts.get(k)]
+    other = sorted(k for k in counts if k not in OUTCOME_ORDER)
+    detail = ", ".join(f"{k} {counts[k]}" for k in known + other)
+    return f"{len(state.attempts)}" + (f" ({detail})" if detail else "")
+
+
+def policy_number(policy: Mapping[str, Any], key: str, default: float) -> float:
+    """A number of the effective policy; `default` when the key is missing or not a number."""
+    value = policy.get(key, default)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else (
+        default
+    )
+
+
+def patience(policy: Mapping[str, Any], stage: str) -> int | None:
+    """N: consecutive mutants without gain that exhaust a point of `stage` (R7 policy)."""
+    default = _PATIENCE.get(stage)
+    value = int(policy_number(policy, f"patience.{stage}", default or 0))
+    return value or None
+
+
+def points_table(state: State, policy: Mapping[str, Any], limit: int | None = None) -> str:
+    """The optimization points with their state and no-gain streaks (R7), as Markdown.
+
+    With a `limit`, only the current stage's most recent `limit` points (and any open one)
+    get a row; the others are counted per stage under the table.
+    """
+    if not state.points:
+        return "None opened yet (R7).\n"
+    points = sorted(state.points.values(),
+                    key=lambda p: _STAGE_INDEX.get(p.stage, len(_STAGE_INDEX)))
+    shown = points
+    if limit is not None:
+        current = [p for p in points if p.stage == state.stage or p.is_open]
+        shown = current[-limit:] if current else points[-limit:]
+    rows = [_point_row(point, policy) for point in shown]
+    table = md_table(
+        ["stage", "point", "state", "candidates", "mutations", "no-gain streak", "attempts"],
+        rows,
+        align="lllrrrr",
+    )
+    text = ("A point is exhausted after N consecutive mutants without gain; failures do not "
+            "count (R7).\n\n" + table)
+    rest = [p for p in points if p not in shown]
+    if rest:
+        summary = []
+        for stage in dict.fromkeys(p.stage for p in rest):
+            members = [p for p in rest if p.stage == stage]
+            outcomes: dict[str, int] = {}
+            for point in members:
+                key = "open" if point.is_open else point.outcome or "closed"
+                outcomes[key] = outcomes.get(key, 0) + 1
+            detail = ", ".join(f"{k} {outcomes[k]}" for k in sorted(outcomes))
+            summary.append(f"{stage} {plural(len(members), 'point')} ({detail})")
+        text += "\nNot listed: " + "; ".join(summary) + ".\n"
+    return text
+
+
+def _point_row(point: Point, policy: Mapping[str, Any]) -> list[str]:
+    limit = patience(policy, point.stage)
+    if point.is_open:
+        condition = "**open**"
+    else:
+        condition = md_text(point.outcome or "closed")
+        if point.reason:
+            condition += ": " + md_text(point.reason, 60)
+    return [
+        point.stage,
+        point_cell(point.name),
+        condition,
+        str(point.candidates),
+        str(point.mutations),
+        f"{point.streak} / {limit}" if limit else str(point.streak),
+        str(len(point.attempts)),
+    ]
+
+
+def _group_key(attempt: Attempt) -> tuple[str, str]:
+    if attempt.kind == "mutation":
+        return attempt.stage, f"param {md_code(attempt.param or '?', 40)}"
+    if attempt.kind == "candidate":
+        return attempt.stage, f"candidates from {md_text(attempt.prior or 'unknown prior', 40)}"
+    return attempt.stage, "algorithm ideas" if attempt.kind == "algorithm" else attempt.kind
+
+
+def _idea(step: Step) -> str:
+    """What a failed attempt tried, as a key: equal keys are the same idea in a group."""
+    attempt = step.attempt
+    if attempt.kind == "mutation":
+        return canonical_json(attempt.value)
+    if attempt.kind == "algorithm":
+        return attempt.description or ""
+    return attempt.id  # a candidate's full config is never measured twice (R9)
+
+
+def _example(step: Step) -> str:
+    attempt = step.attempt
+    if attempt.kind == "mutation":
+        return md_code(canonical_json(attempt.value), 30)
+    if attempt.kind == "algorithm":
+        return md_text(attempt.description or "", 50)
+    return md_code(config_diff(step.best_config, attempt.config), 50)
+
+
+# How many distinct ideas a group shows, by the kind of its attempts (cells stay short).
+_EXAMPLES = {"mutation": 6, "algorithm": 3, "candidate": 2}
+
+
+def failed_groups(earlier: Sequence[Step], op: str) -> str:
+    """Earlier failures grouped by stage and what was changed, with the values tried (R9)."""
+    groups: dict[tuple[str, str], list[Step]] = {}
+    for step in earlier:
+        groups.setdefault(_group_key(step.attempt), []).append(step)
+    keys = sorted(groups, key=lambda k: (_STAGE_INDEX.get(k[0], len(_STAGE_INDEX)),
+                                         groups[k][0].attempt.seq))
+    shown, hidden = keys[:FAILED_GROUPS], keys[FAILED_GROUPS:]
+    rows = []
+    for key in shown:
+        members = groups[key]
+        counts: dict[str, int] = {}
+        for step in members:
+            counts[outcome(step.attempt)] = counts.get(outcome(step.attempt), 0) + 1
+        outcomes = ", ".join(f"{k} {counts[k]}" for k in sorted(
+            counts, key=lambda k: (FAILURE_ORDER.index(k) if k in FAILURE_ORDER else 99, k)))
+        distinct = list(dict.fromkeys(_idea(step) for step in reversed(members)))
+        keep = _EXAMPLES.get(members[0].attempt.kind, 2)
+        shown_steps: dict[str, Step] = {}
+        for step in reversed(members):
+            idea = _idea(step)
+            if idea in distinct[:keep] and idea not in shown_steps:
+                shown_steps[idea] = step
+        examples = [_example(shown_steps[idea]) for idea in distinct[:keep]]
+        if len(distinct) > keep:
+            examples.append(f"+{len(distinct) - keep} more")
+        rows.append([key[0], key[1], str(len(members)), outcomes, ", ".join(examples)])
+    text = (
+        "### Earlier failed attempts, grouped\n\n"
+        "By stage and what was changed; values most recent first.\n\n"
+        + md_table(["stage", "change", "count", "outcomes", "values tried"], rows,
+                   align="llrll")
+    )
+    if hidden:
+        count = sum(len(groups[k]) for k in hidden)
+        text += (f"\n{plural(len(hidden), 'more group')} ({plural(count, 'attempt')}) are in "
+                 f"`tune-ledger log {op} --verdict rollback`.\n")
+    return text

@@ -1,0 +1,253 @@
+"""Read-only views of a replayed state for the CLI: status, resume, log rows, results."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from ledger.domain.state import Attempt, State
+from ledger.errors import BadInput
+from ledger.log.record import Event
+
+_MIN_PREFIX = 4
+
+
+def median(samples: Sequence[float]) -> float:
+    """The median of time samples."""
+    return float(statistics.median(samples))
+
+
+def fmt_us(value: float | None) -> str:
+    """A time in µs with two decimals, for humans."""
+    return "-" if value is None else f"{value:.2f} µs"
+
+
+def resolve_attempt(state: State, text: str) -> str:
+    """The attempt id that `text` names: a full id, a unique prefix, or `pending`."""
+    if text == "pending":
+        if state.pending is None:
+            raise BadInput("no attempt is pending", hint="start one with `candidate` or `try`")
+        return state.pending
+    if len(text) < _MIN_PREFIX:
+        raise BadInput(f"attempt id {text!r} is too short", hint="give at least 4 characters")
+    matches = [a for a in state.attempts if a.startswith(text)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise BadInput(f"unknown attempt {text!r}",
+                       hint="see `tune-ledger log OP` for attempt ids, or use `pending`")
+    raise BadInput(f"attempt id {text!r} is ambiguous: {', '.join(sorted(matches))}",
+                   hint="give more characters of the id (see `tune-ledger log OP`)")
+
+
+def _change(attempt: Attempt) -> str:
+    if attempt.kind == "mutation":
+        from ledger.log.codec import canonical_json
+
+        return f"{attempt.param}={canonical_json(attempt.value)}"
+    if attempt.kind == "algorithm":
+        return attempt.description or ""
+    return f"candidate from {attempt.prior}"
+
+
+def attempt_row(attempt: Attempt) -> dict[str, Any]:
+    """One attempt as a JSON row."""
+    m = attempt.measurement
+    return {
+        "attempt": attempt.id,
+        "seq": attempt.seq,
+        "kind": attempt.kind,
+        "stage": attempt.stage,
+        "point": attempt.point,
+        "change": _change(attempt),
+        "config": attempt.config,
+        "status": attempt.status,
+        "verdict": attempt.verdict,
+        "failure": attempt.failure,
+        "detail": attempt.detail,
+        "time_us": m.median_us if m else None,
+        "util_pct": m.util_pct if m else None,
+        "bubble_pct": m.bubble_pct if m else None,
+        "provenance": m.origin_level if m else None,
+        "retry_override": attempt.retry_override,
+    }
+
+
+def attempt_rows(state: State, *, stage: str | None = None, verdict: str | None = None,
+                 failure: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    """The attempts in the order they were started, filtered."""
+    rows = [
+        attempt_row(a) for a in sorted(state.attempts.values(), key=lambda a: a.seq)
+        if (stage is None or a.stage == stage)
+        and (verdict is None or a.verdict == verdict)
+        and (failure is None or a.failure == failure)
+    ]
+    return rows[-limit:] if limit else rows
+
+
+def _best(state: State) -> dict[str, Any] | None:
+    if state.best is None:
+        return None
+    return {"config": state.best.config, "time_us": state.best.time_us,
+            "attempt": state.best.attempt,
+            "util_pct": state.best.measurement.util_pct,
+            "bubble_pct": state.best.measurement.bubble_pct}
+
+
+def status(state: State) -> dict[str, Any]:
+    """The `status --json` object (DESIGN §5 keys and a few more)."""
+    from stages import allowed, alternates
+
+    sheet = state.target
+    return {
+        "op": state.op,
+        "activated": state.activated,
+        "handed_back": state.handed_back,
+        "target_sheet": sheet is not None,
+        "baseline_us": sheet.baseline_us if sheet else None,
+        "target_us": sheet.target_us if sheet else None,
+        "required_speedup": sheet.required_speedup if sheet else None,
+        "stage": state.stage,
+        "stages_exited": dict(state.exited),
+        "skills": list(state.skills),
+        "pending": state.pending,
+        "best": _best(state),
+        "alternates": [attempt_row(state.attempts[a]) for a in alternates(state)],
+        "open_point": state.open_point,
+        "points": [
+            {"name": p.name, "stage": p.stage, "open": p.is_open, "outcome": p.outcome,
+             "streak": p.streak, "candidates": p.candidates, "mutations": p.mutations}
+            for p in state.points.values()
+        ],
+        "attempts": len(state.attempts),
+        "stopped": state.stopped,
+        "conflicts": list(state.conflicts),
+        "events": state.event_count,
+        "allowed": allowed(state),
+    }
+
+
+def status_text(data: dict[str, Any]) -> str:
+    """`status` for humans."""
+    best = data["best"]
+    lines = [
+        f"op {data['op']}: "
+        + ("stopped (" + data["stopped"] + ")" if data["stopped"] else
+           f"stage {data['stage'] or '-'}"),
+        f"  activated: {'yes' if data['activated'] else 'no'}"
+        f"   target sheet: {'yes' if data['target_sheet'] else 'no'}",
+        f"  baseline {fmt_us(data['baseline_us'])}  target {fmt_us(data['target_us'])}"
+        f"  best {fmt_us(best['time_us']) if best else '-'}",
+        f"  skills: {', '.join(data['skills']) or '-'}",
+        f"  pending attempt: {data['pending'] or '-'}   open point: {data['open_point'] or '-'}",
+    ]
+    for conflict in data["conflicts"]:
+        lines.append(f"  CONFLICT: {conflict}")
+    lines.append(f"  allowed next: {', '.join(data['allowed']) or '-'}")
+    return "\n".join(lines)
+
+
+def resume(state: State) -> dict[str, Any]:
+    """What an interrupted agent needs: stage, skills to reload, pending attempt, next step."""
+    data = status(state)
+    return {**data, **resume_fields(state, data["allowed"])}
+
+
+def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
+    """The fields `resume` adds to `status` (`allowed`: the status's allowed commands)."""
+    pending = state.attempts.get(state.pending) if state.pending else None
+    point = state.points.get(state.open_point) if state.open_point else None
+    op = state.op
+    steps: list[str] = []
+    if pending is not None:
+        steps.append(f"tune-ledger verify {op} {pending.id} ... (measure config: "
+                     f"{_change(pending)})")
+        steps.append(f"or, if it cannot be measured: tune-ledger abandon {op} {pending.id} "
+                     "--reason 'interrupted'")
+    return {
+        "reload_skills": list(state.skills),
+        "pending_attempt": attempt_row(pending) if pending else None,
+        "point": {"name": point.name, "streak": point.streak,
+                  "candidates": point.candidates, "mutations": point.mutations} if point else None,
+        "next": steps or [f"tune-ledger {name} {op} ..." for name in allowed],
+    }
+
+
+def resume_text(data: dict[str, Any]) -> str:
+    """`resume` for humans."""
+    lines = [status_text(data), "resume:"]
+    lines.append(f"  reload skills: {', '.join(data['reload_skills']) or '-'}")
+    if data["pending_attempt"]:
+        pa = data["pending_attempt"]
+        lines.append(f"  in flight: attempt {pa['attempt']} ({pa['kind']}: {pa['change']})")
+    if data["point"]:
+        p = data["point"]
+        lines.append(f"  point {p['name']}: streak {p['streak']}, {p['candidates']} candidates,"
+                     f" {p['mutations']} mutations")
+    lines.extend(f"  next: {step}" for step in data["next"])
+    return "\n".join(lines)
+
+
+def log_text(rows: list[dict[str, Any]]) -> str:
+    """`log` for humans: one line per attempt."""
+    if not rows:
+        return "no attempts"
+    return "\n".join(
+        f"{r['seq']:>4} {r['attempt']} {r['stage']:<9} {r['kind']:<9} "
+        f"{(r['verdict'] or r['status']):<14} {(r['failure'] or ''):<8} "
+        f"{fmt_us(r['time_us']):>12}  {r['change']}"
+        for r in rows
+    )
+
+
+def attempt_result(events: Sequence[Event]) -> dict[str, Any]:
+    """`verify`/`fail` output: the verdict, failure, medians and whether the campaign stopped."""
+    result: dict[str, Any] = {"verdict": None, "failure": None, "stopped": None,
+                              "point_closed": None}
+    for event in events:
+        data = event.data
+        if event.type == "attempt.verdict":
+            result.update(verdict=data["verdict"], failure=data["failure"],
+                          method=data["method"], best_us=data["best_median_us"],
+                          time_us=data["attempt_median_us"], ratio=data["ratio"],
+                          low=data["low"], high=data["high"], threshold=data["threshold"])
+        elif event.type == "attempt.failed":
+            result.update(verdict="rollback", failure=data["category"])
+        elif event.type == "campaign.stopped":
+            result["stopped"] = data["reason"]
+        elif event.type == "point.closed":
+            result["point_closed"] = data["name"]
+    return result
+
+
+def describe_result(attempt: str, result: dict[str, Any]) -> str:
+    """A one-line human summary of a verdict."""
+    text = f"attempt {attempt}: {result['verdict']}"
+    if result["failure"]:
+        text += f" (failure: {result['failure']})"
+    if result.get("time_us") is not None:
+        text += f", {fmt_us(result['time_us'])} vs best {fmt_us(result['best_us'])}"
+    if result["point_closed"]:
+        text += f"; point {result['point_closed']} exhausted and closed"
+    if result["stopped"]:
+        text += f"; campaign stopped ({result['stopped']})"
+    return text
+
+
+def audit_text(report: dict[str, Any]) -> str:
+    """One op's audit for humans: verdict, provenance summary, repairs, overrides, findings."""
+    head = f"{report['op']}: {'clean' if not report['findings'] else 'PROBLEMS'}"
+    prov = report.get("provenance", {})
+    lines = [head, f"  events: {report.get('events', 0)}",
+             "  measurements and evidence: "
+             + (", ".join(f"{k} {v}" for k, v in sorted(prov.items())) or "-")]
+    for repair in report.get("repairs", ()):
+        lines.append(f"  repaired: torn tail at line {repair.get('line')} "
+                     f"({repair.get('byte_count')} bytes) moved to {repair.get('quarantine')}")
+    for override in report.get("overrides", ()):
+        lines.append(f"  retry override: attempt {override['attempt']}: {override['reason']}")
+    for conflict in report.get("conflicts", ()):
+        lines.append(f"  conflict: {conflict}")
+    lines.extend(f"  {f}" for f in report["findings"])
+    return "\n".join(lines)

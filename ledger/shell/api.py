@@ -1,0 +1,275 @@
+"""The Python API: run a command against an op's ledger with the protocol's rules and errors.
+
+This is the shell around the pure core: read the log, replay, decide, append atomically with
+optimistic concurrency, re-render MEMORY.md. The CLI is a thin layer over it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attrs import frozen
+
+from ledger.domain.replay import evolve, replay
+from ledger.domain.state import State
+from ledger.domain.units import check_op_name
+from ledger.errors import BadInput, Conflict, HandBack, LedgerError
+from ledger.log import codec
+from ledger.log.files import LEDGER_NAME, ledger_path
+from ledger.log.record import Draft, Event, converter
+from ledger.log.store import AppendResult, FileStore, Tip
+from ledger.projections import memory_file, splice, view_cache
+from ledger.schema.events import Payload
+from ledger.shell import provenance
+
+if TYPE_CHECKING:
+    from stages import Decision, Refusal
+
+# Appends retried after another writer got in first; more means a livelock, which is a bug.
+_MAX_CONFLICT_RETRIES = 20
+
+
+@frozen
+class Outcome:
+    """What a command did: the events it appended (or found, for a retried key) and warnings."""
+
+    events: tuple[Event, ...]
+    warnings: tuple[str, ...]
+    state: State
+    replayed: bool = False  # True when an idempotency key returned an earlier result
+
+
+@frozen
+class Loaded:
+    """The state replayed from an op's verified log, and where that log ends (its head, size
+    and any torn tail; the events themselves are not kept: `store.read()` has them)."""
+
+    tip: Tip
+    state: State
+
+
+def request_digest(command: object) -> str:
+    """A digest of a command's type and arguments, to match retried idempotency keys."""
+    body = {"command": type(command).__name__, "args": converter.unstructure(command)}
+    return codec.digest(codec.canonical_json(body).encode("utf-8"))[:32]
+
+
+class OpLedger:
+    """One op's ledger under a root folder that holds `custom/`."""
+
+    def __init__(self, root: Path | str, op: str) -> None:
+        self.root = Path(root)
+        self.op = check_op_name(op)
+        self.dir = self.root / "custom" / self.op
+        self.store = FileStore(ledger_path(self.root, self.op))
+        self._loaded: Loaded | None = None
+        self.memory_path = self.dir / "MEMORY.md"
+        self.report_path = self.dir / f"{self.op}_tuning_report.md"
+
+    def exists(self) -> bool:
+        """True when the op's ledger file exists."""
+        return self.store.path.exists()
+
+    def require(self) -> None:
+        """Raise BadInput when the op has no ledger yet."""
+        if not self.exists():
+            raise BadInput(
+                f"unknown op {self.op!r}: {self.store.path} does not exist",
+                hint=f"run `tune-ledger init {self.op}` first (or check --root)",
+            )
+
+    def load(self) -> Loaded:
+        """Read and verify the log, and replay it event by event as it is verified.
+
+        While nothing has written to the ledger since, a later call returns the same Loaded
+        (checked as an append checks its tip): one CLI command looks up a retried key, resolves
+        an attempt id and then decides, and each used to replay the whole ledger. `execute`
+        folds its new events into that state, so it drops it first."""
+        self.require()
+        kept = self._loaded
+        if kept is not None and self.store.unchanged_since(kept.tip):
+            return kept
+        state = State()
+        tip = self.store.stream(partial(evolve, state))
+        self._loaded = Loaded(tip=tip, state=state)
+        return self._loaded
+
+    def earlier(self, key: str, request: str) -> Outcome | None:
+        """The original result of a command retried with idempotency key `key`, or None.
+
+        Raises BadInput when the key was used for a different request, and the recorded
+        hand-back again when the original command was a failed activation (DESIGN §5).
+        """
+        if not self.exists():
+            return None
+        loaded = self.load()
+        return _replayed(loaded, key, request)
+
+    def execute(
+        self,
+        command: Any,
+        *,
+        key: str | None = None,
+        command_line: str | None = None,
+        request: str | None = None,
+        decider: Callable[[State, Any], Decision | Refusal] | None = None,
+    ) -> Outcome:
+        """Decide `command` on the current state and append its events (or raise its refusal).
+
+        `request` identifies the command for `key` (default: a digest of the command); the CLI
+        passes a digest of its arguments, so a retried `verify --run` is matched before the
+        verifier runs again. `decider` replaces `stages.decide` for commands outside the
+        protocol's steps (merge-conflict resolutions), which append the same way.
+        """
+        from stages import Refusal, decide
+
+        decide_step = decider or decide
+        request = request or request_digest(command)
+        for _ in range(_MAX_CONFLICT_RETRIES):
+            loaded = self.load() if self.exists() else None
+            # This command's events are folded into the loaded state below: no later load
+            # may return it as the state of the ledger it read.
+            self._loaded = None
+            if key is not None and loaded is not None:
+                original = _replayed(loaded, key, request)
+                if original is not None:
+                    return original
+            state = loaded.state if loaded else State()
+            decision = decide_step(state, command)
+            if isinstance(decision, Refusal):
+                if decision.events:  # a hand-back records the failed check (R1, exit 5)
+                    written = self._append(decision.events, loaded, key, request, command_line)
+                    self._after_append(written, state)
+                raise decision.to_error()
+            try:
+                written = self._append(decision.events, loaded, key, request, command_line)
+            except Conflict:
+                continue
+            new_state, rendering = self._after_append(written, state)
+            warnings = tuple(decision.warnings) + rendering
+            return Outcome(events=tuple(written.events), warnings=warnings, state=new_state)
+        raise LedgerError("gave up after repeated concurrent appends; run the command again")
+
+    def _append(
+        self,
+        payloads: Sequence[Payload],
+        loaded: Loaded | None,
+        key: str | None,
+        request: str,
+        command_line: str | None,
+    ) -> AppendResult:
+        written_by = provenance.capture(command_line)
+        if key is not None:
+            written_by = _with_key(written_by, key, request)
+        drafts = [Draft(payload=p, provenance=written_by) for p in payloads]
+        if loaded is None:
+            return self.store.append(drafts, expected_head=())
+        return self.store.append(drafts, expected_head=loaded.tip.head, tip=loaded.tip)
+
+    def _after_append(self, written: AppendResult, state: State) -> tuple[State, tuple[str, ...]]:
+        """Fold what was written into the state it was decided on, which is then the ledger's
+        state (no second read and replay), render MEMORY.md from it and cache its views for
+        the next `status`; return it with the warnings of rendering."""
+        new_state = replay([*written.repairs, *written.events], state)
+        warnings = self._render_after_append(new_state)
+        view_cache.remember(self.store.path, self.op, new_state, written.head[-1])
+        return new_state, warnings
+
+    def _render_after_append(self, state: State) -> tuple[str, ...]:
+        # The events are durable by now: a MEMORY.md that cannot be spliced (hand-broken
+        # markers) must not make the command look failed, so it becomes a warning instead.
+        try:
+            self.render_memory(state)
+        except BadInput as e:
+            return (f"MEMORY.md not updated: {e.message}; fix it, then `tune-ledger render "
+                    f"{self.op}`",)
+        return ()
+
+    def render_memory(self, state: State | None = None) -> bool:
+        """Re-render MEMORY.md's managed sections from the ledger (or the state replayed from
+        all of it); True when bytes changed."""
+        from stages.policy import effective_policy
+
+        if state is None:
+            state = self.load().state
+        existing = splice.read_text(self.memory_path)
+        position = memory_file.Position(events=state.event_count, last=state.last_event or "")
+        text = memory_file.render_memory(existing, state, effective_policy(state), position)
+        return splice.write_if_changed(self.memory_path, text)
+
+    def write_report_files(self) -> Any:
+        """Write OP_tuning_report.md and its SVG chart; return the command that records them.
+
+        The same files as `report_files.write_report`, which also appends the event; the CLI
+        appends it itself so that a retried idempotency key is matched first.
+        """
+        from ledger.projections import report
+        from stages import commands as cmd
+        from stages.policy import effective_policy
+
+        state = self.load().state
+        markdown, svg = report.render_report(state, None, effective_policy(state))
+        splice.write_if_changed(self.dir / report.report_name(self.op), markdown)
+        splice.write_if_changed(self.dir / report.chart_name(self.op), svg)
+        relative = (self.dir / report.report_name(self.op)).relative_to(self.root).as_posix()
+        return cmd.RecordReport(path=relative, digest=codec.digest(markdown.encode("utf-8")))
+
+
+def _with_key(written_by: Any, key: str, request: str) -> Any:
+    from attrs import evolve
+
+    return evolve(written_by, key=key, request=request)
+
+
+def _replayed(loaded: Loaded, key: str, request: str) -> Outcome | None:
+    found = _events_for_key(loaded.state.keyed.get(key, ()), key, request)
+    if not found:
+        return None
+    _raise_recorded_refusal(found, loaded.state)
+    return Outcome(events=found, warnings=(), state=loaded.state, replayed=True)
+
+
+def _raise_recorded_refusal(events: Sequence[Event], state: State) -> None:
+    """A retried failed activation fails again: its hand-back is the original result (R1)."""
+    from stages import allowed
+
+    failed = next((e for e in events if e.type == "activation.failed"), None)
+    if failed is None:
+        return
+    problems = "; ".join(failed.data.get("problems", ())) or "activation failed"
+    raise HandBack(
+        f"activation failed: {problems}",
+        rule="R1",
+        blocking=problems,
+        hint=f"hand back to {failed.data.get('handed_back_to', 'the orchestrator')}: fix "
+        "accuracy, record passing evidence for the current implementation, then activate",
+        allowed=allowed(state),
+        details={"replayed": True},
+    )
+
+
+# Written by the store while appending a keyed command, not by the command itself.
+_NOT_THE_COMMANDS = frozenset({"ledger.repaired"})
+
+
+def _events_for_key(events: Sequence[Event], key: str, request: str) -> tuple[Event, ...]:
+    """The events an earlier command with this idempotency key appended (DESIGN §5)."""
+    found = tuple(e for e in events
+                  if e.provenance.get("key") == key and e.type not in _NOT_THE_COMMANDS)
+    if found and found[0].provenance.get("request") != request:
+        raise BadInput(
+            f"idempotency key {key!r} was used before for a different command",
+            hint="use a new key for a new command; reuse a key only to retry the same command",
+        )
+    return found
+
+
+def list_ops(root: Path | str) -> list[str]:
+    """The ops under `root/custom/` that have a ledger, sorted."""
+    custom = Path(root) / "custom"
+    if not custom.is_dir():
+        return []
+    return sorted(p.parent.name for p in custom.glob(f"*/{LEDGER_NAME}"))

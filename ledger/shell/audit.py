@@ -1,0 +1,254 @@
+"""Audit: integrity of the chain, schema, legality of every step, verdicts re-derived, MEMORY.md.
+
+Legality is checked by turning every recorded batch back into the command that produced it,
+deciding that command on the state replayed so far, and comparing the events the rules give
+with the events recorded. A verdict that differs from what its recorded data and policy give,
+a step the rules refuse, or an edited event all become findings with line and event id.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ledger.domain.replay import evolve, replay
+from ledger.domain.state import State
+from ledger.errors import LedgerError
+from ledger.git import merge
+from ledger.log import codec, store
+from ledger.log.record import Event, converter, unstructure_payload
+from ledger.projections import memory_file, splice
+from ledger.schema.events import Origin, OutputCheck
+from stages import commands as cmd
+
+if TYPE_CHECKING:
+    from ledger.shell.api import Loaded, OpLedger
+
+
+def _outputs(data: dict[str, Any]) -> tuple[OutputCheck, ...]:
+    return tuple(converter.structure(o, OutputCheck) for o in data["outputs"])
+
+
+def _origin(data: Any) -> Origin | None:
+    return None if data is None else converter.structure(data, Origin)
+
+
+def _started(d: dict[str, Any]) -> Any:
+    if d["kind"] == "candidate":
+        return cmd.ProposeCandidate(config=d["config"], prior=d["prior"],
+                                    override=d["retry_override"])
+    if d["kind"] == "mutation":
+        return cmd.TryMutation(param=d["param"], value=d["value"], override=d["retry_override"])
+    return cmd.TryAlgorithm(description=d["description"], impl_digest=d["impl_digest"],
+                            override=d["retry_override"])
+
+
+def _target(d: dict[str, Any]) -> Any:
+    return cmd.SetTarget(
+        baseline_us=d["baseline_us"], shape=d["shape"], target_us=d["target_us"],
+        target_source=d["target_source"], source_ref=d["source_ref"], config=d["config"],
+        origin=converter.structure(d["origin"], Origin), metric=d["metric"],
+        cube_m=d["cube_m"], baseline_samples_us=tuple(d["baseline_samples_us"]),
+        util_pct=d["util_pct"], bubble_pct=d["bubble_pct"],
+    )
+
+
+def _measured(d: dict[str, Any]) -> Any:
+    return cmd.Verify(
+        attempt=d["attempt"], outputs=_outputs(d), layout_exit=d["layout_exit"],
+        times_us=tuple(d["times_us"]), origin=converter.structure(d["origin"], Origin),
+        util_pct=d["util_pct"], bubble_pct=d["bubble_pct"], metrics=d["metrics"],
+    )
+
+
+# The command that produced a batch, keyed by the type of the batch's first event.
+_COMMAND_OF: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "op.initialized": lambda d: cmd.Init(op=d["op"]),
+    "evidence.compare": lambda d: cmd.RecordCompare(
+        outputs=_outputs(d), impl_path=d["impl_path"], impl_digest=d["impl_digest"],
+        origin=converter.structure(d["origin"], Origin)),
+    "evidence.layout": lambda d: cmd.RecordLayout(
+        exit_code=d["exit_code"], impl_path=d["impl_path"], impl_digest=d["impl_digest"],
+        origin=converter.structure(d["origin"], Origin)),
+    "activation.passed": lambda d: cmd.Activate(impl_digest=d["impl_digest"]),
+    "activation.failed": lambda d: cmd.Activate(impl_digest=d["impl_digest"]),
+    "skill.loaded": lambda d: cmd.LoadSkill(name=d["name"]),
+    "skill.unloaded": lambda d: cmd.UnloadSkill(name=d["name"]),
+    "target.set": _target,
+    "limit.relaxed": lambda d: cmd.Relax(what=d["what"], limit=d["limit"], basis=d["basis"]),
+    "stage.entered": lambda d: cmd.EnterStage(stage=d["stage"]),
+    "stage.exited": lambda d: cmd.ExitStage(stage=d["stage"], reason=d["reason"],
+                                            by_user=d["condition"] == "user"),
+    "point.opened": lambda d: cmd.OpenPoint(name=d["name"]),
+    "point.closed": lambda d: cmd.ClosePoint(name=d["name"], reason=d["reason"],
+                                             not_applicable=d["outcome"] == "not-applicable"),
+    "attempt.started": _started,
+    "attempt.measured": _measured,
+    "attempt.failed": lambda d: cmd.Fail(attempt=d["attempt"], category=d["category"],
+                                         detail=d["detail"], origin=_origin(d["origin"])),
+    "attempt.abandoned": lambda d: cmd.Abandon(attempt=d["attempt"], reason=d["reason"]),
+    "campaign.stopped": lambda d: cmd.Stop(reason=d["detail"]),
+    "report.generated": lambda d: cmd.RecordReport(path=d["path"], digest=d["digest"]),
+    "policy.set": lambda d: cmd.SetPolicy(key=d["key"], value=d["value"], reason=d["reason"]),
+    "note.added": lambda d: cmd.AddNote(text=d["text"]),
+}
+
+# Batches no command of stages/ produces: written by the store (resolutions: ledger/git/resolve.py).
+_NOT_DECIDED = {"ledger.repaired", "conflict.resolved"}
+
+
+def batches(events: Sequence[Event]) -> Iterator[tuple[int, list[Event]]]:
+    """Group events into the batches that appended them: (index of the first, events)."""
+    open_batches: dict[str, tuple[int, list[Event]]] = {}
+    for index, event in enumerate(events):
+        i, n = event.part
+        if i == 0:
+            group = (index, [event])
+        else:
+            group = open_batches.pop(event.parents[0])
+            group[1].append(event)
+        if i == n - 1:
+            yield group
+        else:
+            open_batches[event.id] = group
+
+
+def legality_findings(events: Sequence[Event], lines: Sequence[int] | None = None) -> list[str]:
+    """Replay every batch through the stage machines; report steps the rules would not give.
+
+    Each batch is decided on the state of the events it follows (its causal past): on merged
+    branches, each side's steps were decided without the other's, and what breaks a rule
+    only in combination is a recorded conflict (state.conflicts), not a finding.
+    """
+    from ledger.git import resolve
+    from stages import Refusal, decide
+
+    findings: list[str] = []
+    causal = merge.CausalReplay(events)
+    for index, batch in batches(events):
+        state = causal.before(batch)
+        first = batch[0]
+        where = f"line {lines[index] if lines else index + 1} ({first.id[:12]} {first.type})"
+        if resolve.is_resolution(batch):
+            findings.extend(f"{where}: {f}" for f in resolve.resolution_findings(state, batch))
+        elif first.type not in _NOT_DECIDED:
+            findings.extend(_check_batch(state, batch, where, decide, Refusal))
+        for event in batch:
+            try:
+                evolve(state, event)
+            except (KeyError, TypeError, ValueError) as e:
+                findings.append(f"{where}: cannot replay: {e}")
+        causal.after(batch, state)
+    return findings
+
+
+def _check_batch(state: State, batch: list[Event], where: str, decide: Any,
+                 refusal_type: Any) -> list[str]:
+    try:
+        command = _COMMAND_OF[batch[0].type](batch[0].data)
+    except (KeyError, TypeError, ValueError) as e:
+        return [f"{where}: recorded data does not form a command: {e}"]
+    try:
+        decision = decide(state, command)
+    except LedgerError as e:
+        return [f"{where}: the rules refuse this step: {e.message}"]
+    if isinstance(decision, refusal_type):
+        if decision.kind == "hand-back" and decision.events:
+            expected = decision.events
+        else:
+            return [f"{where}: the rules refuse this step ({decision.rule}): {decision.message}"]
+    else:
+        expected = decision.events
+    given = [(e.type, e.data) for e in batch]
+    wanted = [(p.TYPE, _plain(unstructure_payload(p))) for p in expected]
+    if batch[0].type == "op.initialized":
+        # The defaults pinned at init are data: later releases may ship other defaults, and
+        # the op keeps deciding with the ones it recorded.
+        given, wanted = given[:1], wanted[:1]
+    if given != wanted:
+        return [f"{where}: recorded {_summary(given)} but the rules give {_summary(wanted)}"]
+    return []
+
+
+def _plain(data: dict[str, Any]) -> Any:
+    # Recorded data went through JSON: compare like with like (tuples become lists).
+    return codec.loads(codec.canonical_json(data))
+
+
+def _summary(events: list[tuple[str, Any]]) -> str:
+    parts = []
+    for type_name, data in events:
+        if type_name == "attempt.verdict":
+            parts.append(f"verdict {data.get('verdict')} (failure {data.get('failure')})")
+        else:
+            parts.append(type_name)
+    return "[" + ", ".join(parts) + "]"
+
+
+def schema_findings(events: Sequence[Event], lines: Sequence[int] | None = None) -> list[str]:
+    """Structure every payload with the current schema; report those that do not fit."""
+    findings = []
+    for index, event in enumerate(events):
+        try:
+            event.payload()
+            event.written_by()
+        except Exception as e:  # cattrs raises several error types; each becomes a finding
+            line = lines[index] if lines else index + 1
+            findings.append(f"line {line} ({event.id[:12]} {event.type}): schema: {e}")
+    return findings
+
+
+def provenance_summary(events: Sequence[Event]) -> dict[str, int]:
+    """How many measurements and evidence were run by the ledger, parsed, or only reported."""
+    counts: Counter[str] = Counter()
+    for event in events:
+        origin = event.data.get("origin") if event.type in (
+            "attempt.measured", "evidence.compare", "evidence.layout", "target.set"
+        ) else None
+        if origin:
+            counts[origin["level"]] += 1
+    return {level: counts.get(level, 0) for level in ("measured", "artefact", "reported")}
+
+
+def check_memory_file(ledger: OpLedger, loaded: Loaded | None = None) -> list[str]:
+    """Findings about MEMORY.md: missing, stale, or hand-edited managed sections."""
+    if loaded is None:
+        loaded = ledger.load()
+    if not ledger.memory_path.exists():
+        return [f"{ledger.memory_path}: missing; run `tune-ledger render {ledger.op}`"]
+    text = splice.read_text(ledger.memory_path) or ""
+    state = loaded.state
+    position = memory_file.Position(events=state.event_count, last=state.last_event or "")
+    return [f"{ledger.memory_path}: {f}" for f in memory_file.check_memory(text, position)]
+
+
+def audit_op(ledger: OpLedger) -> dict[str, Any]:
+    """Every audit check of one op; `findings` is empty when the op is clean."""
+    path = ledger.store.path
+    try:
+        integrity = store.chain_findings(path)
+        ledger.require()
+        log = ledger.store.read()  # audit needs every event, not only the replayed state
+    except LedgerError as e:
+        return {"op": ledger.op, "findings": [e.message], "provenance": {}, "events": 0}
+    from ledger.shell.api import Loaded
+
+    events = log.events
+    state = replay(events)
+    loaded = Loaded(tip=log.tip(), state=state)
+    lines = list(range(1, len(events) + 1))
+    findings = [f"{path}:{f}" for f in integrity]
+    findings += [f"{path}:{f}" for f in schema_findings(events, lines)]
+    findings += [f"{path}:{f}" for f in legality_findings(events, lines)]
+    findings += merge.order_findings(ledger.store, ledger.op)
+    findings += check_memory_file(ledger, loaded)
+    return {
+        "op": ledger.op,
+        "events": len(events),
+        "findings": findings,
+        "provenance": provenance_summary(events),
+        "overrides": [{"attempt": a, "reason": r} for a, r in state.overrides],
+        "repairs": list(state.repairs),
+        "conflicts": list(state.conflicts),
+    }

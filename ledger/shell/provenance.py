@@ -1,0 +1,29 @@
+"""Capturing who writes an event (the shell's clock, host and process; never used in the core)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import socket
+import sys
+
+from ledger import __version__
+from ledger.log.record import Provenance
+
+
+def utc_now() -> str:
+    """The current UTC time as ISO 8601 with microseconds and a Z suffix."""
+    now = _dt.datetime.now(_dt.UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def capture(command: str | None = None) -> Provenance:
+    """Provenance of an event written now by this process for `command` (default: argv)."""
+    return Provenance(
+        at=utc_now(),
+        tool="tune-ledger",
+        version=__version__,
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        command=command if command is not None else " ".join(sys.argv),
+    )

@@ -1,0 +1,251 @@
+"""Running a verifier command for the ledger (`--run`) and reading measurement documents.
+
+A measurement document is the JSON object a verifier prints (the PyPTO adapter in tools/ does):
+`times_us` (list) or `time_us`, optional `util_pct`, `bubble_pct`, `metrics` {name: number},
+`outputs` [{name, all_close, max_diff}], `layout_exit`, `failure` (null or a category, or
+{category, detail}), `tool`, `tool_version`, `artefacts` {name: sha256}.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from ledger.domain import inputs
+from ledger.errors import BadInput
+from ledger.log import codec
+from ledger.schema.events import FAILURES, Origin
+from stages import commands as cmd
+
+OUTPUT_TAIL = 2000  # characters of a failed command's output kept in the failure detail
+
+
+@frozen
+class CommandRun:
+    """A command the ledger ran: its real exit code, output, digest and duration."""
+
+    command: str
+    exit_code: int
+    output: str
+    output_digest: str
+    duration_s: float
+    timed_out: bool
+
+
+@frozen
+class Document:
+    """A measurement document, its provenance, and where it came from (for messages)."""
+
+    doc: dict[str, Any]
+    origin: Origin
+    source: str
+
+
+def run_command(command: str, cwd: Path, timeout_s: float | None = None) -> CommandRun:
+    """Run `command` through the shell in `cwd` and record what really happened (R11)."""
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            command, shell=True, cwd=cwd, capture_output=True, timeout=timeout_s, check=False
+        )
+        out, exit_code, timed_out = done.stdout + done.stderr, done.returncode, False
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"") + (e.stderr or b"")
+        exit_code, timed_out = -9, True
+    except OSError as e:
+        raise BadInput(f"cannot run {command!r}: {e}") from e
+    duration = time.monotonic() - started
+    return CommandRun(
+        command=command,
+        exit_code=exit_code,
+        output=out.decode("utf-8", errors="replace"),
+        output_digest=codec.digest(out),
+        duration_s=round(duration, 6),
+        timed_out=timed_out,
+    )
+
+
+def origin_of_run(run: CommandRun, doc: dict[str, Any] | None = None) -> Origin:
+    """Provenance level "measured": the ledger ran the command itself."""
+    doc = doc or {}
+    return Origin(
+        level="measured",
+        command=run.command,
+        tool=_opt_str(doc.get("tool")),
+        tool_version=_opt_str(doc.get("tool_version")),
+        exit_code=run.exit_code,
+        output_digest=run.output_digest,
+        duration_s=run.duration_s,
+    )
+
+
+def origin_of_file(path: str, file_digest: str, doc: dict[str, Any] | None = None) -> Origin:
+    """Provenance level "artefact": parsed from a file whose digest is recorded."""
+    doc = doc or {}
+    return Origin(
+        level="artefact",
+        command=f"file:{path}",
+        tool=_opt_str(doc.get("tool")),
+        tool_version=_opt_str(doc.get("tool_version")),
+        output_digest=file_digest,
+    )
+
+
+def last_json_object(output: str) -> dict[str, Any] | None:
+    """The last line of `output` that is a JSON object (verifiers may log before it)."""
+    for line in reversed(output.splitlines()):
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                value = codec.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return None
+
+
+def failure_of(doc: dict[str, Any]) -> tuple[str, str] | None:
+    """(category, detail) when the document reports a failed run, else None."""
+    failure = doc.get("failure")
+    if failure in (None, False, ""):
+        return None
+    if isinstance(failure, dict):
+        category, detail = failure.get("category"), str(failure.get("detail", ""))
+    else:
+        category, detail = failure, str(doc.get("detail", ""))
+    if category not in FAILURES:
+        raise BadInput(f"measurement reports unknown failure {category!r}",
+                       hint=f"use one of {', '.join(FAILURES)}")
+    return str(category), detail
+
+
+def times_of(doc: dict[str, Any], source: str) -> tuple[float, ...]:
+    """The time samples (µs) of a measurement document."""
+    raw = doc.get("times_us")
+    if raw is None and doc.get("time_us") is not None:
+        raw = [doc["time_us"]]
+    if not isinstance(raw, list) or not raw:
+        raise BadInput(f"{source} has no times_us list or time_us value",
+                       hint="a measurement gives times_us: [µs, ...] (or time_us: µs)")
+    try:
+        return tuple(float(t) for t in raw)
+    except (TypeError, ValueError) as e:
+        raise BadInput(f"{source} has a non-numeric time ({e})") from e
+
+
+def perf_dir_document(directory: str) -> tuple[dict[str, Any], str, str]:
+    """Read `measurement.json` from a perf folder: (document, its path, its digest)."""
+    path = Path(directory) / "measurement.json"
+    if not path.is_file():
+        raise BadInput(
+            f"{directory} has no measurement.json",
+            hint="parse the artefacts first: python -m tools.pypto.run --perf-dir DIR --json "
+            "> DIR/measurement.json",
+        )
+    data = path.read_bytes()
+    try:
+        doc = codec.loads(data)
+    except ValueError as e:
+        raise BadInput(f"{path} is not valid JSON ({e})") from e
+    if not isinstance(doc, dict):
+        raise BadInput(f"{path} must hold a JSON object")
+    return doc, os.fspath(path), codec.digest(data)
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def file_document(path: str) -> Document:
+    """A measurement or evidence document read from a JSON file (provenance "artefact")."""
+    doc, digest = inputs.read_json_file(path)
+    if not isinstance(doc, dict):
+        raise BadInput(f"{path} must hold a JSON object", hint="see `tune-ledger verify --help`")
+    return Document(doc=doc, origin=origin_of_file(path, digest, doc), source=path)
+
+
+def dir_document(directory: str) -> Document:
+    """`DIR/measurement.json`, the PyPTO adapter's output (provenance "artefact")."""
+    doc, path, digest = perf_dir_document(directory)
+    return Document(doc=doc, origin=origin_of_file(path, digest, doc), source=path)
+
+
+def run_document(run: CommandRun, what: str) -> Document:
+    """The JSON object a command the ledger ran printed (provenance "measured").
+
+    Raises BadInput naming the command and its exit code when it printed none.
+    """
+    doc = last_json_object(run.output)
+    if doc is None:
+        raise BadInput(
+            f"{run.command!r} printed no JSON object with {what} (exit code {run.exit_code})",
+            hint=f"the command must print one JSON object with {what} on its last line; "
+            f"output tail: {_tail(run.output, 200)!r}",
+        )
+    _refuse_reported_error(doc, run.command)
+    return Document(doc=doc, origin=origin_of_run(run, doc), source=run.command)
+
+
+def _refuse_reported_error(doc: dict[str, Any], source: str) -> None:
+    # The adapter prints {"error": ...} for bad arguments: nothing was measured.
+    if "error" in doc and not any(k in doc for k in ("times_us", "time_us", "failure")):
+        raise BadInput(f"{source} reported an error: {doc['error']}",
+                       hint="fix the verifier's arguments and run it again")
+
+
+def percent_of(doc: dict[str, Any], key: str, given: float | None = None) -> float | None:
+    """A percentage from a document (R11: within [0, 100]), else `given`."""
+    value = doc.get(key)
+    return given if value is None else inputs.parse_percent(str(value), key)
+
+
+def verify_command(attempt: str, document: Document) -> cmd.Verify | cmd.Fail:
+    """The Verify (or Fail, for a run failure) command a measurement document gives (R8)."""
+    doc, source, origin = document.doc, document.source, document.origin
+    _refuse_reported_error(doc, source)
+    failure = failure_of(doc)
+    if failure is not None and failure[0] not in ("accuracy", "layout"):
+        return cmd.Fail(attempt=attempt, category=failure[0], detail=failure[1], origin=origin)
+    layout = doc.get("layout_exit")
+    if not isinstance(layout, int) or isinstance(layout, bool):
+        raise BadInput(f"{source} has no integer layout_exit",
+                       hint="the measurement needs layout_exit (the layout check's exit code)")
+    return cmd.Verify(
+        attempt=attempt, outputs=inputs.outputs_from_document(doc, source), layout_exit=layout,
+        times_us=times_of(doc, source), origin=origin,
+        util_pct=percent_of(doc, "util_pct"), bubble_pct=percent_of(doc, "bubble_pct"),
+        metrics=_metrics(doc, source),
+    )
+
+
+def run_verifier(attempt: str, command: str, cwd: Path,
+                 timeout_s: float | None) -> cmd.Verify | cmd.Fail:
+    """Run the verifier; a timeout or a run without a result becomes a failure (R8, R11)."""
+    run = run_command(command, cwd, timeout_s)
+    if run.timed_out:
+        return cmd.Fail(attempt=attempt, category="timeout",
+                        detail=f"no result within {timeout_s} s", origin=origin_of_run(run))
+    doc = last_json_object(run.output)
+    if doc is None:
+        return cmd.Fail(attempt=attempt, category="runtime", origin=origin_of_run(run),
+                        detail=f"exit {run.exit_code}: {_tail(run.output, OUTPUT_TAIL)}")
+    return verify_command(attempt, Document(doc=doc, origin=origin_of_run(run, doc),
+                                            source=command))
+
+
+def _metrics(doc: dict[str, Any], source: str) -> dict[str, float]:
+    raw = doc.get("metrics") or {}
+    if not isinstance(raw, dict):
+        raise BadInput(f"{source}: metrics must be an object of numbers")
+    return {str(k): float(v) for k, v in raw.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def _tail(text: str, size: int) -> str:
+    return text[-size:]
