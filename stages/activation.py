@@ -21,25 +21,41 @@ def _short(digest: str | None) -> str:
 def decide_compare(_state: State, command: RecordCompare) -> Result:
     """Record E2E tensor-compare evidence for an implementation digest (R1)."""
     nonempty(command.impl_digest, "the implementation digest")
-    return accept(build(CompareEvidence, "tensor-compare evidence", outputs=command.outputs,
-                        impl_path=command.impl_path, impl_digest=command.impl_digest,
-                        origin=command.origin))
+    return accept(
+        build(
+            CompareEvidence,
+            "tensor-compare evidence",
+            outputs=command.outputs,
+            impl_path=command.impl_path,
+            impl_digest=command.impl_digest,
+            origin=command.origin,
+        )
+    )
 
 
 def decide_layout(_state: State, command: RecordLayout) -> Result:
     """Record a layout check's exit code for an implementation digest (R1)."""
     nonempty(command.impl_digest, "the implementation digest")
-    return accept(build(LayoutEvidence, "layout evidence", exit_code=command.exit_code,
-                        impl_path=command.impl_path, impl_digest=command.impl_digest,
-                        origin=command.origin))
+    return accept(
+        build(
+            LayoutEvidence,
+            "layout evidence",
+            exit_code=command.exit_code,
+            impl_path=command.impl_path,
+            impl_digest=command.impl_digest,
+            origin=command.origin,
+        )
+    )
 
 
 def _compare_problems(evidence: Evidence | None, digest: str) -> list[str]:
     if evidence is None:
         return ["no E2E tensor-compare evidence is recorded"]
     if evidence.impl_digest != digest:
-        return [f"the tensor-compare evidence checked another implementation "
-                f"({_short(evidence.impl_digest)}, current {_short(digest)}): stale"]
+        return [
+            f"the tensor-compare evidence checked another implementation "
+            f"({_short(evidence.impl_digest)}, current {_short(digest)}): stale"
+        ]
     failing = [str(o["name"]) for o in evidence.outputs if not o["all_close"]]
     if failing:
         return [f"outputs not all_close: {', '.join(failing)}"]
@@ -50,8 +66,10 @@ def _layout_problems(evidence: Evidence | None, digest: str) -> list[str]:
     if evidence is None:
         return ["no layout-check evidence is recorded"]
     if evidence.impl_digest != digest:
-        return [f"the layout evidence checked another implementation "
-                f"({_short(evidence.impl_digest)}, current {_short(digest)}): stale"]
+        return [
+            f"the layout evidence checked another implementation "
+            f"({_short(evidence.impl_digest)}, current {_short(digest)}): stale"
+        ]
     if evidence.exit_code != 0:
         return [f"the layout check exited {evidence.exit_code}, not 0"]
     return []
@@ -65,8 +83,13 @@ def activation_problems(state: State, digest: str) -> list[str]:
 def evidence_ready(state: State) -> bool:
     """True when the latest evidence of both kinds passes for one implementation (R1)."""
     compare, layout = state.compare, state.layout
-    return (compare is not None and layout is not None and compare.passed and layout.passed
-            and compare.impl_digest == layout.impl_digest)
+    return (
+        compare is not None
+        and layout is not None
+        and compare.passed
+        and layout.passed
+        and compare.impl_digest == layout.impl_digest
+    )
 
 
 def decide_activate(state: State, command: Activate) -> Result:
@@ -84,8 +107,9 @@ def decide_activate(state: State, command: Activate) -> Result:
             kind="hand-back",
             events=(failed,),
         )
-    return accept(ActivationPassed(impl_digest=digest, compare_event=compare.event,
-                                   layout_event=layout.event))
+    return accept(
+        ActivationPassed(impl_digest=digest, compare_event=compare.event, layout_event=layout.event)
+    )
 
 
 def activation_gate(state: State) -> Refusal | None:
@@ -96,5 +120,9 @@ def activation_gate(state: State) -> Refusal | None:
         blocking = "activation failed: " + "; ".join(state.activation_problems)
     else:
         blocking = "activation has not passed yet"
-    return refuse("R1", "tuning is not activated: nothing else may happen until activation "
-                  "passes", blocking, _NEXT)
+    return refuse(
+        "R1",
+        "tuning is not activated: nothing else may happen until activation passes",
+        blocking,
+        _NEXT,
+    )

@@ -34,8 +34,10 @@ def _init(state: State, command: cmd.Init) -> Result:
     op = nonempty(command.op, "the op name")
     # The whole default policy goes into the ledger: later changes to the defaults in the code
     # must not change how this op's past decisions replay.
-    return accept(OpInitialized(op=op),
-                  PolicySet(key=DEFAULTS_KEY, value=dict(DEFAULT_POLICY), reason=_PINNED))
+    return accept(
+        OpInitialized(op=op),
+        PolicySet(key=DEFAULTS_KEY, value=dict(DEFAULT_POLICY), reason=_PINNED),
+    )
 
 
 def _set_policy(state: State, command: cmd.SetPolicy) -> Result:
@@ -87,11 +89,14 @@ def _conflict_gate(state: State) -> Refusal | None:
         return None
     from stages.outcome import refuse
 
-    return refuse("merge", "a merge of branches left the campaign in conflict",
-                  state.conflicts[0],
-                  f"list them with `tune-ledger conflicts {state.op}`, then record a decision "
-                  f"with `tune-ledger resolve {state.op} --conflict N --resolution R --reason "
-                  "TEXT`")
+    return refuse(
+        "merge",
+        "a merge of branches left the campaign in conflict",
+        state.conflicts[0],
+        f"list them with `tune-ledger conflicts {state.op}`, then record a decision "
+        f"with `tune-ledger resolve {state.op} --conflict N --resolution R --reason "
+        "TEXT`",
+    )
 
 
 def decide(state: State, command: object) -> Decision | Refusal:

@@ -39,41 +39,64 @@ def next_stage(state: State) -> str | None:
 
 def target_met(state: State) -> bool:
     """True when the best time is at or below the target (R4, R10)."""
-    return state.target is not None and state.best is not None and (
-        state.best.time_us <= state.target.target_us
+    return (
+        state.target is not None
+        and state.best is not None
+        and (state.best.time_us <= state.target.target_us)
     )
 
 
 def utilization_met(util_pct: float | None, bubble_pct: float | None, state: State) -> bool:
     """True when utilization is above and bubble rate below the policy limits (R4, R10)."""
     policy = effective_policy(state)
-    return (util_pct is not None and bubble_pct is not None
-            and util_pct > float(policy["util_stop_pct"])
-            and bubble_pct < float(policy["bubble_stop_pct"]))
+    return (
+        util_pct is not None
+        and bubble_pct is not None
+        and util_pct > float(policy["util_stop_pct"])
+        and bubble_pct < float(policy["bubble_stop_pct"])
+    )
 
 
 def entry_blocker(state: State, stage: str) -> Refusal | None:
     """Why `stage` may not be entered now (R2, R3, R4), or None."""
     if stage in state.entered:
-        return refuse("R4", f"stage {stage} was already entered: no going back",
-                      f"stages entered: {', '.join(state.entered)}",
-                      "continue in the current stage or exit it")
+        return refuse(
+            "R4",
+            f"stage {stage} was already entered: no going back",
+            f"stages entered: {', '.join(state.entered)}",
+            "continue in the current stage or exit it",
+        )
     expected = next_stage(state)
     if stage != expected:
-        return refuse("R4", f"stage {stage} would skip {expected}: stages go "
-                      + " -> ".join(STAGES), f"the next stage is {expected}",
-                      f"enter {expected} first (tune-ledger stage enter OP {expected})")
+        return refuse(
+            "R4",
+            f"stage {stage} would skip {expected}: stages go " + " -> ".join(STAGES),
+            f"the next stage is {expected}",
+            f"enter {expected} first (tune-ledger stage enter OP {expected})",
+        )
     if state.target is None:
-        return refuse("R3", f"stage {stage} needs the Performance target sheet",
-                      "no target sheet is recorded", "write it: tune-ledger target OP ...")
+        return refuse(
+            "R3",
+            f"stage {stage} needs the Performance target sheet",
+            "no target sheet is recorded",
+            "write it: tune-ledger target OP ...",
+        )
     previous = STAGES[STAGES.index(stage) - 1] if stage != STAGES[0] else None
     if previous is not None and previous not in state.exited:
-        return refuse("R4", f"stage {stage} needs {previous} exited", f"{previous} is current",
-                      f"exit {previous} when an exit condition holds (tune-ledger stage exit)")
+        return refuse(
+            "R4",
+            f"stage {stage} needs {previous} exited",
+            f"{previous} is current",
+            f"exit {previous} when an exit condition holds (tune-ledger stage exit)",
+        )
     loaded = [s for s in state.skills if s in TUNE_SKILLS]
     if loaded:
-        return refuse("R2", f"unload {loaded[0]} before entering {stage}",
-                      f"{loaded[0]} is loaded", f"tune-ledger skill unload OP {loaded[0]}")
+        return refuse(
+            "R2",
+            f"unload {loaded[0]} before entering {stage}",
+            f"{loaded[0]} is loaded",
+            f"tune-ledger skill unload OP {loaded[0]}",
+        )
     if stage == "algorithm":
         return _algorithm_blocker(state)
     return None
@@ -81,11 +104,19 @@ def entry_blocker(state: State, stage: str) -> Refusal | None:
 
 def _algorithm_blocker(state: State) -> Refusal | None:
     if not state.report_after_incore:
-        return refuse("R4", "the algorithm stage needs a tuning report generated after incore "
-                      "exited", "no report since incore exited", "tune-ledger report OP")
+        return refuse(
+            "R4",
+            "the algorithm stage needs a tuning report generated after incore exited",
+            "no report since incore exited",
+            "tune-ledger report OP",
+        )
     if target_met(state):
-        return refuse("R4", "the algorithm stage is only for a target still unmet",
-                      "the best already meets the target", "stop the campaign")
+        return refuse(
+            "R4",
+            "the algorithm stage is only for a target still unmet",
+            "the best already meets the target",
+            "stop the campaign",
+        )
     return None
 
 
@@ -105,8 +136,10 @@ def exit_condition(state: State, stage: str, by_user: bool) -> ExitCondition | N
     if target_met(state):
         return "target-met"
     best = state.best.measurement if state.best else None
-    if stage == "incore" and best is not None and utilization_met(
-        best.util_pct, best.bubble_pct, state
+    if (
+        stage == "incore"
+        and best is not None
+        and utilization_met(best.util_pct, best.bubble_pct, state)
     ):
         return "utilization"
     points = [p for p in state.points.values() if p.stage == stage]
@@ -119,26 +152,46 @@ def exit_blocker(state: State, stage: str, by_user: bool) -> Refusal | None:
     """Why the current `stage` may not be exited now (R4), or None."""
     current = active_stage(state)
     if stage != current:
-        return refuse("R4", f"stage {stage} is not the current stage",
-                      f"current stage: {current or 'none'}", "exit only the current stage")
+        return refuse(
+            "R4",
+            f"stage {stage} is not the current stage",
+            f"current stage: {current or 'none'}",
+            "exit only the current stage",
+        )
     if state.pending is not None:
-        return refuse("R4", f"stage {stage} cannot be exited with an attempt pending",
-                      f"attempt {state.pending} is pending",
-                      f"verify, fail or abandon attempt {state.pending}")
+        return refuse(
+            "R4",
+            f"stage {stage} cannot be exited with an attempt pending",
+            f"attempt {state.pending} is pending",
+            f"verify, fail or abandon attempt {state.pending}",
+        )
     if state.open_point is not None:
-        return refuse("R4", f"point {state.open_point} is still open",
-                      f"point {state.open_point} is open",
-                      f"close it first (tune-ledger point close OP {state.open_point} --reason)")
+        return refuse(
+            "R4",
+            f"point {state.open_point} is still open",
+            f"point {state.open_point} is open",
+            f"close it first (tune-ledger point close OP {state.open_point} --reason)",
+        )
     if exit_condition(state, stage, by_user) is None:
-        held = "no optimization point was opened" if not any(
-            p.stage == stage for p in state.points.values()) else "the target is not met"
+        held = (
+            "no optimization point was opened"
+            if not any(p.stage == stage for p in state.points.values())
+            else "the target is not met"
+        )
         policy = effective_policy(state)
-        incore = (f"; core utilization > {policy['util_stop_pct']}% and bubble rate < "
-                  f"{policy['bubble_stop_pct']}% on the best measurement"
-                  if stage == "incore" else "")
-        return refuse("R4", f"no exit condition of {stage} holds", held,
-                      "exit when the target is met; every point opened in the stage is closed"
-                      f"{incore}; or the user says stop (stage exit --user-stop)")
+        incore = (
+            f"; core utilization > {policy['util_stop_pct']}% and bubble rate < "
+            f"{policy['bubble_stop_pct']}% on the best measurement"
+            if stage == "incore"
+            else ""
+        )
+        return refuse(
+            "R4",
+            f"no exit condition of {stage} holds",
+            held,
+            "exit when the target is met; every point opened in the stage is closed"
+            f"{incore}; or the user says stop (stage exit --user-stop)",
+        )
     return None
 
 

@@ -54,8 +54,12 @@ UTILIZATION_SCOPES = ("all-cores", "active-cores")
 
 # The keys a verdict depends on; each VerdictReached records them (R8).
 NOISE_KEYS = ("noise_threshold", "bootstrap_resamples", "bootstrap_confidence")
-STOP_KEYS = ("util_stop_pct", "bubble_stop_pct", "utilization_stop_scope",
-             "utilization_stop_stages")
+STOP_KEYS = (
+    "util_stop_pct",
+    "bubble_stop_pct",
+    "utilization_stop_scope",
+    "utilization_stop_stages",
+)
 
 
 def effective_policy(state: State) -> dict[str, Any]:
@@ -104,8 +108,10 @@ def _fraction(low: float, high: float, *, low_open: bool, high_open: bool) -> Ca
         below = number <= low if low_open else number < low
         above = number >= high if high_open else number > high
         if below or above:
-            raise ValueError(f"expected a number within {'(' if low_open else '['}{low}, "
-                             f"{high}{')' if high_open else ']'}, got {value!r}")
+            raise ValueError(
+                f"expected a number within {'(' if low_open else '['}{low}, "
+                f"{high}{')' if high_open else ']'}, got {value!r}"
+            )
         return value
 
     return check

@@ -43,8 +43,13 @@ def config_retry(state: State, config: dict[str, Any]) -> Refusal | None:
         return None
     outcome = outcome_of(state, earlier)
     name = "the baseline" if earlier == "baseline" else f"attempt {earlier}"
-    return refuse("R9", f"this config was already measured by {name}: {outcome}",
-                  f"{name} measured this config ({outcome})", _NEXT, kind="retry")
+    return refuse(
+        "R9",
+        f"this config was already measured by {name}: {outcome}",
+        f"{name} measured this config ({outcome})",
+        _NEXT,
+        kind="retry",
+    )
 
 
 def normalize_idea(text: str) -> str:
@@ -69,17 +74,23 @@ def _similar(first: str, second: str, threshold: float) -> float | None:
     # cheap upper bounds (quick_ratio >= ratio) rule most pairs out first, same answer.
     jaccard = _jaccard(first, second)
     matcher = difflib.SequenceMatcher(None, first, second)
-    if jaccard < threshold and (matcher.real_quick_ratio() < threshold
-                                or matcher.quick_ratio() < threshold):
+    if jaccard < threshold and (
+        matcher.real_quick_ratio() < threshold or matcher.quick_ratio() < threshold
+    ):
         return None
     score = max(matcher.ratio(), jaccard)
     return score if score >= threshold else None
 
 
 def _unsuccessful_ideas(state: State) -> list[Attempt]:
-    return [a for a in state.attempts.values()
-            if a.kind == "algorithm" and a.status in ("verified", "failed")
-            and a.verdict in _UNSUCCESSFUL and a.description]
+    return [
+        a
+        for a in state.attempts.values()
+        if a.kind == "algorithm"
+        and a.status in ("verified", "failed")
+        and a.verdict in _UNSUCCESSFUL
+        and a.description
+    ]
 
 
 def idea_retry(state: State, description: str) -> Refusal | None:
@@ -92,7 +103,11 @@ def idea_retry(state: State, description: str) -> Refusal | None:
         if score is not None and score >= threshold:
             outcome = outcome_of(state, attempt.id)
             return refuse(
-                "R9", f"this idea repeats attempt {attempt.id} ({outcome}): "
+                "R9",
+                f"this idea repeats attempt {attempt.id} ({outcome}): "
                 f"{attempt.description!r} (similarity {score:.2f})",
-                f"attempt {attempt.id} tried it: {outcome}", _NEXT, kind="retry")
+                f"attempt {attempt.id} tried it: {outcome}",
+                _NEXT,
+                kind="retry",
+            )
     return None

@@ -23,28 +23,43 @@ def pending_blocker(state: State) -> Refusal | None:
     """Refuse a second change while an attempt is pending (R6)."""
     if state.pending is None:
         return None
-    return refuse("R6", "one change at a time: an attempt is pending",
-                  f"attempt {state.pending} is pending",
-                  f"verify, fail or abandon attempt {state.pending} first")
+    return refuse(
+        "R6",
+        "one change at a time: an attempt is pending",
+        f"attempt {state.pending} is pending",
+        f"verify, fail or abandon attempt {state.pending} first",
+    )
 
 
 def config_stage_blocker(state: State, change: str) -> Refusal | None:
     """Refuse a config change outside an active stage 1-3 (R4, R5)."""
     stage = active_stage(state)
     if stage is None:
-        return refuse("R4", f"a {change} needs a current stage", "no stage is current",
-                      "enter the next stage (tune-ledger stage enter)")
+        return refuse(
+            "R4",
+            f"a {change} needs a current stage",
+            "no stage is current",
+            "enter the next stage (tune-ledger stage enter)",
+        )
     if stage not in CONFIG_STAGES:
-        return refuse("R5", f"the {stage} stage changes the algorithm only, not the config",
-                      f"current stage: {stage}", "tune-ledger try OP --algorithm TEXT")
+        return refuse(
+            "R5",
+            f"the {stage} stage changes the algorithm only, not the config",
+            f"current stage: {stage}",
+            "tune-ledger try OP --algorithm TEXT",
+        )
     return None
 
 
 def point_blocker(state: State) -> Refusal | None:
     """Refuse an attempt in stages 1-3 outside an open point (R7)."""
     if state.open_point is None:
-        return refuse("R7", "every attempt in stages 1-3 belongs to an open optimization point",
-                      "no point is open", "tune-ledger point open OP NAME")
+        return refuse(
+            "R7",
+            "every attempt in stages 1-3 belongs to an open optimization point",
+            "no point is open",
+            "tune-ledger point open OP NAME",
+        )
     return None
 
 
@@ -56,14 +71,23 @@ def open_blocker(state: State) -> Refusal | None:
     """Why no point may be opened now (R4, R6, R7), or None."""
     stage = active_stage(state)
     if stage is not None and stage not in CONFIG_STAGES:
-        return refuse("R7", "optimization points belong to stages 1-3",
-                      f"current stage: {stage}", "tune-ledger try OP --algorithm TEXT")
+        return refuse(
+            "R7",
+            "optimization points belong to stages 1-3",
+            f"current stage: {stage}",
+            "tune-ledger try OP --algorithm TEXT",
+        )
     return _first(
         config_stage_blocker(state, "point"),
         pending_blocker(state),
-        None if state.open_point is None else refuse(
-            "R7", "one optimization point at a time", f"point {state.open_point} is open",
-            f"close it first (tune-ledger point close OP {state.open_point} --reason)"),
+        None
+        if state.open_point is None
+        else refuse(
+            "R7",
+            "one optimization point at a time",
+            f"point {state.open_point} is open",
+            f"close it first (tune-ledger point close OP {state.open_point} --reason)",
+        ),
     )
 
 
@@ -75,8 +99,12 @@ def decide_open(state: State, command: OpenPoint) -> Result:
         return blocker
     if name in state.points:
         earlier = state.points[name]
-        return refuse("R7", f"point {name} was already opened in {earlier.stage}",
-                      f"point {name}: {earlier.outcome or 'open'}", "open a point by a new name")
+        return refuse(
+            "R7",
+            f"point {name} was already opened in {earlier.stage}",
+            f"point {name}: {earlier.outcome or 'open'}",
+            "open a point by a new name",
+        )
     stage = active_stage(state)
     return accept(build(PointOpened, "point", stage=stage, name=name))
 
@@ -84,8 +112,12 @@ def decide_open(state: State, command: OpenPoint) -> Result:
 def close_blocker(state: State) -> Refusal | None:
     """Why the open point may not be closed now (R6, R7), or None."""
     if state.open_point is None:
-        return refuse("R7", "no optimization point is open", "no point is open",
-                      "open one (tune-ledger point open OP NAME)")
+        return refuse(
+            "R7",
+            "no optimization point is open",
+            "no point is open",
+            "open one (tune-ledger point open OP NAME)",
+        )
     return pending_blocker(state)
 
 
@@ -93,17 +125,30 @@ def decide_close(state: State, command: ClosePoint) -> Result:
     """Close the open point, as not applicable (with a reason) or done (R7)."""
     point = state.points.get(command.name)
     if point is None:
-        raise BadInput(f"unknown point {command.name!r}",
-                       hint=f"points: {', '.join(state.points) or 'none'}")
+        raise BadInput(
+            f"unknown point {command.name!r}", hint=f"points: {', '.join(state.points) or 'none'}"
+        )
     if not point.is_open:
-        return refuse("R7", f"point {point.name} is already closed",
-                      f"point {point.name}: {point.outcome}", "open the next point")
+        return refuse(
+            "R7",
+            f"point {point.name} is already closed",
+            f"point {point.name}: {point.outcome}",
+            "open the next point",
+        )
     blocker = close_blocker(state)
     if blocker is not None:
         return blocker
     outcome = "not-applicable" if command.not_applicable else "closed"
-    return accept(build(PointClosed, "point close", stage=point.stage, name=point.name,
-                        outcome=outcome, reason=command.reason))
+    return accept(
+        build(
+            PointClosed,
+            "point close",
+            stage=point.stage,
+            name=point.name,
+            outcome=outcome,
+            reason=command.reason,
+        )
+    )
 
 
 def _open_point(state: State) -> Point:
@@ -114,20 +159,25 @@ def _open_point(state: State) -> Point:
 
 def candidate_blocker(state: State) -> Refusal | None:
     """Why no candidate may start now (R4-R7), or None."""
-    blocker = _first(config_stage_blocker(state, "candidate"), pending_blocker(state),
-                     point_blocker(state))
+    blocker = _first(
+        config_stage_blocker(state, "candidate"), pending_blocker(state), point_blocker(state)
+    )
     if blocker is not None:
         return blocker
     point = _open_point(state)
     if point.mutations:
-        return refuse("R7", f"the candidate phase of point {point.name} is over",
-                      f"{point.mutations} mutation(s) started in point {point.name}",
-                      "mutate the best config one parameter at a time (tune-ledger try --set)")
+        return refuse(
+            "R7",
+            f"the candidate phase of point {point.name} is over",
+            f"{point.mutations} mutation(s) started in point {point.name}",
+            "mutate the best config one parameter at a time (tune-ledger try --set)",
+        )
     return None
 
 
-def _config_refusal(state: State, config: dict[str, Any], what: str,
-                    override: str | None) -> Refusal | None:
+def _config_refusal(
+    state: State, config: dict[str, Any], what: str, override: str | None
+) -> Refusal | None:
     cube_m = state.target.cube_m if state.target else None
     beyond = limit_refusal(state, config, what, cube_m)
     if beyond is not None:
@@ -150,30 +200,47 @@ def decide_candidate(state: State, command: ProposeCandidate) -> Result:
     warnings = []
     policy = effective_policy(state)
     if point.candidates + 1 > int(policy["candidates_max"]):
-        warnings.append(f"point {point.name} has {point.candidates + 1} candidates, more than "
-                        f"the {policy['candidates_max']} the policy expects (R7)")
+        warnings.append(
+            f"point {point.name} has {point.candidates + 1} candidates, more than "
+            f"the {policy['candidates_max']} the policy expects (R7)"
+        )
     recorded, note = _recorded_override(state, config, override)
     warnings.extend(note)
-    return accept(build(AttemptStarted, "candidate", kind="candidate", stage=point.stage,
-                        point=point.name, config=config, prior=prior,
-                        retry_override=recorded), warnings=warnings)
+    return accept(
+        build(
+            AttemptStarted,
+            "candidate",
+            kind="candidate",
+            stage=point.stage,
+            point=point.name,
+            config=config,
+            prior=prior,
+            retry_override=recorded,
+        ),
+        warnings=warnings,
+    )
 
 
-def _recorded_override(state: State, config: dict[str, Any] | None,
-                       override: str | None, description: str | None = None
-                       ) -> tuple[str | None, list[str]]:
+def _recorded_override(
+    state: State,
+    config: dict[str, Any] | None,
+    override: str | None,
+    description: str | None = None,
+) -> tuple[str | None, list[str]]:
     """The override to record: only one that actually skipped an R9 refusal (R9)."""
     if override is None:
         return None, []
-    needed = (config_retry(state, config) if config is not None
-              else idea_retry(state, description or ""))
+    needed = (
+        config_retry(state, config) if config is not None else idea_retry(state, description or "")
+    )
     return (override, []) if needed is not None else (None, [_OVERRIDE_UNUSED])
 
 
 def mutation_blocker(state: State) -> Refusal | None:
     """Why no mutation may start now (R4-R7), or None."""
-    return _first(config_stage_blocker(state, "mutation"), pending_blocker(state),
-                  point_blocker(state))
+    return _first(
+        config_stage_blocker(state, "mutation"), pending_blocker(state), point_blocker(state)
+    )
 
 
 def decide_mutation(state: State, command: TryMutation) -> Result:
@@ -189,9 +256,12 @@ def decide_mutation(state: State, command: TryMutation) -> Result:
     if param in best.config and codec.canonical_json(best.config[param]) == (
         codec.canonical_json(value)
     ):
-        return refuse("R6", f"the mutation leaves {param} unchanged",
-                      f"the best config already has {param} = {codec.canonical_json(value)}",
-                      "change one parameter to a different value")
+        return refuse(
+            "R6",
+            f"the mutation leaves {param} unchanged",
+            f"the best config already has {param} = {codec.canonical_json(value)}",
+            "change one parameter to a different value",
+        )
     config = validate_config({**best.config, param: value}, "the mutated config")
     override = override_reason(command.override)
     refusal = _config_refusal(state, config, "the mutated config", override)
@@ -201,23 +271,39 @@ def decide_mutation(state: State, command: TryMutation) -> Result:
     warnings = []
     policy = effective_policy(state)
     if point.mutations == 0 and point.candidates < int(policy["candidates_min"]):
-        warnings.append(f"point {point.name} ends its candidate phase with {point.candidates} "
-                        f"candidates, fewer than the {policy['candidates_min']} the policy "
-                        "expects (R7)")
+        warnings.append(
+            f"point {point.name} ends its candidate phase with {point.candidates} "
+            f"candidates, fewer than the {policy['candidates_min']} the policy "
+            "expects (R7)"
+        )
     recorded, note = _recorded_override(state, config, override)
     warnings.extend(note)
-    return accept(build(AttemptStarted, "mutation", kind="mutation", stage=point.stage,
-                        point=point.name, config=config, param=param, value=value,
-                        retry_override=recorded), warnings=warnings)
+    return accept(
+        build(
+            AttemptStarted,
+            "mutation",
+            kind="mutation",
+            stage=point.stage,
+            point=point.name,
+            config=config,
+            param=param,
+            value=value,
+            retry_override=recorded,
+        ),
+        warnings=warnings,
+    )
 
 
 def algorithm_blocker(state: State) -> Refusal | None:
     """Why no algorithm change may start now (R5, R6), or None."""
     stage = active_stage(state)
     if stage != "algorithm":
-        return refuse("R5", "algorithm changes belong to the algorithm stage only",
-                      f"current stage: {stage or 'none'}",
-                      "stages 1-3 change the config (tune-ledger candidate / try --set)")
+        return refuse(
+            "R5",
+            "algorithm changes belong to the algorithm stage only",
+            f"current stage: {stage or 'none'}",
+            "stages 1-3 change the config (tune-ledger candidate / try --set)",
+        )
     return pending_blocker(state)
 
 
@@ -237,16 +323,29 @@ def decide_algorithm(state: State, command: TryAlgorithm) -> Result:
         raise BadInput("no best config")
     recorded, warnings = _recorded_override(state, None, override, description)
     if not command.impl_digest:
-        warnings.append("no digest of the changed implementation was given (--impl): "
-                        "audit cannot tie the measurement to the code (R5)")
-    return accept(build(AttemptStarted, "algorithm change", kind="algorithm", stage="algorithm",
-                        point=None, config=best.config, description=description,
-                        impl_digest=command.impl_digest, retry_override=recorded),
-                  warnings=warnings)
+        warnings.append(
+            "no digest of the changed implementation was given (--impl): "
+            "audit cannot tie the measurement to the code (R5)"
+        )
+    return accept(
+        build(
+            AttemptStarted,
+            "algorithm change",
+            kind="algorithm",
+            stage="algorithm",
+            point=None,
+            config=best.config,
+            description=description,
+            impl_digest=command.impl_digest,
+            retry_override=recorded,
+        ),
+        warnings=warnings,
+    )
 
 
-def exhaustion(state: State, attempt: Attempt, adopted: bool,
-               failure: str | None) -> PointClosed | None:
+def exhaustion(
+    state: State, attempt: Attempt, adopted: bool, failure: str | None
+) -> PointClosed | None:
     """Close the attempt's point when its no-gain streak reaches the policy's N (R7)."""
     point = state.points.get(attempt.point) if attempt.point else None
     if point is None or not point.is_open or attempt.kind != "mutation":
@@ -256,8 +355,14 @@ def exhaustion(state: State, attempt: Attempt, adopted: bool,
     limit = patience(effective_policy(state), point.stage)
     if point.streak + 1 < limit:
         return None
-    return build(PointClosed, "point close", stage=point.stage, name=point.name,
-                 outcome="exhausted", reason=f"{limit} consecutive mutations without gain")
+    return build(
+        PointClosed,
+        "point close",
+        stage=point.stage,
+        name=point.name,
+        outcome="exhausted",
+        reason=f"{limit} consecutive mutations without gain",
+    )
 
 
 def alternates(state: State) -> list[str]:
@@ -268,8 +373,15 @@ def alternates(state: State) -> list[str]:
         return []
     latest = max(candidates, key=lambda a: a.seq)
     best = state.best.attempt if state.best else None
-    valid = [a for a in candidates
-             if a.point == latest.point and a.stage == latest.stage and a.id != best
-             and a.status == "verified" and a.failure is None and a.measurement is not None]
+    valid = [
+        a
+        for a in candidates
+        if a.point == latest.point
+        and a.stage == latest.stage
+        and a.id != best
+        and a.status == "verified"
+        and a.failure is None
+        and a.measurement is not None
+    ]
     valid.sort(key=lambda a: (a.measurement.median_us if a.measurement else 0.0, a.seq))
     return [a.id for a in valid[:keep]]

@@ -24,27 +24,46 @@ def known_skill(name: str) -> str:
 def load_blocker(state: State, name: str) -> Refusal | None:
     """Why skill `name` may not be loaded now (R2, R3), or None."""
     if name in state.skills:
-        return refuse("R2", f"skill {name} is already loaded", f"{name} is loaded",
-                      "go on with the loaded skills")
+        return refuse(
+            "R2",
+            f"skill {name} is already loaded",
+            f"{name} is loaded",
+            "go on with the loaded skills",
+        )
     base = [s for s in state.skills if s in BASE_SKILLS]
     if name in BASE_SKILLS and len(base) >= MAX_BASE:
-        return refuse("R2", f"at most {MAX_BASE} base skills", f"loaded: {', '.join(base)}",
-                      "unload a base skill first")
+        return refuse(
+            "R2",
+            f"at most {MAX_BASE} base skills",
+            f"loaded: {', '.join(base)}",
+            "unload a base skill first",
+        )
     if name not in TUNE_SKILLS:
         return None
     if state.target is None:
-        return refuse("R3", f"{name} needs the Performance target sheet first",
-                      "no target sheet is recorded", "write it: tune-ledger target OP ...")
+        return refuse(
+            "R3",
+            f"{name} needs the Performance target sheet first",
+            "no target sheet is recorded",
+            "write it: tune-ledger target OP ...",
+        )
     stage = TUNE_SKILLS[name]
     current = active_stage(state)
     if current != stage:
-        return refuse("R2", f"{name} may be loaded only while stage {stage} is current",
-                      f"current stage: {current or 'none'}",
-                      "load the tune skill of the current stage (none in algorithm)")
+        return refuse(
+            "R2",
+            f"{name} may be loaded only while stage {stage} is current",
+            f"current stage: {current or 'none'}",
+            "load the tune skill of the current stage (none in algorithm)",
+        )
     tune = [s for s in state.skills if s in TUNE_SKILLS]
     if len(tune) >= MAX_TUNE:
-        return refuse("R2", f"at most {MAX_TUNE} tune skill", f"loaded: {', '.join(tune)}",
-                      f"unload {tune[0]} first")
+        return refuse(
+            "R2",
+            f"at most {MAX_TUNE} tune skill",
+            f"loaded: {', '.join(tune)}",
+            f"unload {tune[0]} first",
+        )
     return None
 
 
@@ -59,6 +78,10 @@ def decide_unload(state: State, command: UnloadSkill) -> Result:
     """Unload a loaded skill (R2)."""
     name = known_skill(command.name)
     if name not in state.skills:
-        return refuse("R2", f"skill {name} is not loaded",
-                      f"loaded: {', '.join(state.skills) or 'none'}", "unload a loaded skill")
+        return refuse(
+            "R2",
+            f"skill {name} is not loaded",
+            f"loaded: {', '.join(state.skills) or 'none'}",
+            "unload a loaded skill",
+        )
     return accept(SkillUnloaded(name=name))

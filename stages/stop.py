@@ -18,14 +18,18 @@ def stopped_refusal(state: State) -> Refusal | None:
     if state.stopped is None:
         return None
     detail = f": {state.stop_detail}" if state.stop_detail else ""
-    return refuse("R10", "the campaign has stopped; tuning steps are refused",
-                  f"stopped ({state.stopped}){detail}",
-                  "nothing to tune: status, log, report, audit, note and policy still work",
-                  kind="stopped")
+    return refuse(
+        "R10",
+        "the campaign has stopped; tuning steps are refused",
+        f"stopped ({state.stopped}){detail}",
+        "nothing to tune: status, log, report, audit, note and policy still work",
+        kind="stopped",
+    )
 
 
-def utilization_stop(state: State, util_pct: float | None,
-                     bubble_pct: float | None) -> CampaignStopped | None:
+def utilization_stop(
+    state: State, util_pct: float | None, bubble_pct: float | None
+) -> CampaignStopped | None:
     """The stop a newly adopted best triggers when util and bubble pass the limits (R10)."""
     if not utilization_met(util_pct, bubble_pct, state):
         return None

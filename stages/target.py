@@ -37,10 +37,14 @@ def _int_list(value: Any) -> bool:
 
 
 def _cube_shape(value: Any) -> bool:
-    return (isinstance(value, list) and len(value) == len(_AXES)
-            and all(isinstance(pair, list) and len(pair) == 2 and all(_positive_int(v)
-                                                                      for v in pair)
-                    for pair in value))
+    return (
+        isinstance(value, list)
+        and len(value) == len(_AXES)
+        and all(
+            isinstance(pair, list) and len(pair) == 2 and all(_positive_int(v) for v in pair)
+            for pair in value
+        )
+    )
 
 
 def validate_config(config: Any, what: str = "config") -> dict[str, Any]:
@@ -53,14 +57,17 @@ def validate_config(config: Any, what: str = "config") -> dict[str, Any]:
         raise BadInput(f"{what}: vec_tile_shape must be a list of positive ints, got {vec!r}")
     cube = value.get("cube_tile_shape")
     if "cube_tile_shape" in value and not _cube_shape(cube):
-        raise BadInput(f"{what}: cube_tile_shape must be [[mL0,mL1],[kL0,kL1],[nL0,nL1]] of "
-                       f"positive ints, got {cube!r}")
+        raise BadInput(
+            f"{what}: cube_tile_shape must be [[mL0,mL1],[kL0,kL1],[nL0,nL1]] of "
+            f"positive ints, got {cube!r}"
+        )
     unroll = value.get("unroll_list", [])
     if "unroll_list" in value and not (
         _int_list(unroll) and all(a > b for a, b in pairwise(unroll))
     ):
-        raise BadInput(f"{what}: unroll_list must be strictly descending positive ints, "
-                       f"got {unroll!r}")
+        raise BadInput(
+            f"{what}: unroll_list must be strictly descending positive ints, got {unroll!r}"
+        )
     return value
 
 
@@ -88,13 +95,18 @@ def cube_limit(state: State, cube_m: int | None) -> CubeLimit | None:
 
 
 def _beyond(what: str, detail: str) -> Refusal:
-    return refuse("R3", f"{what} is beyond the tile-shape upper limit: {detail}",
-                  detail, "choose tiles within the limits, or relax the limit with its "
-                  "profiling basis (tune-ledger relax OP --what vec|cube --limit ... --basis ...)")
+    return refuse(
+        "R3",
+        f"{what} is beyond the tile-shape upper limit: {detail}",
+        detail,
+        "choose tiles within the limits, or relax the limit with its "
+        "profiling basis (tune-ledger relax OP --what vec|cube --limit ... --basis ...)",
+    )
 
 
-def limit_refusal(state: State, config: dict[str, Any], what: str,
-                  cube_m: int | None) -> Refusal | None:
+def limit_refusal(
+    state: State, config: dict[str, Any], what: str, cube_m: int | None
+) -> Refusal | None:
     """Refuse a config whose tiles exceed an unrelaxed upper limit (R3), else None."""
     vec = config.get("vec_tile_shape")
     if isinstance(vec, list):
@@ -109,66 +121,92 @@ def limit_refusal(state: State, config: dict[str, Any], what: str,
         for axis, pair, bounds in zip(_AXES, cube, limits, strict=True):
             for level, size, bound in zip(("L0", "L1"), pair, bounds, strict=True):
                 if bound is not None and size > bound:
-                    return _beyond(what, f"cube_tile_shape {axis}{level} is {size} > {bound}"
-                                   + (f" (M = {cube_m})" if cube_m is not None else ""))
+                    return _beyond(
+                        what,
+                        f"cube_tile_shape {axis}{level} is {size} > {bound}"
+                        + (f" (M = {cube_m})" if cube_m is not None else ""),
+                    )
     return None
 
 
 def _samples(values: Sequence[Any], baseline_us: float) -> tuple[float, ...]:
     samples: list[float] = []
     for value in values:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not (
-            math.isfinite(value) and value > 0
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not (math.isfinite(value) and value > 0)
         ):
             raise BadInput(f"a baseline sample must be a finite time > 0, got {value!r}")
         samples.append(float(value))
     if samples and not math.isclose(statistics.median(samples), baseline_us, rel_tol=1e-9):
-        raise BadInput(f"the baseline {baseline_us} µs is not the median of its samples "
-                       f"({statistics.median(samples)} µs)")
+        raise BadInput(
+            f"the baseline {baseline_us} µs is not the median of its samples "
+            f"({statistics.median(samples)} µs)"
+        )
     return tuple(samples)
 
 
 def decide_target(state: State, command: SetTarget) -> Result:
     """Write the Performance target sheet before any stage is entered (R3)."""
     if state.entered:
-        return refuse("R3", "the target sheet is fixed once tuning has started",
-                      f"stage {state.entered[0]} was entered", "keep the recorded sheet")
+        return refuse(
+            "R3",
+            "the target sheet is fixed once tuning has started",
+            f"stage {state.entered[0]} was entered",
+            "keep the recorded sheet",
+        )
     if command.target_source not in get_args(TargetSource):
-        raise BadInput(f"unknown target source {command.target_source!r}",
-                       hint="spec, upstream or torch-eager (in this order of precedence)")
+        raise BadInput(
+            f"unknown target source {command.target_source!r}",
+            hint="spec, upstream or torch-eager (in this order of precedence)",
+        )
     if command.cube_m is not None and not _positive_int(command.cube_m):
         raise BadInput(f"M must be a positive integer, got {command.cube_m!r}")
     config = validate_config(command.config, "the baseline config")
     sheet = build(
-        TargetSheetWritten, "target sheet", baseline_us=command.baseline_us,
-        shape=command.shape, target_us=command.target_us, target_source=command.target_source,
-        source_ref=command.source_ref, config=config, origin=command.origin,
-        metric=command.metric, cube_m=command.cube_m,
+        TargetSheetWritten,
+        "target sheet",
+        baseline_us=command.baseline_us,
+        shape=command.shape,
+        target_us=command.target_us,
+        target_source=command.target_source,
+        source_ref=command.source_ref,
+        config=config,
+        origin=command.origin,
+        metric=command.metric,
+        cube_m=command.cube_m,
         baseline_samples_us=_samples(command.baseline_samples_us, float(command.baseline_us)),
-        util_pct=command.util_pct, bubble_pct=command.bubble_pct,
+        util_pct=command.util_pct,
+        bubble_pct=command.bubble_pct,
     )
     beyond = limit_refusal(state, config, "the baseline config", command.cube_m)
     if beyond is not None:
         return beyond
     warnings = []
     if sheet.baseline_us <= sheet.target_us:
-        warnings.append("the baseline already meets the target (required speedup "
-                        f"{sheet.baseline_us / sheet.target_us:.2f}x, Baseline/Target): "
-                        "consider stopping the campaign")
+        warnings.append(
+            "the baseline already meets the target (required speedup "
+            f"{sheet.baseline_us / sheet.target_us:.2f}x, Baseline/Target): "
+            "consider stopping the campaign"
+        )
     return accept(sheet, warnings=warnings)
 
 
 def _relaxed_limit(what: str, limit: Any) -> Any:
     if what == "vec":
         if not _positive_int(limit) or limit <= VEC_LIMIT:
-            raise BadInput(f"a vec limit relaxation must be an integer above {VEC_LIMIT}, "
-                           f"got {limit!r}")
+            raise BadInput(
+                f"a vec limit relaxation must be an integer above {VEC_LIMIT}, got {limit!r}"
+            )
         return limit
     if what == "cube":
         value = plain(limit, "the cube limit")
         if not _cube_shape(value):
-            raise BadInput("a cube limit must be [[mL0,mL1],[kL0,kL1],[nL0,nL1]] of positive "
-                           f"ints, got {limit!r}")
+            raise BadInput(
+                "a cube limit must be [[mL0,mL1],[kL0,kL1],[nL0,nL1]] of positive "
+                f"ints, got {limit!r}"
+            )
         return value
     raise BadInput(f"unknown limit {what!r}: vec or cube")
 
@@ -176,5 +214,6 @@ def _relaxed_limit(what: str, limit: Any) -> Any:
 def decide_relax(_state: State, command: Relax) -> Result:
     """Relax a tile-shape upper limit, recording its basis (R3)."""
     limit = _relaxed_limit(command.what, command.limit)
-    return accept(build(LimitRelaxed, "relaxation", what=command.what, limit=limit,
-                        basis=command.basis))
+    return accept(
+        build(LimitRelaxed, "relaxation", what=command.what, limit=limit, basis=command.basis)
+    )

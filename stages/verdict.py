@@ -64,8 +64,9 @@ def seed_of(attempt_id: str) -> int:
         return int(codec.digest(attempt_id.encode("utf-8"))[:8], 16)
 
 
-def bootstrap_interval(best: Sequence[float], attempt: Sequence[float], resamples: int,
-                       confidence: float, seed: int) -> tuple[float, float]:
+def bootstrap_interval(
+    best: Sequence[float], attempt: Sequence[float], resamples: int, confidence: float, seed: int
+) -> tuple[float, float]:
     """The seeded bootstrap interval of median(attempt) / median(best) (R8)."""
     import numpy as np  # imported here: only repeated samples need it, and it is slow to load
 
@@ -81,8 +82,13 @@ def bootstrap_interval(best: Sequence[float], attempt: Sequence[float], resample
     return float(low), float(high)
 
 
-def compute_verdict(best_samples: Sequence[float], attempt_samples: Sequence[float],
-                    target_us: float, policy: Mapping[str, Any], seed: int) -> Comparison:
+def compute_verdict(
+    best_samples: Sequence[float],
+    attempt_samples: Sequence[float],
+    target_us: float,
+    policy: Mapping[str, Any],
+    seed: int,
+) -> Comparison:
     """The verdict on a correct attempt against the best, judged against noise (R8)."""
     best_median, attempt_median = median(best_samples), median(attempt_samples)
     ratio = attempt_median / best_median
@@ -92,9 +98,13 @@ def compute_verdict(best_samples: Sequence[float], attempt_samples: Sequence[flo
     if len(best_samples) >= 2 and len(attempt_samples) >= 2:
         method: Literal["bootstrap", "threshold"] = "bootstrap"
         used_seed = seed
-        low, high = bootstrap_interval(best_samples, attempt_samples,
-                                       int(policy["bootstrap_resamples"]),
-                                       float(policy["bootstrap_confidence"]), seed)
+        low, high = bootstrap_interval(
+            best_samples,
+            attempt_samples,
+            int(policy["bootstrap_resamples"]),
+            float(policy["bootstrap_confidence"]),
+            seed,
+        )
         faster, slower = high < 1.0, low > 1.0
     else:
         method = "threshold"
@@ -103,22 +113,35 @@ def compute_verdict(best_samples: Sequence[float], attempt_samples: Sequence[flo
     verdict: Verdict = "rollback" if slower else "no-gain"
     if faster:
         verdict = "target-reached" if attempt_median <= target_us else "adopt"
-    return Comparison(verdict=verdict, method=method, best_median_us=best_median,
-                      attempt_median_us=attempt_median, ratio=ratio, low=low, high=high,
-                      threshold=threshold, seed=used_seed, policy=applied)
+    return Comparison(
+        verdict=verdict,
+        method=method,
+        best_median_us=best_median,
+        attempt_median_us=attempt_median,
+        ratio=ratio,
+        low=low,
+        high=high,
+        threshold=threshold,
+        seed=used_seed,
+        policy=applied,
+    )
 
 
 def pending_attempt(state: State, attempt_id: str) -> Attempt | Refusal:
     """The attempt named, when it is the pending one (R6); BadInput when unknown."""
     attempt = state.attempts.get(attempt_id)
     if attempt is None:
-        raise BadInput(f"unknown attempt {attempt_id!r}",
-                       hint="see tune-ledger log OP for attempt ids")
+        raise BadInput(
+            f"unknown attempt {attempt_id!r}", hint="see tune-ledger log OP for attempt ids"
+        )
     if attempt.status != "pending":
-        return refuse("R6", f"attempt {attempt_id} is not pending",
-                      f"attempt {attempt_id} is {attempt.status}"
-                      + (f" ({attempt.verdict})" if attempt.verdict else ""),
-                      "verify, fail or abandon only the pending attempt")
+        return refuse(
+            "R6",
+            f"attempt {attempt_id} is not pending",
+            f"attempt {attempt_id} is {attempt.status}"
+            + (f" ({attempt.verdict})" if attempt.verdict else ""),
+            "verify, fail or abandon only the pending attempt",
+        )
     return attempt
 
 
@@ -133,11 +156,18 @@ def decide_verify(state: State, command: Verify) -> Result:
     attempt = pending_attempt(state, command.attempt)
     if isinstance(attempt, Refusal):
         return attempt
-    measured = build(AttemptMeasured, "measurement", attempt=attempt.id,
-                     outputs=command.outputs, layout_exit=command.layout_exit,
-                     times_us=command.times_us, origin=command.origin,
-                     util_pct=command.util_pct, bubble_pct=command.bubble_pct,
-                     metrics=command.metrics)
+    measured = build(
+        AttemptMeasured,
+        "measurement",
+        attempt=attempt.id,
+        outputs=command.outputs,
+        layout_exit=command.layout_exit,
+        times_us=command.times_us,
+        origin=command.origin,
+        util_pct=command.util_pct,
+        bubble_pct=command.bubble_pct,
+        metrics=command.metrics,
+    )
     best, sheet = state.best, state.target
     if best is None or sheet is None:  # the sheet precedes every stage and so every attempt
         raise BadInput("no target sheet: nothing to compare with")
@@ -145,29 +175,51 @@ def decide_verify(state: State, command: Verify) -> Result:
     failure = _failure_of(measured)
     if failure is not None:
         verdict = VerdictReached(
-            attempt=attempt.id, verdict="rollback", failure=failure, method="failure",
-            best_attempt=best.attempt, best_median_us=median(best.measurement.times_us),
+            attempt=attempt.id,
+            verdict="rollback",
+            failure=failure,
+            method="failure",
+            best_attempt=best.attempt,
+            best_median_us=median(best.measurement.times_us),
             attempt_median_us=median(measured.times_us),
             ratio=median(measured.times_us) / median(best.measurement.times_us),
-            policy=verdict_policy(policy, attempt.stage))
+            policy=verdict_policy(policy, attempt.stage),
+        )
     else:
-        stats = compute_verdict(best.measurement.times_us, measured.times_us, sheet.target_us,
-                                policy, seed_of(attempt.id))
+        stats = compute_verdict(
+            best.measurement.times_us,
+            measured.times_us,
+            sheet.target_us,
+            policy,
+            seed_of(attempt.id),
+        )
         verdict = VerdictReached(
-            attempt=attempt.id, verdict=stats.verdict, failure=None, method=stats.method,
-            best_attempt=best.attempt, best_median_us=stats.best_median_us,
-            attempt_median_us=stats.attempt_median_us, ratio=stats.ratio, low=stats.low,
-            high=stats.high, threshold=stats.threshold, seed=stats.seed,
-            policy=verdict_policy(policy, attempt.stage))
+            attempt=attempt.id,
+            verdict=stats.verdict,
+            failure=None,
+            method=stats.method,
+            best_attempt=best.attempt,
+            best_median_us=stats.best_median_us,
+            attempt_median_us=stats.attempt_median_us,
+            ratio=stats.ratio,
+            low=stats.low,
+            high=stats.high,
+            threshold=stats.threshold,
+            seed=stats.seed,
+            policy=verdict_policy(policy, attempt.stage),
+        )
     events: list[Payload] = [measured, verdict]
     adopted = verdict.verdict in ("adopt", "target-reached")
     closed = exhaustion(state, attempt, adopted, failure)
     if closed is not None:
         events.append(closed)
     if verdict.verdict == "target-reached":
-        events.append(CampaignStopped(
-            reason="target-reached",
-            detail=f"best {verdict.attempt_median_us:g} µs <= target {sheet.target_us:g} µs"))
+        events.append(
+            CampaignStopped(
+                reason="target-reached",
+                detail=f"best {verdict.attempt_median_us:g} µs <= target {sheet.target_us:g} µs",
+            )
+        )
     elif adopted:
         stop = utilization_stop(state, measured.util_pct, measured.bubble_pct)
         if stop is not None:
@@ -181,11 +233,20 @@ def decide_fail(state: State, command: Fail) -> Result:
     if isinstance(attempt, Refusal):
         return attempt
     if command.category not in get_args(Failure):
-        raise BadInput(f"unknown failure category {command.category!r}",
-                       hint=f"one of {', '.join(get_args(Failure))}")
-    return accept(build(AttemptFailed, "failure", attempt=attempt.id,
-                        category=command.category, detail=command.detail,
-                        origin=command.origin))
+        raise BadInput(
+            f"unknown failure category {command.category!r}",
+            hint=f"one of {', '.join(get_args(Failure))}",
+        )
+    return accept(
+        build(
+            AttemptFailed,
+            "failure",
+            attempt=attempt.id,
+            category=command.category,
+            detail=command.detail,
+            origin=command.origin,
+        )
+    )
 
 
 def decide_abandon(state: State, command: Abandon) -> Result:

@@ -99,8 +99,11 @@ def run_main(argv: list[str], env: dict[str, str] | None = None) -> Result:
 
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every file under custom/ (the lock files aside) and its bytes."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in _files(root / "custom")
-            if not p.name.endswith(".lock")}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in _files(root / "custom")
+        if not p.name.endswith(".lock")
+    }
 
 
 def _files(folder: Path) -> Iterator[Path]:
@@ -137,8 +140,22 @@ def activate(cli: Cli, op: str = OP) -> None:
 def frontend(cli: Cli, op: str = OP) -> None:
     """An activated op with a target sheet, in stage frontend with point F-1 open."""
     activate(cli, op)
-    cli.ok("target", op, "--baseline", "100us", "--shape", "32x32x1x256", "--target", "50us",
-           "--target-source", "spec", "--config", BASE_CONFIG, "--tool", "sim")
+    cli.ok(
+        "target",
+        op,
+        "--baseline",
+        "100us",
+        "--shape",
+        "32x32x1x256",
+        "--target",
+        "50us",
+        "--target-source",
+        "spec",
+        "--config",
+        BASE_CONFIG,
+        "--tool",
+        "sim",
+    )
     cli.ok("skill", "load", op, "pypto-op-perf-tune")
     cli.ok("stage", "enter", op, "frontend")
     cli.ok("skill", "load", op, "tune-frontend")
@@ -148,8 +165,14 @@ def frontend(cli: Cli, op: str = OP) -> None:
 def pending(cli: Cli, op: str = OP) -> str:
     """An op in frontend with one candidate pending; return its attempt id."""
     frontend(cli, op)
-    started = cli.ok("candidate", op, "--config", '{"vec_tile_shape":[1,8,1,32]}',
-                     "--prior", "kernels/softmax.py:12")
+    started = cli.ok(
+        "candidate",
+        op,
+        "--config",
+        '{"vec_tile_shape":[1,8,1,32]}',
+        "--prior",
+        "kernels/softmax.py:12",
+    )
     return str(started["attempt"])
 
 
@@ -170,8 +193,9 @@ def ambiguous_ledger(root: Path) -> tuple[str, str]:
     driver.verify(first, 90.0)
     payload = driver.decision(candidate(prior="prior", vec_tile_shape=vec(48))).events[0]
     parents, lamport = (driver.events[-1].id,), driver.events[-1].lamport + 1
-    record = to_record(seal(Draft(payload=payload, provenance=PROVENANCE), parents, lamport,
-                            (0, 1))[0])
+    record = to_record(
+        seal(Draft(payload=payload, provenance=PROVENANCE), parents, lamport, (0, 1))[0]
+    )
     for number in range(1, 10_000_000):
         record["payload"]["prior"] = f"prior {number}"
         if codec.encode_line(record)[0][:4] == first[:4]:

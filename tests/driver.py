@@ -16,8 +16,14 @@ from ledger.schema.events import Origin, OutputCheck, Payload
 from stages import Decision, Refusal, decide
 from stages import commands as cmd
 
-PROVENANCE = Provenance(at="2025-01-01T00:00:00.000000Z", tool="tune-ledger", version="test",
-                        host="test-host", pid=1, command="test")
+PROVENANCE = Provenance(
+    at="2025-01-01T00:00:00.000000Z",
+    tool="tune-ledger",
+    version="test",
+    host="test-host",
+    pid=1,
+    command="test",
+)
 IMPL = "impl-digest-1"
 REPORTED = Origin(level="reported")
 BASE_CONFIG: dict[str, Any] = {"vec_tile_shape": [1, 8, 1, 64], "unroll_list": [4, 1]}
@@ -59,8 +65,12 @@ class Driver:
         lamport = self.events[-1].lamport + 1 if self.events else 1
         sealed = []
         for index, payload in enumerate(payloads):
-            event, _line = seal(Draft(payload=payload, provenance=PROVENANCE), parents, lamport,
-                                (index, len(payloads)))
+            event, _line = seal(
+                Draft(payload=payload, provenance=PROVENANCE),
+                parents,
+                lamport,
+                (index, len(payloads)),
+            )
             sealed.append(event)
             self.events.append(event)
             evolve(self.state, event)
@@ -74,11 +84,17 @@ class Driver:
         assert len(started) == 1
         return attempt_id(started[0].id)
 
-    def verify(self, attempt: str, *times: float, ok: bool = True, layout: int = 0,
-               util: float | None = None, bubble: float | None = None) -> dict[str, Any]:
+    def verify(
+        self,
+        attempt: str,
+        *times: float,
+        ok: bool = True,
+        layout: int = 0,
+        util: float | None = None,
+        bubble: float | None = None,
+    ) -> dict[str, Any]:
         """Verify `attempt` with these times; return the verdict event's data."""
-        events = self.run(verify(attempt, *times, ok=ok, layout=layout, util=util,
-                                 bubble=bubble))
+        events = self.run(verify(attempt, *times, ok=ok, layout=layout, util=util, bubble=bubble))
         return next(e.data for e in events if e.type == "attempt.verdict")
 
     def replayed(self) -> State:
@@ -95,35 +111,64 @@ class Driver:
 
 def compare(digest: str = IMPL, ok: bool = True, name: str = "y") -> cmd.RecordCompare:
     """Tensor-compare evidence with one output."""
-    return cmd.RecordCompare(outputs=(OutputCheck(name=name, all_close=ok),),
-                             impl_path="custom/op/op_impl.py", impl_digest=digest,
-                             origin=REPORTED)
+    return cmd.RecordCompare(
+        outputs=(OutputCheck(name=name, all_close=ok),),
+        impl_path="custom/op/op_impl.py",
+        impl_digest=digest,
+        origin=REPORTED,
+    )
 
 
 def layout(digest: str = IMPL, code: int = 0) -> cmd.RecordLayout:
     """Layout evidence."""
-    return cmd.RecordLayout(exit_code=code, impl_path="custom/op/op_impl.py", impl_digest=digest,
-                            origin=REPORTED)
+    return cmd.RecordLayout(
+        exit_code=code, impl_path="custom/op/op_impl.py", impl_digest=digest, origin=REPORTED
+    )
 
 
-def sheet(baseline: float = 100.0, target: float = 50.0, config: dict[str, Any] | None = None,
-          samples: tuple[float, ...] = (), cube_m: int | None = None,
-          util: float | None = None, bubble: float | None = None) -> cmd.SetTarget:
+def sheet(
+    baseline: float = 100.0,
+    target: float = 50.0,
+    config: dict[str, Any] | None = None,
+    samples: tuple[float, ...] = (),
+    cube_m: int | None = None,
+    util: float | None = None,
+    bubble: float | None = None,
+) -> cmd.SetTarget:
     """A target sheet: baseline and target in µs."""
-    return cmd.SetTarget(baseline_us=baseline, shape="32x32x1x256", target_us=target,
-                         target_source="spec", source_ref="SPEC.md perf_target",
-                         config=dict(BASE_CONFIG if config is None else config),
-                         origin=Origin(level="reported", tool="analyze_perf.py"),
-                         cube_m=cube_m, baseline_samples_us=samples, util_pct=util,
-                         bubble_pct=bubble)
+    return cmd.SetTarget(
+        baseline_us=baseline,
+        shape="32x32x1x256",
+        target_us=target,
+        target_source="spec",
+        source_ref="SPEC.md perf_target",
+        config=dict(BASE_CONFIG if config is None else config),
+        origin=Origin(level="reported", tool="analyze_perf.py"),
+        cube_m=cube_m,
+        baseline_samples_us=samples,
+        util_pct=util,
+        bubble_pct=bubble,
+    )
 
 
-def verify(attempt: str, *times: float, ok: bool = True, layout: int = 0,
-           util: float | None = None, bubble: float | None = None) -> cmd.Verify:
+def verify(
+    attempt: str,
+    *times: float,
+    ok: bool = True,
+    layout: int = 0,
+    util: float | None = None,
+    bubble: float | None = None,
+) -> cmd.Verify:
     """The verifier's result for an attempt."""
-    return cmd.Verify(attempt=attempt, outputs=(OutputCheck(name="y", all_close=ok),),
-                      layout_exit=layout, times_us=tuple(times), origin=REPORTED,
-                      util_pct=util, bubble_pct=bubble)
+    return cmd.Verify(
+        attempt=attempt,
+        outputs=(OutputCheck(name="y", all_close=ok),),
+        layout_exit=layout,
+        times_us=tuple(times),
+        origin=REPORTED,
+        util_pct=util,
+        bubble_pct=bubble,
+    )
 
 
 def candidate(prior: str = "prior kernel", **config: Any) -> cmd.ProposeCandidate:

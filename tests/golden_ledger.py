@@ -17,10 +17,23 @@ from ledger.schema.events import Origin, OutputCheck
 from stages import Refusal, decide
 from stages import commands as cmd
 
-PROVENANCE = Provenance(at="2026-12-02T12:00:00.000000Z", tool="tune-ledger", version="0.1.0",
-                        host="golden", pid=1, command="tests/golden_ledger.py")
-MEASURED = Origin(level="measured", command="python -m tools.pypto.run ...", tool="pypto-sim",
-                  tool_version="0.2.0", exit_code=0, output_digest="ab" * 32, duration_s=1.5)
+PROVENANCE = Provenance(
+    at="2026-12-02T12:00:00.000000Z",
+    tool="tune-ledger",
+    version="0.1.0",
+    host="golden",
+    pid=1,
+    command="tests/golden_ledger.py",
+)
+MEASURED = Origin(
+    level="measured",
+    command="python -m tools.pypto.run ...",
+    tool="pypto-sim",
+    tool_version="0.2.0",
+    exit_code=0,
+    output_digest="ab" * 32,
+    duration_s=1.5,
+)
 IMPL_OLD, IMPL = "11" * 32, "22" * 32
 BASE = {"vec_tile_shape": [1, 4, 1, 64], "unroll_list": [1]}
 
@@ -39,55 +52,113 @@ def build() -> bytes:
         payloads = result.events
         if isinstance(result, Refusal) and not result.events:
             raise AssertionError(f"refused: {result}")
-        appended = store.append([Draft(p, PROVENANCE) for p in payloads],
-                                expected_head=store.read().head)
+        appended = store.append(
+            [Draft(p, PROVENANCE) for p in payloads], expected_head=store.read().head
+        )
         return [e.id for e in appended.events]
 
     def start(command: object) -> str:
         return attempt_id(run(command)[0])
 
     run(cmd.Init(op="golden"))
-    run(cmd.RecordCompare(outputs=(OutputCheck("y", False, 0.3),), impl_path="golden_impl.py",
-                          impl_digest=IMPL_OLD, origin=MEASURED))
-    run(cmd.RecordLayout(exit_code=0, impl_path="golden_impl.py", impl_digest=IMPL_OLD,
-                         origin=MEASURED))
+    run(
+        cmd.RecordCompare(
+            outputs=(OutputCheck("y", False, 0.3),),
+            impl_path="golden_impl.py",
+            impl_digest=IMPL_OLD,
+            origin=MEASURED,
+        )
+    )
+    run(
+        cmd.RecordLayout(
+            exit_code=0, impl_path="golden_impl.py", impl_digest=IMPL_OLD, origin=MEASURED
+        )
+    )
     run(cmd.Activate(impl_digest=IMPL_OLD))  # hand-back: activation.failed
-    run(cmd.RecordCompare(outputs=_ok(), impl_path="golden_impl.py", impl_digest=IMPL,
-                          origin=MEASURED))
-    run(cmd.RecordLayout(exit_code=0, impl_path="golden_impl.py", impl_digest=IMPL,
-                         origin=Origin(level="reported")))
+    run(
+        cmd.RecordCompare(
+            outputs=_ok(), impl_path="golden_impl.py", impl_digest=IMPL, origin=MEASURED
+        )
+    )
+    run(
+        cmd.RecordLayout(
+            exit_code=0,
+            impl_path="golden_impl.py",
+            impl_digest=IMPL,
+            origin=Origin(level="reported"),
+        )
+    )
     run(cmd.Activate(impl_digest=IMPL))
-    run(cmd.SetTarget(baseline_us=78.73, shape="32x32x1x256 fp32", target_us=5.0,
-                      target_source="spec", source_ref="SPEC.md perf_target", config=BASE,
-                      origin=MEASURED, metric="max_work_time_us",
-                      baseline_samples_us=(78.73,), util_pct=62.1, bubble_pct=37.9))
+    run(
+        cmd.SetTarget(
+            baseline_us=78.73,
+            shape="32x32x1x256 fp32",
+            target_us=5.0,
+            target_source="spec",
+            source_ref="SPEC.md perf_target",
+            config=BASE,
+            origin=MEASURED,
+            metric="max_work_time_us",
+            baseline_samples_us=(78.73,),
+            util_pct=62.1,
+            bubble_pct=37.9,
+        )
+    )
     run(cmd.SetPolicy(key="utilization_stop_stages", value=["incore"], reason="golden"))
     for skill in ("pypto-op-perf-tune", "perf-analyzer"):
         run(cmd.LoadSkill(name=skill))
     run(cmd.EnterStage(stage="frontend"))
     run(cmd.LoadSkill(name="tune-frontend"))
     run(cmd.OpenPoint(name="vec_tile_shape"))
-    first = start(cmd.ProposeCandidate(config={**BASE, "vec_tile_shape": [1, 16, 1, 64]},
-                                       prior="builtin: vec tiles in {16, 32, 64} \u2028 (U+2028)"))
-    run(cmd.Verify(attempt=first, outputs=_ok(), layout_exit=0, times_us=(25.17,),
-                   origin=MEASURED, util_pct=85.0, bubble_pct=6.8,
-                   metrics={"total_cycles": 49836.0}))
-    slow = start(cmd.ProposeCandidate(config={**BASE, "vec_tile_shape": [1, 32, 1, 64]},
-                                      prior="other op | with a pipe"))
-    run(cmd.Verify(attempt=slow, outputs=_ok(), layout_exit=0, times_us=(141.0,),
-                   origin=MEASURED))
+    first = start(
+        cmd.ProposeCandidate(
+            config={**BASE, "vec_tile_shape": [1, 16, 1, 64]},
+            prior="builtin: vec tiles in {16, 32, 64} \u2028 (U+2028)",
+        )
+    )
+    run(
+        cmd.Verify(
+            attempt=first,
+            outputs=_ok(),
+            layout_exit=0,
+            times_us=(25.17,),
+            origin=MEASURED,
+            util_pct=85.0,
+            bubble_pct=6.8,
+            metrics={"total_cycles": 49836.0},
+        )
+    )
+    slow = start(
+        cmd.ProposeCandidate(
+            config={**BASE, "vec_tile_shape": [1, 32, 1, 64]}, prior="other op | with a pipe"
+        )
+    )
+    run(cmd.Verify(attempt=slow, outputs=_ok(), layout_exit=0, times_us=(141.0,), origin=MEASURED))
     run(cmd.Relax(what="vec", limit=128, basis="[1,4,1,64] -> [1,16,1,64]: 3.13x faster"))
     grown = start(cmd.TryMutation(param="vec_tile_shape", value=[1, 16, 1, 128]))
-    run(cmd.Verify(attempt=grown, outputs=_ok(), layout_exit=0,
-                   times_us=(16.0, 16.1, 15.9, 16.05), origin=MEASURED))
+    run(
+        cmd.Verify(
+            attempt=grown,
+            outputs=_ok(),
+            layout_exit=0,
+            times_us=(16.0, 16.1, 15.9, 16.05),
+            origin=MEASURED,
+        )
+    )
     broken = start(cmd.TryMutation(param="unroll_list", value=[4, 1]))
-    run(cmd.Fail(attempt=broken, category="compile", detail="Run pass failed",
-                 origin=MEASURED))
+    run(cmd.Fail(attempt=broken, category="compile", detail="Run pass failed", origin=MEASURED))
     dropped = start(cmd.TryMutation(param="unroll_list", value=[2, 1]))
     run(cmd.Abandon(attempt=dropped, reason="interrupted"))
     wrong = start(cmd.TryMutation(param="unroll_list", value=[8, 1]))
-    run(cmd.Verify(attempt=wrong, outputs=(OutputCheck("y", False, 0.5),), layout_exit=0,
-                   times_us=(15.0,), origin=MEASURED))
+    run(
+        cmd.Verify(
+            attempt=wrong,
+            outputs=(OutputCheck("y", False, 0.5),),
+            layout_exit=0,
+            times_us=(15.0,),
+            origin=MEASURED,
+        )
+    )
     run(cmd.ClosePoint(name="vec_tile_shape", reason="golden: done"))
     run(cmd.AddNote(text="a note with \u00b5s and a newline\nin it"))
     run(cmd.ExitStage(stage="frontend", reason="points closed"))

@@ -48,8 +48,14 @@ def hexid(*parts: object, length: int = 32) -> str:
 
 def measurement(time_us: float, **kwargs: Any) -> Measurement:
     """A single-sample measurement."""
-    return Measurement(times_us=(time_us,), median_us=time_us, util_pct=kwargs.pop("util", None),
-                       bubble_pct=kwargs.pop("bubble", None), origin_level="measured", **kwargs)
+    return Measurement(
+        times_us=(time_us,),
+        median_us=time_us,
+        util_pct=kwargs.pop("util", None),
+        bubble_pct=kwargs.pop("bubble", None),
+        origin_level="measured",
+        **kwargs,
+    )
 
 
 def fresh(op: str = OP) -> State:
@@ -62,14 +68,24 @@ def activated(op: str = OP) -> State:
     state = fresh(op)
     impl = "sha256:" + hexid("impl", length=64)
     state.compare = Evidence(
-        event=hexid("compare"), impl_digest=impl, impl_path=f"custom/{op}/{op}_impl.py",
-        passed=True, outputs=[{"name": "out", "all_close": True, "max_diff": 1.25e-05},
-                              {"name": "lse", "all_close": True, "max_diff": 0.0}],
+        event=hexid("compare"),
+        impl_digest=impl,
+        impl_path=f"custom/{op}/{op}_impl.py",
+        passed=True,
+        outputs=[
+            {"name": "out", "all_close": True, "max_diff": 1.25e-05},
+            {"name": "lse", "all_close": True, "max_diff": 0.0},
+        ],
         origin_level="measured",
     )
-    state.layout = Evidence(event=hexid("layout"), impl_digest=impl,
-                            impl_path=f"custom/{op}/{op}_impl.py", passed=True, exit_code=0,
-                            origin_level="reported")
+    state.layout = Evidence(
+        event=hexid("layout"),
+        impl_digest=impl,
+        impl_path=f"custom/{op}/{op}_impl.py",
+        passed=True,
+        exit_code=0,
+        origin_level="reported",
+    )
     state.activated = True
     state.activation_digest = impl
     state.skills = ["pypto-op-perf-tune", "perf-analyzer"]
@@ -82,13 +98,19 @@ def with_sheet(op: str = OP, *, cube_m: int | None = 128) -> State:
     """Activated, with the target sheet written; the baseline is the best."""
     state = activated(op)
     state.target = TargetSheet(
-        event=hexid("target"), baseline_us=2000.0, shape="[1, 4096, 128]", target_us=500.0,
-        target_source="spec", source_ref="SPEC.md: perf_target 0.5 ms", metric="time",
-        cube_m=cube_m, tool="perf-analyzer/scripts/analyze_perf.py", origin_level="measured",
+        event=hexid("target"),
+        baseline_us=2000.0,
+        shape="[1, 4096, 128]",
+        target_us=500.0,
+        target_source="spec",
+        source_ref="SPEC.md: perf_target 0.5 ms",
+        metric="time",
+        cube_m=cube_m,
+        tool="perf-analyzer/scripts/analyze_perf.py",
+        origin_level="measured",
     )
     state.measured_configs[canonical_json(BASELINE_CONFIG)] = "baseline"
-    state.best = Best(config=dict(BASELINE_CONFIG), measurement=measurement(2000.0),
-                      attempt=None)
+    state.best = Best(config=dict(BASELINE_CONFIG), measurement=measurement(2000.0), attempt=None)
     state.event_count = 5
     state.last_event = hexid("target")
     return state
@@ -101,10 +123,14 @@ def campaign(attempts: int, seed: int = 7, op: str = OP, horizon: int | None = N
     same horizon agree on every attempt they share.
     """
     state = with_sheet(op)
-    state.relaxations.append(Relaxation(
-        event=hexid("relax"), what="vec", limit=128,
-        basis="swimlane shows vec units idle 40% at 64 | see perf/run-12",
-    ))
+    state.relaxations.append(
+        Relaxation(
+            event=hexid("relax"),
+            what="vec",
+            limit=128,
+            basis="swimlane shows vec units idle 40% at 64 | see perf/run-12",
+        )
+    )
     rng = random.Random(seed)
     plan = _stage_plan(max(attempts, horizon or attempts))
     point: Point | None = None
@@ -133,8 +159,14 @@ def campaign(attempts: int, seed: int = 7, op: str = OP, horizon: int | None = N
             state.open_point = point.name
             events += 1
         kind = "candidate" if point.candidates < 6 else "mutation"
-        attempt = Attempt(id=hexid("attempt", seq, length=12), seq=seq, kind=kind, stage=stage,
-                          point=point.name, config={})
+        attempt = Attempt(
+            id=hexid("attempt", seq, length=12),
+            seq=seq,
+            kind=kind,
+            stage=stage,
+            point=point.name,
+            config={},
+        )
         if kind == "candidate":
             attempt.prior = rng.choice(["ops/flash_attn", "ops/layernorm", "ledger:gelu"])
             attempt.config = dict(best_config)
@@ -163,15 +195,15 @@ def campaign(attempts: int, seed: int = 7, op: str = OP, horizon: int | None = N
                 time_us, verdict = best_us * rng.uniform(0.995, 1.005), "no-gain"
             else:
                 time_us, verdict = best_us * rng.uniform(1.03, 1.6), "rollback"
-            attempt.measurement = measurement(round(time_us, 3), util=round(rng.uniform(40, 79),
-                                                                            1))
+            attempt.measurement = measurement(round(time_us, 3), util=round(rng.uniform(40, 79), 1))
             attempt.verdict = verdict
             attempt.compared_us = best_us
             events += 3
             if verdict == "adopt":
                 best_us, best_config = time_us, attempt.config
-                state.best = Best(config=attempt.config, measurement=attempt.measurement,
-                                  attempt=attempt.id)
+                state.best = Best(
+                    config=attempt.config, measurement=attempt.measurement, attempt=attempt.id
+                )
                 state.adopted.append(attempt.id)
                 if kind == "mutation":
                     point.streak = 0
@@ -187,8 +219,10 @@ def campaign(attempts: int, seed: int = 7, op: str = OP, horizon: int | None = N
 def _stage_plan(horizon: int) -> list[str]:
     frontend = (horizon * 4 + 9) // 10
     swimlane = (horizon * 35 + 99) // 100
-    return ["frontend"] * frontend + ["swimlane"] * swimlane + ["incore"] * (
-        horizon - frontend - swimlane
+    return (
+        ["frontend"] * frontend
+        + ["swimlane"] * swimlane
+        + ["incore"] * (horizon - frontend - swimlane)
     )
 
 
@@ -217,8 +251,9 @@ def hostile(state: State, text: str = HOSTILE) -> State:
     state.target.tool = text
     state.compare.impl_path = text
     state.compare.outputs.append({"name": text, "all_close": True, "max_diff": None})
-    state.relaxations.append(Relaxation(event=hexid("relax2"), what="cube", limit=[text],
-                                        basis=text))
+    state.relaxations.append(
+        Relaxation(event=hexid("relax2"), what="cube", limit=[text], basis=text)
+    )
     state.notes.extend([text, text + " again"])
     state.stopped, state.stop_detail = "user", text
     state.conflicts.append(text)
@@ -231,14 +266,30 @@ def hostile(state: State, text: str = HOSTILE) -> State:
             attempt.value = {text: [text]}
         attempt.config = {**attempt.config, text: text}
     seq = len(state.attempts) + 1
-    algorithm = Attempt(id=hexid("algo", length=12), seq=seq, kind="algorithm",
-                        stage="algorithm", point=None, config=dict(BASELINE_CONFIG),
-                        description=text, impl_digest="sha256:" + hexid("algo-impl"),
-                        status="failed", verdict="rollback", failure="compile", detail=text)
+    algorithm = Attempt(
+        id=hexid("algo", length=12),
+        seq=seq,
+        kind="algorithm",
+        stage="algorithm",
+        point=None,
+        config=dict(BASELINE_CONFIG),
+        description=text,
+        impl_digest="sha256:" + hexid("algo-impl"),
+        status="failed",
+        verdict="rollback",
+        failure="compile",
+        detail=text,
+    )
     state.attempts[algorithm.id] = algorithm
-    pending = Attempt(id=hexid("pending", length=12), seq=seq + 1, kind="algorithm",
-                      stage="algorithm", point=None, config=dict(BASELINE_CONFIG),
-                      description=text)
+    pending = Attempt(
+        id=hexid("pending", length=12),
+        seq=seq + 1,
+        kind="algorithm",
+        stage="algorithm",
+        point=None,
+        config=dict(BASELINE_CONFIG),
+        description=text,
+    )
     state.attempts[pending.id] = pending
     state.pending = pending.id
     if state.best is not None:

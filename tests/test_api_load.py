@@ -57,7 +57,17 @@ def test_a_keyed_verify_replays_the_ledger_once(cli: Cli, monkeypatch: pytest.Mo
         return original(self, sink)  # type: ignore[arg-type]
 
     monkeypatch.setattr(FileStore, "stream", counted)
-    result = cli("verify", OP, attempt, "--output", "y=true", "--layout-exit", "0",
-                 "--time", "90us", key="k1")
+    result = cli(
+        "verify",
+        OP,
+        attempt,
+        "--output",
+        "y=true",
+        "--layout-exit",
+        "0",
+        "--time",
+        "90us",
+        key="k1",
+    )
     assert result.code == 0, result.stdout
     assert len(streams) == 1

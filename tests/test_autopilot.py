@@ -27,26 +27,43 @@ ADAPTER_ARGS = "--verify-passes graph"
 
 def _root(tmp_path: Path, name: str) -> Path:
     root = tmp_path / name
-    shutil.copytree(REPO / "custom" / "softmax", root / "custom" / "softmax",
-                    ignore=shutil.ignore_patterns("events.jsonl*", "MEMORY.md", "*report*"))
+    shutil.copytree(
+        REPO / "custom" / "softmax",
+        root / "custom" / "softmax",
+        ignore=shutil.ignore_patterns("events.jsonl*", "MEMORY.md", "*report*"),
+    )
     return root
 
 
 def _command(root: Path) -> list[str]:
-    return [sys.executable, "-m", "tools.autopilot", "--root", str(root), "--op", "softmax",
-            "--max-attempts", str(BUDGET), "--adapter-args", ADAPTER_ARGS]
+    return [
+        sys.executable,
+        "-m",
+        "tools.autopilot",
+        "--root",
+        str(root),
+        "--op",
+        "softmax",
+        "--max-attempts",
+        str(BUDGET),
+        "--adapter-args",
+        ADAPTER_ARGS,
+    ]
 
 
 def _run(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_command(root), cwd=REPO, capture_output=True, text=True,
-                          timeout=1800, check=False)
+    return subprocess.run(
+        _command(root), cwd=REPO, capture_output=True, text=True, timeout=1800, check=False
+    )
 
 
 def _history(root: Path) -> list[tuple[Any, ...]]:
     """What happened, without ids and times: each attempt's change, verdict and failure."""
     state = OpLedger(root, "softmax").load().state
-    rows = [(a.kind, a.config, a.verdict, a.failure, a.status)
-            for a in sorted(state.attempts.values(), key=lambda a: a.seq)]
+    rows = [
+        (a.kind, a.config, a.verdict, a.failure, a.status)
+        for a in sorted(state.attempts.values(), key=lambda a: a.seq)
+    ]
     return [*rows, ("best", state.best.config if state.best else None, state.stopped)]
 
 
@@ -65,8 +82,10 @@ def test_a_small_campaign_stops_within_budget_and_audits_clean(uninterrupted: Pa
     assert state.activated and state.target is not None
     assert len(state.attempts) == BUDGET
     assert state.stopped == "user"
-    assert all(a.measurement is None or a.measurement.origin_level == "measured"
-               for a in state.attempts.values())
+    assert all(
+        a.measurement is None or a.measurement.origin_level == "measured"
+        for a in state.attempts.values()
+    )
     assert state.best is not None and state.best.time_us <= state.target.baseline_us
     assert all(a.failure is None for a in state.attempts.values())  # feasible tiles only
     assert (ledger.dir / "softmax_tuning_report.md").exists()
@@ -79,8 +98,13 @@ def test_a_killed_campaign_resumes_to_the_same_end(uninterrupted: Path, tmp_path
     """Killed while an attempt is pending, a rerun ends where an uninterrupted run ends."""
     root = _root(tmp_path, "killed")
     ledger_file = root / "custom" / "softmax" / "events.jsonl"
-    process = subprocess.Popen(_command(root), cwd=REPO, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        _command(root),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline and process.poll() is None:
         if ledger_file.exists() and b'"attempt.started"' in ledger_file.read_bytes():

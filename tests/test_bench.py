@@ -12,8 +12,18 @@ from ledger.log.store import MemoryStore
 from ledger.shell import audit
 from tools.bench import floors, generate, run
 
-FIGURE_KEYS = {"what", "value", "reference", "reference_is", "unit", "ratio", "ratio_is",
-               "goal", "met", "noise"}
+FIGURE_KEYS = {
+    "what",
+    "value",
+    "reference",
+    "reference_is",
+    "unit",
+    "ratio",
+    "ratio_is",
+    "goal",
+    "met",
+    "noise",
+}
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +104,7 @@ def test_the_append_floor_writes_the_very_bytes_the_store_wrote(tmp_path: Path) 
     data = generate.generate_bytes(seed=3, events=300)
     append = floors.DurableAppend(tmp_path / "floor.jsonl")
     try:
-        for chunk in (data[:data.index(b"\n") + 1], data[data.index(b"\n") + 1:]):
+        for chunk in (data[: data.index(b"\n") + 1], data[data.index(b"\n") + 1 :]):
             assert append(floors.records_of(chunk)) > 0
     finally:
         append.close()
@@ -122,8 +132,13 @@ def test_memory_figures_report_size_time_and_change(tmp_path: Path) -> None:
 def test_the_autopilot_share_is_a_todo_until_a_log_is_given(tmp_path: Path) -> None:
     assert run.autopilot_share(None)["status"] == "todo"
     log = tmp_path / "autopilot.log"
-    timing = {"wall_s": 100.0, "ledger_s": 2.0, "pypto_s": 95.0, "pypto_runs": 40,
-              "ledger_share": 0.02}
+    timing = {
+        "wall_s": 100.0,
+        "ledger_s": 2.0,
+        "pypto_s": 95.0,
+        "pypto_runs": 40,
+        "ledger_share": 0.02,
+    }
     log.write_text("attempt 1 ...\n" + json.dumps({"op": "x", "timing": timing}) + "\n")
     share = run.autopilot_share(log)
     assert share["ratio"] == 0.02 and share["value"] == 2.0 and share["met"] is True
@@ -143,6 +158,9 @@ def test_the_optuna_anchor_holds_the_same_trials(tiny: Path, tmp_path: Path) -> 
 
 
 def test_goals_are_collected_from_nested_figures() -> None:
-    figures = {"a": {"goal": "≤ 1", "met": True},
-               "memory": {"size": {"goal": "≤ 1", "met": False}}, "todo": {"value": None}}
+    figures = {
+        "a": {"goal": "≤ 1", "met": True},
+        "memory": {"size": {"goal": "≤ 1", "met": False}},
+        "todo": {"value": None},
+    }
     assert run._goals(figures) == {"a": True, "memory.size": False}

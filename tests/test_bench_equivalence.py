@@ -7,8 +7,25 @@ from hypothesis import strategies as st
 
 from stages.retry import _similar, normalize_idea, similarity
 
-_WORDS = ("fuse", "split", "the", "loop", "into", "two", "passes", "cache", "row", "max",
-          "online", "softmax", "tile", "rows", "a", "b", "k")
+_WORDS = (
+    "fuse",
+    "split",
+    "the",
+    "loop",
+    "into",
+    "two",
+    "passes",
+    "cache",
+    "row",
+    "max",
+    "online",
+    "softmax",
+    "tile",
+    "rows",
+    "a",
+    "b",
+    "k",
+)
 _IDEAS = st.lists(st.sampled_from(_WORDS), min_size=0, max_size=12).map(" ".join)
 
 

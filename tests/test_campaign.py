@@ -26,8 +26,9 @@ def _frontend(driver: Driver) -> None:
     driver.run(cmd.OpenPoint(name="F-1"))
     times = {32: 92.0, 16: None, 48: 85.0, 8: 97.0, 24: 88.0}
     for width, time in times.items():
-        attempt = driver.start(candidate(prior=f"production kernel {width}",
-                                         vec_tile_shape=vec(width)))
+        attempt = driver.start(
+            candidate(prior=f"production kernel {width}", vec_tile_shape=vec(width))
+        )
         if time is None:
             driver.run(cmd.Fail(attempt=attempt, category="compile"))
         else:
@@ -48,8 +49,9 @@ def _swimlane_and_incore(driver: Driver, incore_time: float) -> None:
     driver.run(cmd.EnterStage(stage="swimlane"))
     driver.run(cmd.LoadSkill(name="tune-swimlane"))
     driver.run(cmd.OpenPoint(name="S-3"))
-    adopted = driver.verify(driver.start(cmd.TryMutation(param="stitch_function_max_num",
-                                                         value=64)), 70.0)
+    adopted = driver.verify(
+        driver.start(cmd.TryMutation(param="stitch_function_max_num", value=64)), 70.0
+    )
     assert adopted["verdict"] == "adopt"
     driver.run(cmd.ClosePoint(name="S-3", reason="stitch tuned"))
     driver.run(cmd.ExitStage(stage="swimlane"))
@@ -57,8 +59,9 @@ def _swimlane_and_incore(driver: Driver, incore_time: float) -> None:
     driver.run(cmd.EnterStage(stage="incore"))
     driver.run(cmd.LoadSkill(name="tune-incore"))
     driver.run(cmd.OpenPoint(name="I-2"))
-    driver.verify(driver.start(cmd.TryMutation(param="vec_nbuffer_setting", value={"-1": 2})),
-                  incore_time)
+    driver.verify(
+        driver.start(cmd.TryMutation(param="vec_nbuffer_setting", value={"-1": 2})), incore_time
+    )
 
 
 def test_a_campaign_from_init_to_the_target() -> None:
@@ -68,7 +71,11 @@ def test_a_campaign_from_init_to_the_target() -> None:
     assert driver.state.stopped == "target-reached"
     assert driver.state.best is not None and driver.state.best.time_us == 48.0
     assert [driver.state.attempts[a].kind for a in driver.state.adopted] == [
-        "candidate", "candidate", "mutation", "mutation"]
+        "candidate",
+        "candidate",
+        "mutation",
+        "mutation",
+    ]
     assert allowed(driver.state) == []
     with pytest.raises(CampaignStopped):
         driver.run(cmd.ExitStage(stage="incore", by_user=True))
@@ -89,16 +96,24 @@ def test_a_campaign_that_needs_the_algorithm_stage() -> None:
     driver.run(cmd.EnterStage(stage="algorithm"))
     assert allowed(driver.state) == ["skill unload", "stage exit", "try", "stop"]
 
-    idea = cmd.TryAlgorithm(description="Compute max and sum in one pass (online softmax)",
-                            impl_digest="impl-online")
+    idea = cmd.TryAlgorithm(
+        description="Compute max and sum in one pass (online softmax)", impl_digest="impl-online"
+    )
     failed = driver.start(idea)
     assert in_flight(driver.state).attempt is not None
     assert driver.verify(failed, 80.0)["verdict"] == "rollback"
     with pytest.raises(RetryRefusal):
-        driver.run(cmd.TryAlgorithm(description="compute max & sum in one pass: online softmax",
-                                    impl_digest="impl-online-2"))
-    better = driver.start(cmd.TryAlgorithm(description="keep each row resident in UB for exp",
-                                           impl_digest="impl-resident"))
+        driver.run(
+            cmd.TryAlgorithm(
+                description="compute max & sum in one pass: online softmax",
+                impl_digest="impl-online-2",
+            )
+        )
+    better = driver.start(
+        cmd.TryAlgorithm(
+            description="keep each row resident in UB for exp", impl_digest="impl-resident"
+        )
+    )
     events = driver.run(verify(better, 45.0))
     assert [e.type for e in events][-1] == "campaign.stopped"
     assert driver.state.stopped == "target-reached"

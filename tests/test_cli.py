@@ -9,14 +9,47 @@ from ledger.projections import views
 
 # DESIGN §5's synopses: the names are fixed.
 DESIGN_COMMANDS = [
-    "init", "evidence compare", "evidence layout", "activate", "target", "relax", "skill load",
-    "skill unload", "stage enter", "stage exit", "point open", "point close", "candidate", "try",
-    "verify", "fail", "abandon", "stop", "status", "resume", "log", "report", "audit", "render",
-    "check", "priors",
+    "init",
+    "evidence compare",
+    "evidence layout",
+    "activate",
+    "target",
+    "relax",
+    "skill load",
+    "skill unload",
+    "stage enter",
+    "stage exit",
+    "point open",
+    "point close",
+    "candidate",
+    "try",
+    "verify",
+    "fail",
+    "abandon",
+    "stop",
+    "status",
+    "resume",
+    "log",
+    "report",
+    "audit",
+    "render",
+    "check",
+    "priors",
 ]
 
-STATUS_KEYS = {"op", "activated", "target_sheet", "stage", "skills", "pending", "best",
-               "target_us", "stopped", "points", "allowed"}
+STATUS_KEYS = {
+    "op",
+    "activated",
+    "target_sheet",
+    "stage",
+    "skills",
+    "pending",
+    "best",
+    "target_us",
+    "stopped",
+    "points",
+    "allowed",
+}
 
 
 def _name(args: list[str]) -> str:
@@ -31,8 +64,19 @@ def test_every_design_command_runs_and_prints_one_json_object(cli: Cli) -> None:
     first = cli.ok("verify", OP, attempt, "--run", f"{measure} 90")
     assert (first["verdict"], first["failure"], first["attempt"]) == ("adopt", None, attempt)
     cli.ok("try", OP, "--set", "vec_tile_shape=[1,8,1,16]")
-    slower = cli.ok("verify", OP, "pending", "--output", "y=true", "--layout-exit", "0",
-                    "--time", "0.095ms", "--time", "95us")
+    slower = cli.ok(
+        "verify",
+        OP,
+        "pending",
+        "--output",
+        "y=true",
+        "--layout-exit",
+        "0",
+        "--time",
+        "0.095ms",
+        "--time",
+        "95us",
+    )
     assert slower["verdict"] == "rollback"
     cli.ok("try", OP, "--set", "vec_tile_shape=[1,8,1,48]")
     assert cli.ok("fail", OP, "pending", "--category", "compile")["verdict"] == "rollback"
@@ -80,7 +124,11 @@ def test_status_json_has_the_design_keys(cli: Cli) -> None:
     fresh = cli.ok("status", OP)
     assert set(fresh) >= STATUS_KEYS
     assert (fresh["activated"], fresh["target_sheet"], fresh["best"], fresh["stopped"]) == (
-        False, False, None, None)
+        False,
+        False,
+        None,
+        None,
+    )
     assert fresh["allowed"] == ["evidence compare", "evidence layout"]
     attempt = pending(cli, "other")
     data = cli.ok("status", "other")
@@ -93,13 +141,22 @@ def test_status_json_has_the_design_keys(cli: Cli) -> None:
     assert "verify" in data["allowed"] and "candidate" not in data["allowed"]
 
 
-@pytest.mark.parametrize("text", ["71.1us", "0.0711ms", "7.11e-5s", "0.0711", "71100ns",
-                                  "71.1 µs"])
+@pytest.mark.parametrize("text", ["71.1us", "0.0711ms", "7.11e-5s", "0.0711", "71100ns", "71.1 µs"])
 def test_times_accept_units_and_a_bare_number_is_ms(cli: Cli, text: str) -> None:
     """Every spelling of 71.1 µs gives baseline_us 71.1 (JSON times are in µs)."""
     activate(cli)
-    out = cli.ok("target", OP, "--baseline", text, "--shape", "s", "--target", "35.55us",
-                 "--target-source", "spec")
+    out = cli.ok(
+        "target",
+        OP,
+        "--baseline",
+        text,
+        "--shape",
+        "s",
+        "--target",
+        "35.55us",
+        "--target-source",
+        "spec",
+    )
     assert out["baseline_us"] == pytest.approx(71.1)
     assert out["required_speedup"] == pytest.approx(2.0)
 
@@ -150,8 +207,16 @@ def test_exit_4_names_the_earlier_attempt_and_its_outcome(cli: Cli) -> None:
     _assert_refusal(result.json, 4, "R9")
     assert attempt in result.json["error"] and "adopt" in result.json["error"]
     assert snapshot(cli.root) == before
-    again = cli("candidate", OP, "--config", '{"vec_tile_shape":[1,8,1,32]}', "--prior", "x",
-                "--override-retry", "host was noisy")
+    again = cli(
+        "candidate",
+        OP,
+        "--config",
+        '{"vec_tile_shape":[1,8,1,32]}',
+        "--prior",
+        "x",
+        "--override-retry",
+        "host was noisy",
+    )
     assert again.code == 0
 
 
@@ -177,12 +242,14 @@ def test_exit_6_after_stop_refuses_tuning_steps_but_views_still_work(cli: Cli) -
     pending(cli)
     cli.ok("stop", OP, "--reason", "the user has what they need")
     before = snapshot(cli.root)
-    for args in (["try", OP, "--set", "vec_tile_shape=[1,8,1,16]"],
-                 ["candidate", OP, "--config", "{}", "--prior", "p"],
-                 ["verify", OP, "pending", "--output", "y=true", "--layout-exit", "0",
-                  "--time", "1"],
-                 ["stage", "enter", OP, "swimlane"], ["skill", "load", OP, "perf-analyzer"],
-                 ["point", "open", OP, "F-2"]):
+    for args in (
+        ["try", OP, "--set", "vec_tile_shape=[1,8,1,16]"],
+        ["candidate", OP, "--config", "{}", "--prior", "p"],
+        ["verify", OP, "pending", "--output", "y=true", "--layout-exit", "0", "--time", "1"],
+        ["stage", "enter", OP, "swimlane"],
+        ["skill", "load", OP, "perf-analyzer"],
+        ["point", "open", OP, "F-2"],
+    ):
         result = cli(*args)
         assert result.code == 6, (args, result)
         _assert_refusal(result.json, 6, "R10")
@@ -213,8 +280,9 @@ def test_exit_7_for_a_damaged_ledger_names_file_and_line(cli: Cli) -> None:
     assert snapshot(cli.root) == before
 
 
-def test_exit_1_for_a_bug_is_one_line_without_traceback(cli: Cli,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exit_1_for_a_bug_is_one_line_without_traceback(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An unexpected exception becomes exit 1 with its cause, never a traceback."""
     new_op(cli)
 
@@ -229,7 +297,8 @@ def test_exit_1_for_a_bug_is_one_line_without_traceback(cli: Cli,
     human = cli("status", OP, as_json=False)
     assert human.code == 1
     assert human.stderr.splitlines()[0] == (
-        "unexpected error (a bug): RuntimeError: status view exploded")
+        "unexpected error (a bug): RuntimeError: status view exploded"
+    )
     assert "Traceback" not in human.stderr + human.stdout
 
 
@@ -259,8 +328,18 @@ def test_root_comes_from_the_environment(cli: Cli) -> None:
 def test_human_output_is_readable_text_on_stdout(cli: Cli) -> None:
     """Without --json, results are short sentences on stdout, not JSON."""
     attempt = pending(cli)
-    result = cli("verify", OP, attempt, "--output", "y=true", "--layout-exit", "0",
-                 "--time", "90us", as_json=False)
+    result = cli(
+        "verify",
+        OP,
+        attempt,
+        "--output",
+        "y=true",
+        "--layout-exit",
+        "0",
+        "--time",
+        "90us",
+        as_json=False,
+    )
     assert result.code == 0 and result.stderr == ""
     assert result.stdout.startswith(f"attempt {attempt}: adopt, 90.00 µs vs best 100.00 µs")
     status = cli("status", OP, as_json=False)

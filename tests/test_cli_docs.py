@@ -18,8 +18,9 @@ from ledger.cli import cli
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[
-        tuple[tuple[str, ...], click.Command]]:
+def _commands(
+    group: click.Group, prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], click.Command]]:
     # Through list_commands/get_command, as click does: `cli` imports its commands lazily.
     context = click.Context(group)
     for name in group.list_commands(context):
@@ -54,8 +55,9 @@ def test_every_command_has_help(path: tuple[str, ...]) -> None:
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[" ".join(p) for p in PATHS])
 def test_every_option_has_help(path: tuple[str, ...], command: click.Command) -> None:
     """Each option says what it is for (arguments are named in the usage line)."""
-    undocumented = [p.name for p in command.params
-                    if isinstance(p, click.Option) and not (p.help or "").strip()]
+    undocumented = [
+        p.name for p in command.params if isinstance(p, click.Option) and not (p.help or "").strip()
+    ]
     assert undocumented == [], f"{' '.join(path)}: options without help: {undocumented}"
 
 
@@ -83,8 +85,15 @@ def test_every_command_is_in_the_readme() -> None:
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("TUNE_LEDGER_ROOT", None)
-    return subprocess.run([sys.executable, "-m", "ledger", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "ledger", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.mark.slow
@@ -109,8 +118,15 @@ def test_a_real_process_keeps_the_contract(tmp_path: Path) -> None:
     assert refused.stderr.startswith("R1: ")
     bad = _run("--json", "evidence", "layout", "op1", "--exit-code", "zero", cwd=tmp_path)
     assert bad.returncode == 2 and json.loads(bad.stdout)["code"] == 2
-    layout = _run("--json", "evidence", "layout", "op1", "--run",
-                  f"{sys.executable} -c 'raise SystemExit(4)'", cwd=tmp_path)
+    layout = _run(
+        "--json",
+        "evidence",
+        "layout",
+        "op1",
+        "--run",
+        f"{sys.executable} -c 'raise SystemExit(4)'",
+        cwd=tmp_path,
+    )
     assert json.loads(layout.stdout)["exit_code"] == 4
     events = (tmp_path / "custom" / "op1" / "events.jsonl").read_text().splitlines()
     command = json.loads(events[-1])["provenance"]["command"]

@@ -18,8 +18,11 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cli = Cli(root)
     pending(cli)
     activate(cli, FRESH)
-    measurement = {"times_us": [90.0], "layout_exit": 0,
-                   "outputs": [{"name": "y", "all_close": True}]}
+    measurement = {
+        "times_us": [90.0],
+        "layout_exit": 0,
+        "outputs": [{"name": "y", "all_close": True}],
+    }
     _write(root / "ok.json", measurement)
     _write(root / "list.json", [measurement])
     (root / "broken.json").write_text('{"times_us": [1', "utf-8")
@@ -28,8 +31,9 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _write(root / "words.json", {**measurement, "times_us": ["fast"]})
     (root / "nan.json").write_text(json.dumps(measurement).replace("90.0", "NaN"), "utf-8")
     _write(root / "util.json", {**measurement, "util_pct": 150})
-    _write(root / "string-bool.json",
-           {**measurement, "outputs": [{"name": "y", "all_close": "false"}]})
+    _write(
+        root / "string-bool.json", {**measurement, "outputs": [{"name": "y", "all_close": "false"}]}
+    )
     _write(root / "no-layout.json", {k: v for k, v in measurement.items() if k != "layout_exit"})
     _write(root / "no-times.json", {k: v for k, v in measurement.items() if k != "times_us"})
     _write(root / "adapter-error.json", {"error": "unknown knob 'vec_tile'"})
@@ -159,10 +163,12 @@ BAD_INPUT: list[tuple[list[str], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("args", "fragment"), BAD_INPUT,
-                         ids=[" ".join(a)[:60] for a, _ in BAD_INPUT])
+@pytest.mark.parametrize(
+    ("args", "fragment"), BAD_INPUT, ids=[" ".join(a)[:60] for a, _ in BAD_INPUT]
+)
 def test_bad_input_exits_2_with_a_clear_message_and_writes_nothing(
-        seeded: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], fragment: str) -> None:
+    seeded: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], fragment: str
+) -> None:
     """Exit 2, one JSON error naming the problem and the next step; no byte changed."""
     monkeypatch.chdir(seeded)
     cli = Cli(seeded)

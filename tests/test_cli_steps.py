@@ -44,8 +44,12 @@ def test_verify_run_that_reports_a_wrong_output_is_an_accuracy_failure(cli: Cli)
 def test_verify_from_json_and_perf_dir_record_an_artefact_provenance(cli: Cli) -> None:
     """--from-json FILE and --perf-dir DIR (DIR/measurement.json) record the file's digest."""
     attempt = pending(cli)
-    doc = {"times_us": [95.0, 96.0, 94.0], "layout_exit": 0, "tool": "pypto-sim",
-           "outputs": [{"name": "y", "all_close": True, "max_diff": 1e-6}]}
+    doc = {
+        "times_us": [95.0, 96.0, 94.0],
+        "layout_exit": 0,
+        "tool": "pypto-sim",
+        "outputs": [{"name": "y", "all_close": True, "max_diff": 1e-6}],
+    }
     (cli.root / "m.json").write_text(json.dumps(doc), "utf-8")
     out = cli.ok("verify", OP, attempt, "--from-json", str(cli.root / "m.json"))
     assert out["verdict"] == "adopt" and out["time_us"] == 95.0
@@ -70,9 +74,12 @@ def test_audit_summarizes_measured_artefact_and_reported_provenance(cli: Cli) ->
     measure = cli.script("measure.py", MEASURE)
     cli.ok("verify", OP, attempt, "--run", f"{measure} 90")
     cli.ok("try", OP, "--set", "vec_tile_shape=[1,8,1,16]")
-    (cli.root / "m.json").write_text(json.dumps(
-        {"times_us": [95.0], "layout_exit": 0, "outputs": [{"name": "y", "all_close": True}]}),
-        "utf-8")
+    (cli.root / "m.json").write_text(
+        json.dumps(
+            {"times_us": [95.0], "layout_exit": 0, "outputs": [{"name": "y", "all_close": True}]}
+        ),
+        "utf-8",
+    )
     cli.ok("verify", OP, "pending", "--from-json", str(cli.root / "m.json"))
     audit = cli.ok("audit", OP)["ops"][0]
     assert audit["provenance"] == {"measured": 1, "artefact": 1, "reported": 3}
@@ -108,11 +115,14 @@ def test_verify_run_past_its_timeout_records_a_timeout_failure(cli: Cli) -> None
 def test_verify_run_that_reports_a_compile_failure_records_it(cli: Cli) -> None:
     """A measurement document with `failure: compile` becomes that failure."""
     attempt = pending(cli)
-    compile_error = cli.script("compile.py", """
+    compile_error = cli.script(
+        "compile.py",
+        """
         import json
         print(json.dumps({"failure": {"category": "compile", "detail": "tile too big"}}))
         raise SystemExit(3)
-    """)
+    """,
+    )
     out = cli.ok("verify", OP, attempt, "--run", compile_error)
     assert (out["verdict"], out["failure"]) == ("rollback", "compile")
     assert _last(cli, "attempt.failed")["detail"] == "tile too big"
@@ -136,11 +146,14 @@ def test_evidence_layout_run_records_the_real_exit_code(cli: Cli) -> None:
 def test_evidence_compare_run_reads_outputs_and_binds_the_implementation(cli: Cli) -> None:
     """evidence compare --run: outputs from the JSON the command prints, impl digest recorded."""
     new_op(cli)
-    compare = cli.script("compare.py", """
+    compare = cli.script(
+        "compare.py",
+        """
         import json
         print(json.dumps({"outputs": [{"name": "y", "all_close": True, "max_diff": 0.0},
                                       {"name": "amax", "all_close": False, "max_diff": 0.5}]}))
-    """)
+    """,
+    )
     out = cli.ok("evidence", "compare", OP, "--run", compare)
     assert out["passed"] is False
     evidence = _last(cli, "evidence.compare")
@@ -183,15 +196,26 @@ def test_evidence_for_an_older_implementation_does_not_activate(cli: Cli) -> Non
 def test_a_retried_key_returns_the_original_result_and_appends_nothing(cli: Cli) -> None:
     """Same key, same arguments: the original output (replayed) and not one byte more."""
     activate(cli)
-    args = ["target", OP, "--baseline", "100us", "--shape", "s", "--target", "50us",
-            "--target-source", "spec"]
+    args = [
+        "target",
+        OP,
+        "--baseline",
+        "100us",
+        "--shape",
+        "s",
+        "--target",
+        "50us",
+        "--target-source",
+        "spec",
+    ]
     first = cli.ok(*args, key="agent-42")
     before = snapshot(cli.root)
     again = cli.ok(*args, key="agent-42")
     assert snapshot(cli.root) == before
     assert again["replayed"] is True and first["replayed"] is False
     assert {k: v for k, v in again.items() if k != "replayed"} == {
-        k: v for k, v in first.items() if k != "replayed"}
+        k: v for k, v in first.items() if k != "replayed"
+    }
 
 
 def test_the_same_key_with_other_arguments_exits_2(cli: Cli) -> None:
@@ -210,13 +234,16 @@ def test_a_retried_verify_run_does_not_run_the_verifier_again(cli: Cli) -> None:
     """The key is matched before --run: the verifier ran once, the verdict is the original."""
     attempt = pending(cli)
     counter = cli.root / "runs.txt"
-    verifier = cli.script("counting.py", f"""
+    verifier = cli.script(
+        "counting.py",
+        f"""
         import json
         with open({str(counter)!r}, "a") as runs:
             runs.write("run\\n")
         print(json.dumps({{"times_us": [90.0], "layout_exit": 0,
                           "outputs": [{{"name": "y", "all_close": True}}]}}))
-    """)
+    """,
+    )
     first = cli.ok("verify", OP, "pending", "--run", verifier, key="verify-1")
     before = snapshot(cli.root)
     again = cli.ok("verify", OP, "pending", "--run", verifier, key="verify-1")
@@ -255,7 +282,10 @@ def test_a_retried_report_does_not_rewrite_or_append(cli: Cli) -> None:
     again = cli.ok("report", OP, key="r1")
     assert snapshot(cli.root) == before
     assert (again["path"], again["digest"], again["chart"]) == (
-        first["path"], first["digest"], first["chart"])
+        first["path"],
+        first["digest"],
+        first["chart"],
+    )
 
 
 def test_init_with_a_key_is_retry_safe(cli: Cli) -> None:

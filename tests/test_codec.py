@@ -27,8 +27,9 @@ TEXT = st.text(
 )
 NONEMPTY = TEXT.filter(lambda text: bool(text.strip()))
 FINITE = st.floats(allow_nan=False, allow_infinity=False)
-EXTREMES = st.sampled_from([5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, -0.0, 1e16,
-                            1e-7, 0.1])
+EXTREMES = st.sampled_from(
+    [5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, -0.0, 1e16, 1e-7, 0.1]
+)
 # Numbers as callers hand them in: Python floats, big and tiny ones, and numpy scalars.
 ANY_FLOAT = st.one_of(
     FINITE,
@@ -71,15 +72,25 @@ FIELD_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
 # Integer fields with the `_int` converter (numpy integers welcome).
 CONVERTED_INTS = {("LayoutEvidence", "exit_code"), ("AttemptMeasured", "layout_exit")}
 NONEMPTY_FIELDS = {
-    ("OpInitialized", "op"), ("OutputCheck", "name"), ("TargetSheetWritten", "shape"),
-    ("LimitRelaxed", "basis"), ("PointOpened", "name"), ("PointClosed", "reason"),
-    ("AttemptAbandoned", "reason"), ("NoteAdded", "text"), ("ConflictResolved", "reason"),
+    ("OpInitialized", "op"),
+    ("OutputCheck", "name"),
+    ("TargetSheetWritten", "shape"),
+    ("LimitRelaxed", "basis"),
+    ("PointOpened", "name"),
+    ("PointClosed", "reason"),
+    ("AttemptAbandoned", "reason"),
+    ("NoteAdded", "text"),
+    ("ConflictResolved", "reason"),
 }
 
 
 def _outputs() -> st.SearchStrategy[Any]:
-    return st.lists(_strategy_of_class(_output_check()), min_size=1, max_size=3,
-                    unique_by=lambda output: output.name)
+    return st.lists(
+        _strategy_of_class(_output_check()),
+        min_size=1,
+        max_size=3,
+        unique_by=lambda output: output.name,
+    )
 
 
 def _output_check() -> type[Any]:
@@ -100,20 +111,26 @@ def _strategy_of_type(hint: Any, converted: bool) -> st.SearchStrategy[Any]:
     if origin is tuple:
         return st.lists(_strategy_of_type(args[0], converted), max_size=3).map(tuple)
     if origin is dict:
-        return JSON_OBJECT if args[1] is Any else st.dictionaries(
-            TEXT, _strategy_of_type(args[1], converted), max_size=3)
+        return (
+            JSON_OBJECT
+            if args[1] is Any
+            else st.dictionaries(TEXT, _strategy_of_type(args[1], converted), max_size=3)
+        )
     if attrs.has(hint):
         return _strategy_of_class(hint)
     simple: dict[Any, st.SearchStrategy[Any]] = {
-        str: TEXT, bool: st.booleans(), type(None): st.none(),
+        str: TEXT,
+        bool: st.booleans(),
+        type(None): st.none(),
         int: ANY_INT if converted else PLAIN_INT,
         float: ANY_FLOAT if converted else PLAIN_FLOAT,
     }
     return simple[hint]
 
 
-def _strategy_of_field(cls: type[Any], field: attrs.Attribute[Any],
-                       hint: Any) -> st.SearchStrategy[Any]:
+def _strategy_of_field(
+    cls: type[Any], field: attrs.Attribute[Any], hint: Any
+) -> st.SearchStrategy[Any]:
     if (cls.__name__, field.name) in NONEMPTY_FIELDS:
         return NONEMPTY
     if field.name == "outputs":
@@ -179,7 +196,7 @@ def test_any_single_byte_change_breaks_the_id(payload: Any, data: st.DataObject)
     body = line[:-1]
     offset = data.draw(st.integers(0, len(body) - 1), label="offset")
     new = data.draw(st.integers(0, 255).filter(lambda b: b != body[offset]), label="byte")
-    changed = body[:offset] + bytes([new]) + body[offset + 1:]
+    changed = body[:offset] + bytes([new]) + body[offset + 1 :]
     assert codec.id_of_line(changed) is None
 
 
@@ -191,7 +208,7 @@ def test_every_byte_of_one_line_is_covered_by_the_id() -> None:
     body = line[:-1]
     for offset in range(len(body)):
         for bit in range(8):
-            changed = body[:offset] + bytes([body[offset] ^ (1 << bit)]) + body[offset + 1:]
+            changed = body[:offset] + bytes([body[offset] ^ (1 << bit)]) + body[offset + 1 :]
             assert codec.id_of_line(changed) is None, (offset, bit)
 
 
@@ -210,8 +227,10 @@ def test_line_separators_stay_inside_the_line() -> None:
     [
         (PolicySet(key="k", value=np.float32(0.5)), PolicySet(key="k", value=0.5)),
         (PolicySet(key="k", value=np.int64(3)), PolicySet(key="k", value=3)),
-        (PolicySet(key="k", value={"a": [np.int32(1), np.float64(2.5)]}),
-         PolicySet(key="k", value={"a": [1, 2.5]})),
+        (
+            PolicySet(key="k", value={"a": [np.int32(1), np.float64(2.5)]}),
+            PolicySet(key="k", value={"a": [1, 2.5]}),
+        ),
     ],
     ids=["any-float32", "any-int64", "nested"],
 )

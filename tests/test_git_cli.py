@@ -60,12 +60,33 @@ def test_conflicts_are_listed_and_resolve_is_retry_safe(tmp_path: Path) -> None:
     assert listed["number"] == 1 and listed["conflict"].endswith("pending at once")
     drop = listed["options"][0]
     assert ours("check", OP).code == 7
-    first = ours.ok("resolve", OP, "--conflict", "pending", "--resolution", drop,
-                    "--reason", "merged two agents' runs", key="k1")
+    first = ours.ok(
+        "resolve",
+        OP,
+        "--conflict",
+        "pending",
+        "--resolution",
+        drop,
+        "--reason",
+        "merged two agents' runs",
+        key="k1",
+    )
     assert ([e["type"] for e in first["events"]], first["conflicts"], first["replayed"]) == (
-        ["attempt.abandoned", "conflict.resolved"], [], False)
-    again = ours.ok("resolve", OP, "--conflict", "pending", "--resolution", drop,
-                    "--reason", "merged two agents' runs", key="k1")
+        ["attempt.abandoned", "conflict.resolved"],
+        [],
+        False,
+    )
+    again = ours.ok(
+        "resolve",
+        OP,
+        "--conflict",
+        "pending",
+        "--resolution",
+        drop,
+        "--reason",
+        "merged two agents' runs",
+        key="k1",
+    )
     assert again["replayed"] is True and again["events"] == first["events"]
     assert ours.ok("conflicts", OP)["conflicts"] == []
     assert ours.ok("check", OP)["findings"] == []
@@ -79,7 +100,7 @@ def test_check_all_reports_a_non_canonical_ledger_and_normalize_fixes_it(tmp_pat
     path = ours.root / LEDGER
     base = (theirs.root / LEDGER).read_bytes().rsplit(b"\n", 2)[0] + b"\n"
     # What merge=union leaves: our lines, then theirs that we lack, one of them repeated.
-    theirs_new = (theirs.root / LEDGER).read_bytes()[len(base):]
+    theirs_new = (theirs.root / LEDGER).read_bytes()[len(base) :]
     path.write_bytes(path.read_bytes() + theirs_new + theirs_new)
     checked = ours("check", "--all")
     assert checked.code == 7
@@ -111,30 +132,36 @@ def _memory(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-MANAGED = ("<!-- tune-ledger:begin status -->\n{body}<!-- tune-ledger:end status -->\n")
+MANAGED = "<!-- tune-ledger:begin status -->\n{body}<!-- tune-ledger:end status -->\n"
 
 
 def test_the_memory_driver_merges_human_text_and_keeps_our_sections(tmp_path: Path) -> None:
     base = "# op\n\nintro\n\n" + MANAGED.format(body="base\n") + "\n## Notes\n\nfirst\n"
     ours_text = base.replace("intro", "intro, edited by us").replace("base\n", "ours\n")
     theirs_text = base.replace("first\n", "first\nsecond, from them\n").replace(
-        "base\n", "theirs\nmore\n")
-    paths = [_memory(tmp_path, n, t) for n, t in (("O", base), ("A", ours_text),
-                                                   ("B", theirs_text))]
+        "base\n", "theirs\nmore\n"
+    )
+    paths = [
+        _memory(tmp_path, n, t) for n, t in (("O", base), ("A", ours_text), ("B", theirs_text))
+    ]
     result = run_main(["memory-merge-driver", *map(str, paths), "custom/op/MEMORY.md"])
     assert result.code == 0, result.stderr
     assert "tune-ledger render op" in result.stdout
     assert paths[1].read_text() == (
-        "# op\n\nintro, edited by us\n\n" + MANAGED.format(body="ours\n")
-        + "\n## Notes\n\nfirst\nsecond, from them\n")
+        "# op\n\nintro, edited by us\n\n"
+        + MANAGED.format(body="ours\n")
+        + "\n## Notes\n\nfirst\nsecond, from them\n"
+    )
 
 
 def test_the_memory_driver_leaves_human_conflicts_marked(tmp_path: Path) -> None:
     base = "intro\n\n" + MANAGED.format(body="base\n")
     ours_text = base.replace("intro", "our intro").replace("\r\n", "\n")
     theirs_text = base.replace("intro", "their intro")
-    paths = [_memory(tmp_path, n, t.replace("\n", "\r\n")) for n, t in
-             (("O", base), ("A", ours_text), ("B", theirs_text))]
+    paths = [
+        _memory(tmp_path, n, t.replace("\n", "\r\n"))
+        for n, t in (("O", base), ("A", ours_text), ("B", theirs_text))
+    ]
     result = run_main(["--json", "memory-merge-driver", *map(str, paths)])
     assert result.code == 1 and result.json["conflicts"] == 1
     merged = paths[1].read_bytes().decode()

@@ -29,22 +29,28 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not 
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", TUNE_LEDGER_ROOT=".",
-               GIT_CONFIG_NOSYSTEM="1", HOME=env.get("HOME", "/tmp"))
+    env.update(
+        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        TUNE_LEDGER_ROOT=".",
+        GIT_CONFIG_NOSYSTEM="1",
+        HOME=env.get("HOME", "/tmp"),
+    )
     return env
 
 
 def git(repo: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(["git", *args], cwd=repo, env=_env(), capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        ["git", *args], cwd=repo, env=_env(), capture_output=True, text=True, check=False
+    )
     if ok:
         assert done.returncode == 0, f"git {' '.join(args)}: {done.stdout}{done.stderr}"
     return done
 
 
 def tl(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["tune-ledger", *args], cwd=repo, env=_env(), capture_output=True,
-                          text=True, check=False)
+    return subprocess.run(
+        ["tune-ledger", *args], cwd=repo, env=_env(), capture_output=True, text=True, check=False
+    )
 
 
 def _new_repo(path: Path, *, setup: bool = True) -> Path:
@@ -74,8 +80,16 @@ def _commit(repo: Path, message: str) -> None:
 def _branch_work(repo: Path) -> tuple[str, str]:
     """feature: an attempt started with the CLI, in two commits; main: two notes (API)."""
     git(repo, "checkout", "-q", "-b", "feature")
-    done = tl(repo, "--json", "candidate", OP, "--config",
-              json.dumps({"vec_tile_shape": vec(32), "unroll_list": [4, 1]}), "--prior", "k1")
+    done = tl(
+        repo,
+        "--json",
+        "candidate",
+        OP,
+        "--config",
+        json.dumps({"vec_tile_shape": vec(32), "unroll_list": [4, 1]}),
+        "--prior",
+        "k1",
+    )
     assert done.returncode == 0, done.stderr
     attempt = json.loads(done.stdout)["attempt"]
     _commit(repo, "feature: candidate")
@@ -90,8 +104,9 @@ def _branch_work(repo: Path) -> tuple[str, str]:
 
 
 def _blob(repo: Path, rev: str, path: str = LEDGER) -> bytes:
-    return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=repo, env=_env(),
-                          capture_output=True, check=True).stdout
+    return subprocess.run(
+        ["git", "show", f"{rev}:{path}"], cwd=repo, env=_env(), capture_output=True, check=True
+    ).stdout
 
 
 def _audit_after_render(repo: Path) -> None:
@@ -115,9 +130,11 @@ def test_git_setup_is_idempotent_and_explains_itself(tmp_path: Path) -> None:
     assert (repo / ".gitattributes").read_text() == (
         "*.png binary\n# tune-ledger merge drivers (written by `tune-ledger git-setup`)\n"
         "custom/*/events.jsonl merge=tune-ledger-events -text eol=lf\n"
-        "custom/*/MEMORY.md merge=tune-ledger-memory\n")
+        "custom/*/MEMORY.md merge=tune-ledger-memory\n"
+    )
     assert git(repo, "config", "merge.tune-ledger-events.driver").stdout.strip() == (
-        "tune-ledger merge-driver %O %A %B %P")
+        "tune-ledger merge-driver %O %A %B %P"
+    )
     again = tl(repo, "git-setup")
     assert again.stdout == "nothing to change: the merge drivers are already set up\n"
     data = json.loads(tl(repo, "--json", "git-setup").stdout)
@@ -138,8 +155,9 @@ def test_a_merge_with_the_driver_unions_both_branches(tmp_path: Path) -> None:
     git(repo, "checkout", "-q", "-b", "other", "feature")
     git(repo, "merge", "-q", "--no-edit", "main~1")
     git(repo, "checkout", "-q", "main")
-    assert _blob(repo, "other") == merge.merge(b"", _blob(repo, "main~1"), _blob(repo, feature)
-                                               ).data
+    assert (
+        _blob(repo, "other") == merge.merge(b"", _blob(repo, "main~1"), _blob(repo, feature)).data
+    )
     status = json.loads(tl(repo, "--json", "status", OP).stdout)
     assert (status["pending"], status["conflicts"]) == (attempt, [])
     _audit_after_render(repo)
@@ -150,7 +168,8 @@ def test_a_merge_with_the_driver_unions_both_branches(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # several real git merges, each running the drivers (> 5 s)
 def test_a_protocol_conflict_from_a_merge_is_shown_and_resolved_with_the_cli(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     repo = _new_repo(tmp_path / "repo")
     git(repo, "checkout", "-q", "-b", "feature")
     first = OpLedger(repo, OP).execute(candidate(vec_tile_shape=vec(32))).events[0].id[:12]
@@ -168,11 +187,23 @@ def test_a_protocol_conflict_from_a_merge_is_shown_and_resolved_with_the_cli(
     assert audit["ops"][0]["conflicts"] == [conflict]
     check = tl(repo, "check", OP)
     assert check.returncode == 7 and "unresolved merge conflict" in check.stdout
-    done = tl(repo, "--json", "resolve", OP, "--conflict", "1", "--resolution",
-              f"abandon:{first}", "--reason", "main's candidate goes on")
+    done = tl(
+        repo,
+        "--json",
+        "resolve",
+        OP,
+        "--conflict",
+        "1",
+        "--resolution",
+        f"abandon:{first}",
+        "--reason",
+        "main's candidate goes on",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert [e["type"] for e in json.loads(done.stdout)["events"]] == [
-        "attempt.abandoned", "conflict.resolved"]
+        "attempt.abandoned",
+        "conflict.resolved",
+    ]
     assert json.loads(tl(repo, "--json", "status", OP).stdout)["pending"] == second
     assert tl(repo, "check", OP).returncode == 0  # resolve re-rendered MEMORY.md
     assert tl(repo, "audit", OP).returncode == 0
@@ -181,8 +212,9 @@ def test_a_protocol_conflict_from_a_merge_is_shown_and_resolved_with_the_cli(
 @pytest.mark.slow  # several real git merges, each running the drivers (> 5 s)
 def test_a_union_merge_is_normalized_then_audits_clean(tmp_path: Path) -> None:
     repo = _new_repo(tmp_path / "repo")
-    (repo / ".gitattributes").write_text("custom/*/events.jsonl merge=union -text\n"
-                                         "custom/*/MEMORY.md merge=tune-ledger-memory\n")
+    (repo / ".gitattributes").write_text(
+        "custom/*/events.jsonl merge=union -text\ncustom/*/MEMORY.md merge=tune-ledger-memory\n"
+    )
     _commit(repo, "as a server would merge")
     _attempt, feature = _branch_work(repo)
     ours = _blob(repo, "main")
@@ -205,8 +237,14 @@ def test_a_merge_without_the_driver_is_refused_and_merged_again(tmp_path: Path) 
     assert git(repo, "merge", "-q", "--no-edit", "feature", ok=False).returncode != 0
     status = tl(repo, "status", OP)
     assert status.returncode == 7
-    marker = next(i for i, line in enumerate((repo / LEDGER).read_bytes().split(b"\n"))
-                  if line.startswith(b"<<<<<<<")) + 1
+    marker = (
+        next(
+            i
+            for i, line in enumerate((repo / LEDGER).read_bytes().split(b"\n"))
+            if line.startswith(b"<<<<<<<")
+        )
+        + 1
+    )
     assert f"{LEDGER}:{marker}: a git conflict marker" in status.stderr
     assert tl(repo, "normalize", OP).returncode == 7
     # The recovery the message gives: install the driver, merge the file again with it.
@@ -225,7 +263,10 @@ def test_rebase_and_cherry_pick_use_the_driver(tmp_path: Path) -> None:
     git(repo, "cherry-pick", "feature")  # the note commit: it brings the events it follows
     picked = chain.scan((repo / LEDGER).read_bytes(), "t").events
     assert {e.data.get("text") for e in picked if e.type == "note.added"} >= {
-        "main note", "main second note", "feature note"}
+        "main note",
+        "main second note",
+        "feature note",
+    }
     assert any(e.type == "attempt.started" for e in picked)
     _audit_after_render(repo)
     git(repo, "commit", "-q", "-am", "render")

@@ -19,14 +19,21 @@ pytestmark = pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter
 def _lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
     # PYTHONPATH first, so the copied packages are analysed, not the installed ones.
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=tree, env=env,
-                          capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def _copy(tmp_path: Path) -> Path:
     for package in ("ledger", "stages", "tools"):
-        shutil.copytree(REPO / package, tmp_path / package,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     return tmp_path
 

@@ -57,13 +57,16 @@ def _audit_clean(ledger: OpLedger) -> dict[str, object]:
 
 def _check(ledger: OpLedger) -> list[str]:
     order = merge.order_findings(ledger.store, OP)
-    return order or [*resolve.conflict_findings(ledger.load().state, OP),
-                     *audit.check_memory_file(ledger)]
+    return order or [
+        *resolve.conflict_findings(ledger.load().state, OP),
+        *audit.check_memory_file(ledger),
+    ]
 
 
 def _resolve(ledger: OpLedger, conflict: str, resolution: str) -> list[str]:
-    command = resolve.Resolve(conflict=conflict, resolution=resolution,
-                              reason="kept the other branch's")
+    command = resolve.Resolve(
+        conflict=conflict, resolution=resolution, reason="kept the other branch's"
+    )
     outcome = ledger.execute(command, decider=resolve.decision)
     return [e.type for e in outcome.events]
 
@@ -79,29 +82,39 @@ def pending_twice(tmp_path: Path) -> tuple[OpLedger, str, str]:
 
 
 def test_two_pending_attempts_are_a_conflict_but_each_branch_stays_legal(
-        pending_twice: tuple[OpLedger, str, str]) -> None:
+    pending_twice: tuple[OpLedger, str, str],
+) -> None:
     merged, a, b = pending_twice
     state = merged.load().state
-    first, second = sorted((a, b), key=lambda x: [e.id[:12] for e in merged.store.read().events
-                                                 if e.type == "attempt.started"].index(x))
+    first, second = sorted(
+        (a, b),
+        key=lambda x: [
+            e.id[:12] for e in merged.store.read().events if e.type == "attempt.started"
+        ].index(x),
+    )
     assert state.conflicts == [f"attempts {first} and {second} pending at once"]
     report = _audit_clean(merged)
     assert report["conflicts"] == state.conflicts
     (finding,) = _check(merged)
-    assert finding == (f"unresolved merge conflict: {state.conflicts[0]}; resolve it: "
-                       f"tune-ledger resolve {OP} --conflict 1 --resolution RESOLUTION "
-                       f"--reason TEXT, RESOLUTION one of: abandon:{first}, abandon:{second}")
+    assert finding == (
+        f"unresolved merge conflict: {state.conflicts[0]}; resolve it: "
+        f"tune-ledger resolve {OP} --conflict 1 --resolution RESOLUTION "
+        f"--reason TEXT, RESOLUTION one of: abandon:{first}, abandon:{second}"
+    )
 
 
 @pytest.mark.parametrize("which", [0, 1])
 def test_abandoning_either_pending_attempt_resolves_it(
-        pending_twice: tuple[OpLedger, str, str], which: int) -> None:
+    pending_twice: tuple[OpLedger, str, str], which: int
+) -> None:
     merged, a, b = pending_twice
     dropped, kept = (a, b) if which == 0 else (b, a)
     with pytest.raises(BadInput, match="does not resolve"):
         _resolve(merged, "pending at once", "keep")
     assert _resolve(merged, "pending at once", f"abandon:{dropped}") == [
-        "attempt.abandoned", "conflict.resolved"]
+        "attempt.abandoned",
+        "conflict.resolved",
+    ]
     state = merged.load().state
     assert (state.conflicts, state.pending) == ([], kept)
     assert state.attempts[dropped].status == "abandoned"
@@ -113,7 +126,8 @@ def test_abandoning_either_pending_attempt_resolves_it(
 
 
 def test_a_verified_branch_attempt_leaves_the_other_pending(
-        pending_twice: tuple[OpLedger, str, str]) -> None:
+    pending_twice: tuple[OpLedger, str, str],
+) -> None:
     """Replay keeps the attempt still pending in view when the other one is verified."""
     merged, a, b = pending_twice
     merged.execute(verify(a, 95.0))
@@ -126,7 +140,8 @@ def test_a_verified_branch_attempt_leaves_the_other_pending(
 
 
 def test_two_adopts_from_the_same_best_are_a_conflict_resolved_by_choosing_the_best(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     trunk = _trunk(tmp_path, in_point().events)
     ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
     slow = _start(ours, candidate(vec_tile_shape=vec(32)))
@@ -195,8 +210,9 @@ def test_an_attempt_started_after_a_stop_on_another_branch_is_abandoned(tmp_path
     _audit_clean(merged)
 
 
-def test_audit_reports_a_resolution_that_does_not_fit(pending_twice: tuple[OpLedger, str, str]
-                                                      ) -> None:
+def test_audit_reports_a_resolution_that_does_not_fit(
+    pending_twice: tuple[OpLedger, str, str],
+) -> None:
     """A conflict.resolved that clears a conflict without making the state consistent (or
     names no conflict) is a finding: resolutions are re-decided like every step."""
     merged, _a, _b = pending_twice
@@ -212,22 +228,25 @@ def test_audit_reports_a_resolution_that_does_not_fit(pending_twice: tuple[OpLed
 
 
 def test_resolve_refuses_unknown_conflicts_and_empty_reasons(
-        pending_twice: tuple[OpLedger, str, str]) -> None:
+    pending_twice: tuple[OpLedger, str, str],
+) -> None:
     merged, a, _b = pending_twice
     state = merged.load().state
     with pytest.raises(BadInput, match="names no recorded conflict"):
-        resolve.decide(state, resolve.Resolve(conflict="nothing like it", resolution="keep",
-                                              reason="x"))
+        resolve.decide(
+            state, resolve.Resolve(conflict="nothing like it", resolution="keep", reason="x")
+        )
     with pytest.raises(BadInput, match="reason"):
-        resolve.decide(state, resolve.Resolve(conflict="1", resolution=f"abandon:{a}",
-                                              reason=" "))
+        resolve.decide(state, resolve.Resolve(conflict="1", resolution=f"abandon:{a}", reason=" "))
     with pytest.raises(BadInput, match="no conflict"):
-        resolve.decide(in_point().state, resolve.Resolve(conflict="1", resolution="keep",
-                                                         reason="x"))
+        resolve.decide(
+            in_point().state, resolve.Resolve(conflict="1", resolution="keep", reason="x")
+        )
 
 
 def test_new_steps_are_refused_until_the_conflict_is_resolved(
-        pending_twice: tuple[OpLedger, str, str]) -> None:
+    pending_twice: tuple[OpLedger, str, str],
+) -> None:
     """While a merge conflict is open, starting anything new is refused; finishing is not."""
     from ledger.errors import RuleRefusal
 

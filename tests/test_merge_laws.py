@@ -40,8 +40,9 @@ def _history(steps: list[tuple[str, int, Any]]) -> list[bytes]:
         if kind == "append":
             assert isinstance(arg, list)
             # Each command has its own provenance (its time and process), as in real use.
-            store.append([draft(NoteAdded(text=text), pid=number) for text in arg],
-                         expected_head=None)
+            store.append(
+                [draft(NoteAdded(text=text), pid=number) for text in arg], expected_head=None
+            )
         elif kind == "fork":
             stores.append(MemoryStore(store.raw))
         else:
@@ -123,8 +124,9 @@ def test_the_next_append_after_a_merge_follows_every_head(ledgers: list[bytes]) 
 
 @settings(max_examples=100, deadline=None)
 @given(HISTORIES, st.randoms(use_true_random=False), st.integers(0, 5))
-def test_normalize_undoes_any_shuffle_with_repeats(ledgers: list[bytes], rng: random.Random,
-                                                   repeats: int) -> None:
+def test_normalize_undoes_any_shuffle_with_repeats(
+    ledgers: list[bytes], rng: random.Random, repeats: int
+) -> None:
     """Lines interleaved and repeated (as `merge=union` leaves them) normalize to the merge."""
     merged = _m(ledgers[0], ledgers[-1])
     lines = merged.split(b"\n")[:-1]
@@ -172,9 +174,12 @@ def test_lines_are_never_re_encoded() -> None:
     (root,) = trunk.read().events
     # 1e16 as written by another encoder (the standard library writes 1e+16): the content id
     # is over the raw bytes, so the line verifies as it is and must survive byte for byte.
-    body = ('{"lamport":2,"parents":["' + root.id + '"],"part":[0,1],"payload":{"key":"x",'
-            '"reason":"","value":1E16},"provenance":'
-            + codec.canonical_json(_provenance()) + ',"schema":1,"type":"policy.set"}')
+    body = (
+        '{"lamport":2,"parents":["' + root.id + '"],"part":[0,1],"payload":{"key":"x",'
+        '"reason":"","value":1E16},"provenance":'
+        + codec.canonical_json(_provenance())
+        + ',"schema":1,"type":"policy.set"}'
+    )
     line = ('{"id":"' + codec.content_id(body) + '",' + body[1:]).encode()
     ours = trunk.raw + line + b"\n"
     theirs = MemoryStore(trunk.raw)

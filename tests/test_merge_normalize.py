@@ -31,7 +31,7 @@ def _branches() -> tuple[bytes, bytes, bytes]:
 
 def _union(ours: bytes, theirs: bytes, base: bytes) -> bytes:
     """What git's `merge=union` leaves: the common part, then our new lines, then theirs."""
-    return base + ours[len(base):] + theirs[len(base):]
+    return base + ours[len(base) :] + theirs[len(base) :]
 
 
 # --- merge: damaged and torn sides ---------------------------------------------------------------
@@ -71,8 +71,9 @@ def test_the_base_does_not_change_the_result() -> None:
     assert merge.merge(b"", ours, theirs).data == expected
     assert merge.merge(b"garbage\n", ours, theirs).data == expected
     reported = merge.merge(ours, base, theirs)  # the base has ours' events: neither side does
-    assert reported.notes == ("events.jsonl (base): 3 event(s) of the common ancestor are on "
-                              "neither side and stay out",)
+    assert reported.notes == (
+        "events.jsonl (base): 3 event(s) of the common ancestor are on neither side and stay out",
+    )
 
 
 def test_old_schema_lines_keep_their_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,10 +82,17 @@ def test_old_schema_lines_keep_their_bytes(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(upcast.UPCASTERS, ("note.added", 0), lambda data: {"text": data["body"]})
     base, _ours, theirs = _branches()
     root = chain.scan(base, "t").events[0]
-    body = codec.canonical_json({
-        "lamport": 2, "parents": [root.id], "part": [0, 1], "payload": {"body": "old words"},
-        "provenance": converter.unstructure(note().provenance), "schema": 0,
-        "type": "note.added"})
+    body = codec.canonical_json(
+        {
+            "lamport": 2,
+            "parents": [root.id],
+            "part": [0, 1],
+            "payload": {"body": "old words"},
+            "provenance": converter.unstructure(note().provenance),
+            "schema": 0,
+            "type": "note.added",
+        }
+    )
     line = ('{"id":"' + codec.content_id(body) + '",' + body[1:] + "\n").encode()
     old = base + line
     merged = merge.merge(base, old, theirs).data
@@ -116,8 +124,14 @@ def test_normalize_keeps_a_torn_tail_at_the_end() -> None:
 
 def test_conflict_markers_are_refused_naming_the_line() -> None:
     base, ours, theirs = _branches()
-    conflicted = (base + b"<<<<<<< ours\n" + ours[len(base):] + b"=======\n"
-                  + theirs[len(base):] + b">>>>>>> theirs\n")
+    conflicted = (
+        base
+        + b"<<<<<<< ours\n"
+        + ours[len(base) :]
+        + b"=======\n"
+        + theirs[len(base) :]
+        + b">>>>>>> theirs\n"
+    )
     with pytest.raises(LedgerDamaged, match=r"^x/events.jsonl:2: a git conflict marker"):
         merge.normalize(conflicted, "x/events.jsonl")
     with pytest.raises(LedgerDamaged, match=r"x/events.jsonl:2: "):
@@ -138,7 +152,7 @@ def test_lines_that_cannot_form_a_ledger_are_refused() -> None:
     base, ours, theirs = _branches()
     missing_parent = b"\n".join(theirs.split(b"\n")[2:])  # t1 and the trunk are gone
     with pytest.raises(LedgerDamaged, match="do not form a ledger"):
-        merge.normalize(base + ours[len(base):] + missing_parent)
+        merge.normalize(base + ours[len(base) :] + missing_parent)
 
 
 def _file_store(tmp_path: Path, data: bytes) -> FileStore:
@@ -151,19 +165,22 @@ def _file_store(tmp_path: Path, data: bytes) -> FileStore:
 def test_normalize_file_rewrites_atomically_and_appends_continue(tmp_path: Path) -> None:
     base, ours, theirs = _branches()
     union = _union(ours, theirs, base)
-    store = _file_store(tmp_path, union + theirs[len(base):].split(b"\n")[0] + b"\n")
+    store = _file_store(tmp_path, union + theirs[len(base) :].split(b"\n")[0] + b"\n")
     assert merge.order_findings(store, "op") == [
         f"{store.path}: not in canonical order (1 repeated line and events out of canonical "
         "order), as a merge without the tune-ledger merge driver leaves it (e.g. "
         "`merge=union` or a server-side merge); run `tune-ledger normalize op` and commit "
-        "the result"]
+        "the result"
+    ]
     os.chmod(store.path, 0o640)
     done = merge.normalize_file(store)
     assert (done.duplicates, done.reordered) == (1, True)
     assert store.path.read_bytes() == merge.merge(base, ours, theirs).data
     assert store.path.stat().st_mode & 0o777 == 0o640
-    assert sorted(p.name for p in store.path.parent.iterdir()) == ["events.jsonl",
-                                                                   "events.jsonl.lock"]
+    assert sorted(p.name for p in store.path.parent.iterdir()) == [
+        "events.jsonl",
+        "events.jsonl.lock",
+    ]
     assert merge.order_findings(store, "op") == []
     heads = store.read().head
     (event,) = store.append([draft(NoteAdded(text="after"))], expected_head=heads).events

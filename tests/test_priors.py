@@ -29,8 +29,7 @@ from stages import commands as cmd
 FRONTEND = Focus(stage="frontend", point="F-1", keys=STAGE_KEYS["frontend"])
 
 
-def prior(kind: PriorKind = "source", weight: float = 0.5, name: str = "p",
-          **values: Any) -> Prior:
+def prior(kind: PriorKind = "source", weight: float = 0.5, name: str = "p", **values: Any) -> Prior:
     """A prior setting `values`, named `name`."""
     return Prior(values=values, kind=kind, provenance=f"{kind} {name}", weight=weight)
 
@@ -53,12 +52,15 @@ def test_a_point_named_after_a_config_key_tunes_that_key_only() -> None:
     assert (focus.keys, focus.explicit) == (("unroll_list",), ("unroll_list",))
 
 
-@pytest.mark.parametrize("name, keys", [
-    ("F-vec-tile", ("vec_tile_shape",)),
-    ("S3 stitch", ("stitch_function_max_num", "stitch_function_num_initial")),
-    ("I-2_nbuffer", ("vec_nbuffer_setting", "cube_nbuffer_setting")),
-    ("F-1", ()),
-])
+@pytest.mark.parametrize(
+    ("name", "keys"),
+    [
+        ("F-vec-tile", ("vec_tile_shape",)),
+        ("S3 stitch", ("stitch_function_max_num", "stitch_function_num_initial")),
+        ("I-2_nbuffer", ("vec_nbuffer_setting", "cube_nbuffer_setting")),
+        ("F-1", ()),
+    ],
+)
 def test_words_in_a_point_name_say_which_keys_it_tunes(name: str, keys: tuple[str, ...]) -> None:
     assert keys_of_point(name) == keys
 
@@ -78,16 +80,24 @@ def test_without_a_stage_or_in_the_algorithm_stage_there_are_no_keys() -> None:
 
 def test_tile_keys_the_best_config_lacks_are_left_out_but_framework_options_are_added() -> None:
     state = in_point("incore", "I-1").state
-    proposal = propose(state, resolve_focus(state), [
-        prior(cube_nbuffer_setting={"-1": 2}), prior(vec_nbuffer_setting={"-1": 2})])
+    proposal = propose(
+        state,
+        resolve_focus(state),
+        [prior(cube_nbuffer_setting={"-1": 2}), prior(vec_nbuffer_setting={"-1": 2})],
+    )
     assert proposal.keys == ("vec_nbuffer_setting", "sg_set_scope")
     assert any("cube_nbuffer_setting: not proposed" in n for n in proposal.notes)
     assert [c.config for c in proposal.candidates] == [
-        {**BASE_CONFIG, "vec_nbuffer_setting": {"-1": 2}}]
-    explicit = propose(state, resolve_focus(state, keys=["cube_nbuffer_setting"]),
-                       [prior(cube_nbuffer_setting={"-1": 2})])
+        {**BASE_CONFIG, "vec_nbuffer_setting": {"-1": 2}}
+    ]
+    explicit = propose(
+        state,
+        resolve_focus(state, keys=["cube_nbuffer_setting"]),
+        [prior(cube_nbuffer_setting={"-1": 2})],
+    )
     assert [c.config for c in explicit.candidates] == [
-        {**BASE_CONFIG, "cube_nbuffer_setting": {"-1": 2}}]
+        {**BASE_CONFIG, "cube_nbuffer_setting": {"-1": 2}}
+    ]
 
 
 # --- candidates and what is filtered ----------------------------------------------------------
@@ -95,8 +105,9 @@ def test_tile_keys_the_best_config_lacks_are_left_out_but_framework_options_are_
 
 def test_a_candidate_is_the_best_config_with_the_priors_values_for_the_focus_keys() -> None:
     state = in_point().state
-    proposal = propose(state, FRONTEND, [
-        prior(vec_tile_shape=vec(32), stitch_function_max_num=64, name="k.py:3")])
+    proposal = propose(
+        state, FRONTEND, [prior(vec_tile_shape=vec(32), stitch_function_max_num=64, name="k.py:3")]
+    )
     [only] = proposal.candidates
     assert only.config == {**BASE_CONFIG, "vec_tile_shape": vec(32)}
     assert only.prior == "source k.py:3" and only.kinds == ("source",)
@@ -105,9 +116,14 @@ def test_a_candidate_is_the_best_config_with_the_priors_values_for_the_focus_key
 
 def test_priors_leading_to_one_config_merge_and_their_agreement_raises_the_score() -> None:
     state = in_point().state
-    proposal = propose(state, FRONTEND, [
-        prior("builtin", 0.5, "typical", unroll_list=[8, 4, 2, 1]),
-        prior("source", 0.6, "k.py:9", unroll_list=[8, 4, 2, 1], vec_tile_shape=vec(64))])
+    proposal = propose(
+        state,
+        FRONTEND,
+        [
+            prior("builtin", 0.5, "typical", unroll_list=[8, 4, 2, 1]),
+            prior("source", 0.6, "k.py:9", unroll_list=[8, 4, 2, 1], vec_tile_shape=vec(64)),
+        ],
+    )
     [merged] = proposal.candidates
     assert merged.score == pytest.approx(1 - 0.5 * 0.4)
     assert merged.prior == "source k.py:9 (+1 more: builtin)"
@@ -118,13 +134,20 @@ def test_measured_configs_are_filtered_naming_the_attempt_and_its_outcome() -> N
     driver = in_point()
     slow = driver.start(candidate(vec_tile_shape=vec(32)))
     driver.verify(slow, 120.0)
-    proposal = propose(driver.state, FRONTEND, [
-        prior(vec_tile_shape=vec(32)), prior(vec_tile_shape=vec(64)), prior(unroll_list=[8, 1])])
-    reasons = {codec.canonical_json(f.config["vec_tile_shape"]): (f.rule, f.reason)
-               for f in proposal.filtered}
+    proposal = propose(
+        driver.state,
+        FRONTEND,
+        [prior(vec_tile_shape=vec(32)), prior(vec_tile_shape=vec(64)), prior(unroll_list=[8, 1])],
+    )
+    reasons = {
+        codec.canonical_json(f.config["vec_tile_shape"]): (f.rule, f.reason)
+        for f in proposal.filtered
+    }
     assert reasons["[1,8,1,32]"] == ("R9", f"already measured by attempt {slow}: rollback")
-    assert reasons["[1,8,1,64]"] == ("R9", "already measured by the baseline: the baseline of "
-                                     "the target sheet")
+    assert reasons["[1,8,1,64]"] == (
+        "R9",
+        "already measured by the baseline: the baseline of the target sheet",
+    )
     assert configs(proposal.candidates) == [config_key({**BASE_CONFIG, "unroll_list": [8, 1]})]
 
 
@@ -144,24 +167,41 @@ def test_invalid_values_are_filtered_with_the_validators_message() -> None:
 
 
 def test_a_config_that_failed_in_a_very_similar_op_is_left_out_with_the_reason() -> None:
-    failed = FailedConfig(values={**BASE_CONFIG, "vec_tile_shape": vec(32)}, op="softmax2",
-                          attempt="abc123", failure="compile", similarity=0.9)
+    failed = FailedConfig(
+        values={**BASE_CONFIG, "vec_tile_shape": vec(32)},
+        op="softmax2",
+        attempt="abc123",
+        failure="compile",
+        similarity=0.9,
+    )
     proposal = propose(in_point().state, FRONTEND, [prior(vec_tile_shape=vec(32))], [failed])
     assert proposal.candidates == ()
     assert "failed (compile) in softmax2 attempt abc123" in proposal.filtered[0].reason
 
 
 def test_a_config_that_failed_in_a_less_similar_op_is_proposed_with_a_warning() -> None:
-    failed = FailedConfig(values={"vec_tile_shape": vec(32), "unroll_list": [4, 1]},
-                          op="gelu", attempt="abc123", failure="oom", similarity=0.5)
-    other = FailedConfig(values={"vec_tile_shape": vec(32), "unroll_list": [2, 1]},
-                         op="gelu", attempt="def456", failure="oom", similarity=0.5)
-    proposal = propose(in_point().state, FRONTEND, [prior("source", 0.8, vec_tile_shape=vec(32))],
-                       [failed, other])
+    failed = FailedConfig(
+        values={"vec_tile_shape": vec(32), "unroll_list": [4, 1]},
+        op="gelu",
+        attempt="abc123",
+        failure="oom",
+        similarity=0.5,
+    )
+    other = FailedConfig(
+        values={"vec_tile_shape": vec(32), "unroll_list": [2, 1]},
+        op="gelu",
+        attempt="def456",
+        failure="oom",
+        similarity=0.5,
+    )
+    proposal = propose(
+        in_point().state, FRONTEND, [prior("source", 0.8, vec_tile_shape=vec(32))], [failed, other]
+    )
     [warned] = proposal.candidates
     assert warned.score == pytest.approx(0.8 * 0.75)
-    assert warned.reasons[-1] == ("warning: failed (oom) in gelu attempt abc123 (similarity "
-                                  "0.50); score lowered")
+    assert warned.reasons[-1] == (
+        "warning: failed (oom) in gelu attempt abc123 (similarity 0.50); score lowered"
+    )
 
 
 def test_about_ten_candidates_less_those_the_point_already_has() -> None:
@@ -198,11 +238,15 @@ def test_no_best_config_means_nothing_to_start_from() -> None:
 
 
 def test_ten_near_copies_of_one_value_do_not_crowd_out_other_keys_and_sources() -> None:
-    near = [prior("ledger", 0.9 - i / 1000, f"op{i}", vec_tile_shape=[1, 8, 1, 48 + i])
-            for i in range(12)]
-    other = [prior("builtin", 0.4, "u8", unroll_list=[8, 4, 2, 1]),
-             prior("builtin", 0.35, "u128", unroll_list=[128, 64, 16, 8, 1]),
-             prior("source", 0.3, "k.py", vec_tile_shape=[1, 16, 1, 16])]
+    near = [
+        prior("ledger", 0.9 - i / 1000, f"op{i}", vec_tile_shape=[1, 8, 1, 48 + i])
+        for i in range(12)
+    ]
+    other = [
+        prior("builtin", 0.4, "u8", unroll_list=[8, 4, 2, 1]),
+        prior("builtin", 0.35, "u128", unroll_list=[128, 64, 16, 8, 1]),
+        prior("source", 0.3, "k.py", vec_tile_shape=[1, 16, 1, 16]),
+    ]
     chosen = propose(in_point().state, FRONTEND, [*near, *other]).candidates
     assert len(chosen) == 10
     assert {c.prior for c in chosen} >= {"builtin u8", "builtin u128", "source k.py"}
@@ -220,8 +264,13 @@ def test_config_distance_is_zero_only_for_equal_values_and_grows_with_the_ratio(
 
 
 def test_proposal_json_has_candidates_with_config_prior_score_and_reasons() -> None:
-    data = proposal_json(propose(in_point().state, FRONTEND, [prior(vec_tile_shape=vec(32)),
-                                                               prior(vec_tile_shape=vec(64))]))
+    data = proposal_json(
+        propose(
+            in_point().state,
+            FRONTEND,
+            [prior(vec_tile_shape=vec(32)), prior(vec_tile_shape=vec(64))],
+        )
+    )
     assert data["keys"] == ["vec_tile_shape", "unroll_list"]
     [entry] = data["candidates"]
     assert set(entry) == {"rank", "config", "prior", "score", "reasons", "sources"}
@@ -244,18 +293,26 @@ def priors_strategy(draw: st.DrawFn) -> Prior:
         values["vec_tile_shape"] = [1, draw(st.sampled_from([4, 8, 16])), 1, draw(WIDTHS)]
     if draw(st.booleans()) or not values:
         values["unroll_list"] = draw(UNROLLS)
-    return Prior(values=values, kind=draw(KIND), provenance=f"p{draw(st.integers(0, 99))}",
-                 weight=draw(st.floats(0.0, 1.0)))
+    return Prior(
+        values=values,
+        kind=draw(KIND),
+        provenance=f"p{draw(st.integers(0, 99))}",
+        weight=draw(st.floats(0.0, 1.0)),
+    )
 
 
 _BASE = in_point()
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(priors_strategy(), max_size=40), st.lists(MEASURED, max_size=3, unique=True),
-       st.integers(1, 15))
+@given(
+    st.lists(priors_strategy(), max_size=40),
+    st.lists(MEASURED, max_size=3, unique=True),
+    st.integers(1, 15),
+)
 def test_candidates_are_distinct_unmeasured_bounded_and_from_several_sources(
-        priors: list[Prior], measured: list[int], count: int) -> None:
+    priors: list[Prior], measured: list[int], count: int
+) -> None:
     driver = Driver()
     driver.events, driver.state = list(_BASE.events), _BASE.replayed()
     for width in measured:

@@ -21,8 +21,11 @@ from stages.target import cube_row
 
 KERNELS = Path(__file__).parent / "data" / "kernels"
 BASE = {"vec_tile_shape": [1, 4, 1, 64], "unroll_list": [1]}
-SOFTMAX_SPEC = {"op_family": "softmax", "supported_dtypes": ["fp32"],
-                "p0_shapes": [[32, 32, 1, 256]]}
+SOFTMAX_SPEC = {
+    "op_family": "softmax",
+    "supported_dtypes": ["fp32"],
+    "p0_shapes": [[32, 32, 1, 256]],
+}
 
 
 def spec_text(front: dict[str, Any]) -> str:
@@ -30,19 +33,30 @@ def spec_text(front: dict[str, Any]) -> str:
     return "\n".join(["---", *lines, "---", "", "# op", ""])
 
 
-def campaign(root: Path, op: str, front: dict[str, Any] | None,
-             steps: Sequence[tuple[dict[str, Any], float | str]] = (),
-             base: dict[str, Any] | None = None) -> OpLedger:
+def campaign(
+    root: Path,
+    op: str,
+    front: dict[str, Any] | None,
+    steps: Sequence[tuple[dict[str, Any], float | str]] = (),
+    base: dict[str, Any] | None = None,
+) -> OpLedger:
     """An op in frontend point F-1 whose candidates (config, time in µs or failure) ran."""
     ledger = OpLedger(root, op)
     ledger.dir.mkdir(parents=True, exist_ok=True)
     if front is not None:
         (ledger.dir / "SPEC.md").write_text(spec_text(front), "utf-8")
-    for command in (cmd.Init(op=op), compare(), layout(), cmd.Activate(impl_digest=IMPL),
-                    cmd.LoadSkill(name="pypto-op-perf-tune"), cmd.LoadSkill(name="perf-analyzer"),
-                    sheet(baseline=100.0, target=10.0, config=base or BASE),
-                    cmd.EnterStage(stage="frontend"), cmd.LoadSkill(name="tune-frontend"),
-                    cmd.OpenPoint(name="F-1")):
+    for command in (
+        cmd.Init(op=op),
+        compare(),
+        layout(),
+        cmd.Activate(impl_digest=IMPL),
+        cmd.LoadSkill(name="pypto-op-perf-tune"),
+        cmd.LoadSkill(name="perf-analyzer"),
+        sheet(baseline=100.0, target=10.0, config=base or BASE),
+        cmd.EnterStage(stage="frontend"),
+        cmd.LoadSkill(name="tune-frontend"),
+        cmd.OpenPoint(name="F-1"),
+    ):
         ledger.execute(command)
     for config, result in steps:
         started = ledger.execute(cmd.ProposeCandidate(config=config, prior="test"))
@@ -65,15 +79,26 @@ def _by_prior(data: dict[str, Any], text: str) -> list[dict[str, Any]]:
 def test_json_output_has_candidates_filtered_notes_and_ready_commands(cli: Cli) -> None:
     campaign(cli.root, "softmax", SOFTMAX_SPEC)
     data = cli.ok("priors", "softmax")
-    assert set(data) == {"op", "stage", "point", "keys", "keys_basis", "count", "candidates",
-                         "filtered", "unselected", "notes", "scan", "ledgers",
-                         "builtin_sources"}
+    assert set(data) == {
+        "op",
+        "stage",
+        "point",
+        "keys",
+        "keys_basis",
+        "count",
+        "candidates",
+        "filtered",
+        "unselected",
+        "notes",
+        "scan",
+        "ledgers",
+        "builtin_sources",
+    }
     assert (data["op"], data["stage"], data["point"]) == ("softmax", "frontend", "F-1")
     assert data["keys"] == ["vec_tile_shape", "unroll_list"]
     assert 5 <= len(data["candidates"]) <= data["count"] == 10
     for rank, entry in enumerate(data["candidates"], start=1):
-        assert set(entry) == {"rank", "config", "prior", "score", "reasons", "sources",
-                              "command"}
+        assert set(entry) == {"rank", "config", "prior", "score", "reasons", "sources", "command"}
         assert entry["rank"] == rank and 0 < entry["score"] <= 1 and entry["prior"]
         assert set(entry["config"]) == set(BASE)
     assert set(data["builtin_sources"]) == set(load_knowledge().sources)
@@ -83,16 +108,20 @@ def test_a_printed_command_runs_as_is_and_its_config_is_then_filtered(cli: Cli) 
     campaign(cli.root, "softmax", SOFTMAX_SPEC)
     human = cli("priors", "softmax", as_json=False)
     assert human.code == 0
-    commands = [line.strip() for line in human.stdout.splitlines()
-                if line.strip().startswith("tune-ledger ")]
+    commands = [
+        line.strip()
+        for line in human.stdout.splitlines()
+        if line.strip().startswith("tune-ledger ")
+    ]
     assert len(commands) >= 5
     words = shlex.split(commands[0])
     assert words[:3] == ["tune-ledger", "--root", str(cli.root)]
     started = cli.ok(*words[3:])  # the harness adds --root and --json itself
     attempt = started["attempt"]
     config = json.loads(words[words.index("--config") + 1])
-    cli.ok("verify", "softmax", attempt, "--output", "y=true", "--layout-exit", "0",
-           "--time", "90us")
+    cli.ok(
+        "verify", "softmax", attempt, "--output", "y=true", "--layout-exit", "0", "--time", "90us"
+    )
     again = cli.ok("priors", "softmax")
     assert config not in [c["config"] for c in again["candidates"]]
     [filtered] = [f for f in again["filtered"] if f["config"] == config]
@@ -103,8 +132,12 @@ def test_a_printed_command_runs_as_is_and_its_config_is_then_filtered(cli: Cli) 
 def test_other_ops_adopted_configs_are_proposed_weighted_by_similarity(cli: Cli) -> None:
     campaign(cli.root, "softmax", SOFTMAX_SPEC)
     campaign(cli.root, "softmax_v2", SOFTMAX_SPEC, [(tile(64), 60.0), (tile(32, 32), 40.0)])
-    campaign(cli.root, "gelu", {"supported_dtypes": ["fp16"], "p0_shapes": [[4096, 1024]]},
-             [(tile(48, 48), 50.0)])
+    campaign(
+        cli.root,
+        "gelu",
+        {"supported_dtypes": ["fp16"], "p0_shapes": [[4096, 1024]]},
+        [(tile(48, 48), 50.0)],
+    )
     data = cli.ok("priors", "softmax", "--no-builtin")
     assert data["ledgers"] == ["custom/gelu", "custom/softmax_v2"]
     latest, earlier = (_by_prior(data, "custom/softmax_v2")[i] for i in (0, 1))
@@ -120,8 +153,12 @@ def test_other_ops_adopted_configs_are_proposed_weighted_by_similarity(cli: Cli)
 def test_failed_configs_of_other_ops_are_never_proposed_silently(cli: Cli) -> None:
     campaign(cli.root, "softmax", SOFTMAX_SPEC)
     campaign(cli.root, "softmax_v2", SOFTMAX_SPEC, [(tile(32, 32), "compile")])
-    campaign(cli.root, "gelu", {"supported_dtypes": ["fp16"], "p0_shapes": [[4096, 1024]]},
-             [(tile(16), "oom"), (tile(32, 32), 50.0)])
+    campaign(
+        cli.root,
+        "gelu",
+        {"supported_dtypes": ["fp16"], "p0_shapes": [[4096, 1024]]},
+        [(tile(16), "oom"), (tile(32, 32), 50.0)],
+    )
     data = cli.ok("priors", "softmax", "--no-builtin")
     # Adopted by gelu, failed in the identical softmax_v2: left out, with the reason.
     assert tile(32, 32) not in [c["config"] for c in data["candidates"]]
@@ -137,7 +174,8 @@ def test_failed_configs_of_other_ops_are_never_proposed_silently(cli: Cli) -> No
 
 
 def test_ledgers_elsewhere_are_read_and_a_damaged_one_is_only_a_note(
-        cli: Cli, tmp_path_factory: pytest.TempPathFactory) -> None:
+    cli: Cli, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     campaign(cli.root, "softmax", SOFTMAX_SPEC)
     elsewhere = tmp_path_factory.mktemp("other-repo")
     campaign(elsewhere, "softmax_old", SOFTMAX_SPEC, [(tile(32), 30.0)])
@@ -148,30 +186,43 @@ def test_ledgers_elsewhere_are_read_and_a_damaged_one_is_only_a_note(
     assert data["ledgers"] == [str(elsewhere / "custom" / "softmax_old")]
     [adopted] = data["candidates"]
     assert adopted["config"] == tile(32) and "softmax_old" in adopted["prior"]
-    assert any(n.startswith(f"ledger {elsewhere / 'custom' / 'broken'}: not used")
-               for n in data["notes"])
-    one_op = cli.ok("priors", "softmax", "--no-builtin", "--ledgers",
-                    str(elsewhere / "custom" / "softmax_old"))
+    assert any(
+        n.startswith(f"ledger {elsewhere / 'custom' / 'broken'}: not used") for n in data["notes"]
+    )
+    one_op = cli.ok(
+        "priors", "softmax", "--no-builtin", "--ledgers", str(elsewhere / "custom" / "softmax_old")
+    )
     assert one_op["ledgers"] == [str(elsewhere / "custom" / "softmax_old")]
 
 
 def test_kernel_sources_give_candidates_with_file_line_and_report_what_they_skipped(
-        cli: Cli, tmp_path: Path) -> None:
+    cli: Cli, tmp_path: Path
+) -> None:
     campaign(cli.root, "softmax", SOFTMAX_SPEC)
     sources = tmp_path / "kernels"
     sources.mkdir()
     for kernel in KERNELS.glob("*.py"):
         (sources / kernel.name).write_text(kernel.read_text("utf-8"), "utf-8")
     (sources / "broken.py").write_text("def kernel(:\n", "utf-8")
-    data = cli.ok("priors", "softmax", "--no-builtin", "--from-source", str(sources),
-                  "--keys", "vec_tile_shape,unroll_list,stitch_function_max_num")
+    data = cli.ok(
+        "priors",
+        "softmax",
+        "--no-builtin",
+        "--from-source",
+        str(sources),
+        "--keys",
+        "vec_tile_shape,unroll_list,stitch_function_max_num",
+    )
     two_phase = str(sources / "two_phase_kernel.py")
     priors = {c["prior"] for c in data["candidates"]}
     # two tiles in one function are two priors; both fit softmax's 4 axes and the limit
     assert {f"source {two_phase}:8 in two_phase", f"source {two_phase}:10 in two_phase"} <= priors
     first = next(c for c in data["candidates"] if c["prior"].startswith(f"source {two_phase}:8"))
-    assert first["config"] == {**BASE, "vec_tile_shape": [1, 32, 1, 64],
-                               "stitch_function_max_num": 128}
+    assert first["config"] == {
+        **BASE,
+        "vec_tile_shape": [1, 32, 1, 64],
+        "stitch_function_max_num": 128,
+    }
     layer_norm = str(sources / "layer_norm_kernel.py")
     [unroll] = [c for c in data["candidates"] if c["prior"].startswith(f"source {layer_norm}:21")]
     assert unroll["config"] == {**BASE, "unroll_list": [16, 4, 1]}
@@ -180,12 +231,16 @@ def test_kernel_sources_give_candidates_with_file_line_and_report_what_they_skip
     rms = [f for f in data["filtered"] if "rms_norm_kernel.py" in f["prior"]]
     assert len(rms) == 2 and all("3 axes" in f["reason"] for f in rms)
     assert data["scan"]["files"] == 5
-    assert data["scan"]["errors"] == [{"where": f"{sources / 'broken.py'}:1",
-                                       "reason": "does not parse: invalid syntax"}]
+    assert data["scan"]["errors"] == [
+        {"where": f"{sources / 'broken.py'}:1", "reason": "does not parse: invalid syntax"}
+    ]
     assert {s["where"] for s in data["scan"]["skipped"]} >= {
-        f"{sources / 'matmul_kernel.py'}:19", f"{sources / 'layer_norm_kernel.py'}:20"}
-    human = cli("priors", "softmax", "--no-builtin", "--from-source", str(sources),
-                as_json=False).stdout
+        f"{sources / 'matmul_kernel.py'}:19",
+        f"{sources / 'layer_norm_kernel.py'}:20",
+    }
+    human = cli(
+        "priors", "softmax", "--no-builtin", "--from-source", str(sources), as_json=False
+    ).stdout
     assert f"error {sources / 'broken.py'}:1: does not parse" in human
 
 
@@ -204,5 +259,4 @@ def test_the_built_in_cube_table_stays_within_the_target_sheets_limits() -> None
             limits = cube_row(m)
             for pair, bounds in zip(row.tiles, limits, strict=True):
                 for size, bound in zip(pair, bounds, strict=True):
-                    assert size == "K" or bound is None or (isinstance(size, int)
-                                                            and size <= bound)
+                    assert size == "K" or bound is None or (isinstance(size, int) and size <= bound)

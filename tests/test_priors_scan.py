@@ -29,8 +29,14 @@ def _one(result: ScanResult, line: int) -> Finding:
 def test_decorator_options_tiles_and_nested_loops_are_read_with_their_lines() -> None:
     result = _scan("rms_norm_kernel.py")
     assert _values(result) == [
-        (8, {"stitch_function_max_num": 64, "device_sched_mode": 1,
-             "vec_nbuffer_setting": {"-1": 2}}),
+        (
+            8,
+            {
+                "stitch_function_max_num": 64,
+                "device_sched_mode": 1,
+                "vec_nbuffer_setting": {"-1": 2},
+            },
+        ),
         (17, {"vec_tile_shape": [1, 16, 64]}),
         (19, {"unroll_list": [8, 4, 2, 1]}),
         (21, {"unroll_list": [4, 1]}),
@@ -47,21 +53,29 @@ def test_a_non_literal_run_mode_is_not_reported_as_a_skipped_knob() -> None:
 def test_cube_tiles_keep_their_keyword_arguments_and_pass_options_become_string_keyed() -> None:
     result = _scan("matmul_kernel.py")
     cube = _one(result, 9)
-    assert cube.values == {"cube_tile_shape": [[128, 128], [64, 256], [256, 256]],
-                           "enable_split_k": False}
+    assert cube.values == {
+        "cube_tile_shape": [[128, 128], [64, 256], [256, 256]],
+        "enable_split_k": False,
+    }
     assert cube.call == "set_cube_tile_shapes"  # imported by name from pypto
-    assert _one(result, 10).values == {"cube_l1_reuse_setting": {"-1": 4},
-                                       "cube_nbuffer_setting": {"-1": 2}}
+    assert _one(result, 10).values == {
+        "cube_l1_reuse_setting": {"-1": 4},
+        "cube_nbuffer_setting": {"-1": 2},
+    }
     assert _one(result, 7).values == {"stitch_function_max_num": 256}
 
 
 def test_values_computed_at_run_time_are_skipped_with_file_line_and_reason() -> None:
     result = _scan("matmul_kernel.py")
     skipped = {(s.line, s.call): s.reason for s in result.skipped}
-    assert set(skipped) == {(17, "frontend.jit"), (19, "set_cube_tile_shapes"),
-                            (20, "set_pass_options")}
-    assert "`dict(stitch_function_max_num=m)` is not a literal dict" in skipped[
-        (17, "frontend.jit")]
+    assert set(skipped) == {
+        (17, "frontend.jit"),
+        (19, "set_cube_tile_shapes"),
+        (20, "set_pass_options"),
+    }
+    assert (
+        "`dict(stitch_function_max_num=m)` is not a literal dict" in skipped[(17, "frontend.jit")]
+    )
     assert "`[m, m]` is not a literal" in skipped[(19, "set_cube_tile_shapes")]
     assert "sg_set_scope=" in skipped[(20, "set_pass_options")]
     # Nothing of the non-literal kernel is taken as a finding.
@@ -101,14 +115,19 @@ def test_a_rebound_name_or_a_call_is_not_a_literal() -> None:
 def test_two_tiles_in_one_function_are_two_findings() -> None:
     result = _scan("two_phase_kernel.py")
     assert [f.values for f in result.findings if "vec_tile_shape" in f.values] == [
-        {"vec_tile_shape": [1, 32, 1, 64]}, {"vec_tile_shape": [1, 16, 1, 32]}]
+        {"vec_tile_shape": [1, 32, 1, 64]},
+        {"vec_tile_shape": [1, 16, 1, 32]},
+    ]
 
 
-@pytest.mark.parametrize("source, line", [
-    ("def kernel(:\n    pass\n", 1),
-    ("import pypto\n\nif True:\npypto.set_vec_tile_shapes(1, 2)\n", 4),
-    ("x = 'unterminated\n", 1),
-])
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        ("def kernel(:\n    pass\n", 1),
+        ("import pypto\n\nif True:\npypto.set_vec_tile_shapes(1, 2)\n", 4),
+        ("x = 'unterminated\n", 1),
+    ],
+)
 def test_a_file_that_does_not_parse_is_reported_and_skipped(source: str, line: int) -> None:
     result = scan_source(source, "broken.py")
     assert result.findings == () and result.files == 1

@@ -74,9 +74,16 @@ def _handed_back() -> State:
 def _campaign_40() -> State:
     state = ms.campaign(40)
     state.notes = ["frontend converged on [1,32,64]", "watch the UB size at 64x64"]
-    pending = Attempt(id=ms.hexid("pending", length=12), seq=41, kind="mutation",
-                      stage="incore", point=state.open_point, config={}, param="unroll_list",
-                      value=[8, 2, 1])
+    pending = Attempt(
+        id=ms.hexid("pending", length=12),
+        seq=41,
+        kind="mutation",
+        stage="incore",
+        point=state.open_point,
+        config={},
+        param="unroll_list",
+        value=[8, 2, 1],
+    )
     state.attempts[pending.id] = pending
     state.pending = pending.id
     return state
@@ -92,11 +99,15 @@ STATES: dict[str, Callable[[], State]] = {
 }
 
 
-def render(state: State, existing: str | None = None, policy: dict[str, object] | None = None,
-           ) -> str:
+def render(
+    state: State,
+    existing: str | None = None,
+    policy: dict[str, object] | None = None,
+) -> str:
     """MEMORY.md for `state` with the default policy."""
-    return render_memory(existing, state, effective_policy(state) if policy is None else policy,
-                         ms.position(state))
+    return render_memory(
+        existing, state, effective_policy(state) if policy is None else policy, ms.position(state)
+    )
 
 
 def _golden(name: str, text: str) -> None:
@@ -149,8 +160,11 @@ def test_one_new_attempt_changes_only_a_few_lines() -> None:
     for attempts in (3, 40, 300, 999):
         before = render(ms.campaign(attempts, horizon=1000)).splitlines()
         after = render(ms.campaign(attempts + 1, horizon=1000)).splitlines()
-        diff = [line for line in difflib.unified_diff(before, after, lineterm="", n=0)
-                if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+        diff = [
+            line
+            for line in difflib.unified_diff(before, after, lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        ]
         added = sum(1 for line in diff if line.startswith("+"))
         removed = len(diff) - added
         assert added <= 10 and removed <= 10, (attempts, diff)
@@ -163,9 +177,14 @@ def test_sections_come_in_order_with_the_seeds_titles() -> None:
     """Every managed section is there, in order, with the seed's section titles."""
     text = render(ms.campaign(30))
     assert [s.name for s in splice.find_sections(text)] == list(SECTION_ORDER)
-    for title in ("## Activation evidence", "## Performance target sheet",
-                  "## Failed attempts — do not retry", "## Tuning status",
-                  "## Adopted changes", "## Recent history"):
+    for title in (
+        "## Activation evidence",
+        "## Performance target sheet",
+        "## Failed attempts — do not retry",
+        "## Tuning status",
+        "## Adopted changes",
+        "## Recent history",
+    ):
         assert text.count(title) == 1
 
 
@@ -173,7 +192,7 @@ def test_target_sheet_shows_speedup_as_baseline_over_target_and_the_limits() -> 
     """Required speedup = Baseline/Target with the inversion note; tile limits and relaxations."""
     body = splice.read_sections(render(ms.campaign(5)))["target-sheet"]
     assert "| Required speedup | 4.00× | Baseline / Target" in body
-    assert "\"Target / Baseline\" is inverted" in body
+    assert '"Target / Baseline" is inverted' in body
     assert "design range [16, 64]" in body
     assert "M = 128 (M ≥ 64): [128,128], [64,256], [256,256]" in body
     assert "swimlane shows vec units idle 40% at 64 \\| see perf/run-12" in body
@@ -251,8 +270,6 @@ def _cells(row: str) -> int:
     return count + 1
 
 
-
-
 def test_hostile_text_cannot_break_tables_or_markers() -> None:
     """`|`, newlines, U+2028 and marker text in user fields stay inside their cells."""
     state = ms.hostile(ms.campaign(60))
@@ -265,13 +282,17 @@ def test_hostile_text_cannot_break_tables_or_markers() -> None:
     assert not any("\u2028" in body or "\r" in body for body in bodies.values())
     for line in lines:
         if line.startswith("|"):
-            header = next(h for h in reversed(lines[: lines.index(line) + 1])
-                          if h.startswith("|") and lines[lines.index(h) + 1].startswith("| --"))
+            header = next(
+                h
+                for h in reversed(lines[: lines.index(line) + 1])
+                if h.startswith("|") and lines[lines.index(h) + 1].startswith("| --")
+            )
             assert _cells(line) == _cells(header), line
     html = [t for t in MD.parse(text) if t.type == "html_block"]
     assert all(t.content.startswith("<!-- tune-ledger:") for t in html)
-    inline_html = [c for t in MD.parse(text) if t.children for c in t.children
-                   if c.type == "html_inline"]
+    inline_html = [
+        c for t in MD.parse(text) if t.children for c in t.children if c.type == "html_inline"
+    ]
     assert inline_html == []
     failed = [a for a in state.attempts.values() if is_failed(a)]
     assert ms.table_rows(bodies["failed"])[0] == min(len(failed), memory_sections.FAILED_ROWS)

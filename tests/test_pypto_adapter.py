@@ -17,9 +17,11 @@ from tools.pypto import artefacts, metrics, runner  # noqa: E402
 
 pytestmark = pytest.mark.slow
 OP = ROOT / "custom" / "softmax"
-DETERMINISTIC = ("CostModelSimulationOutput/_simulate.stat.report.txt",
-                 "CostModelSimulationOutput/_simulate.swim.json",
-                 "CostModelSimulationOutput/bubble_analysis.log")
+DETERMINISTIC = (
+    "CostModelSimulationOutput/_simulate.stat.report.txt",
+    "CostModelSimulationOutput/_simulate.swim.json",
+    "CostModelSimulationOutput/bubble_analysis.log",
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -33,16 +35,25 @@ def measure(config: dict[str, Any], op_dir: Path = OP, **options: Any) -> tuple[
 
 
 def cli(*args: str) -> tuple[dict, int]:
-    done = subprocess.run([sys.executable, "-m", "tools.pypto.run", *args, "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.pypto.run", *args, "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1]), done.returncode
 
 
 def test_configs_give_different_times_and_a_rerun_gives_the_same() -> None:
     """Three tiles, three times; the same config twice, the same figures and artefacts."""
     docs = {}
-    for tile, passes in (([1, 32, 1, 256], "all"), ([1, 16, 1, 64], "graph"),
-                         ([1, 16, 1, 128], "graph")):
+    for tile, passes in (
+        ([1, 32, 1, 256], "all"),
+        ([1, 16, 1, 64], "graph"),
+        ([1, 16, 1, 128], "graph"),
+    ):
         doc, code = measure({"vec_tile_shape": tile}, verify_passes=passes)
         assert code == 0, doc["failure"]
         assert doc["failure"] is None and doc["layout_exit"] == 0
@@ -79,10 +90,10 @@ def test_wrong_golden_is_an_accuracy_failure(tmp_path: Path) -> None:
     op_dir = tmp_path / "softmax"
     shutil.copytree(OP, op_dir)
     golden = op_dir / "softmax_golden.py"
-    golden.write_text(golden.read_text().replace("torch.softmax(x, dim=-1)]",
-                                                 "torch.softmax(x, dim=-1) * 1.5]"))
-    doc, code = measure({"vec_tile_shape": [1, 32, 1, 256]}, op_dir=op_dir,
-                        verify_passes="graph")
+    golden.write_text(
+        golden.read_text().replace("torch.softmax(x, dim=-1)]", "torch.softmax(x, dim=-1) * 1.5]")
+    )
+    doc, code = measure({"vec_tile_shape": [1, 32, 1, 256]}, op_dir=op_dir, verify_passes="graph")
     assert code == runner.EXIT_FAILED
     assert doc["failure"]["category"] == "accuracy"
     (out,) = doc["outputs"]
@@ -93,8 +104,9 @@ def test_wrong_golden_is_an_accuracy_failure(tmp_path: Path) -> None:
 
 def test_metrics_parsed_from_real_artefacts(tmp_path: Path) -> None:
     """Kept artefacts re-parse to the same figures; bubble log and swimlane agree per core."""
-    doc, code = measure({"vec_tile_shape": [1, 8, 1, 64]}, numerics=False,
-                        keep_dir=tmp_path / "kept")
+    doc, code = measure(
+        {"vec_tile_shape": [1, 8, 1, 64]}, numerics=False, keep_dir=tmp_path / "kept"
+    )
     assert code == 0 and doc["numerics"].startswith("skipped")
     folder = Path(doc["artefact_dir"])
     parsed, code = cli("--perf-dir", str(folder), "--op-dir", str(OP))
@@ -105,7 +117,8 @@ def test_metrics_parsed_from_real_artefacts(tmp_path: Path) -> None:
     from_log = metrics.parse_bubble_log((sim / "bubble_analysis.log").read_text())
     from_swim = metrics.cores_from_swim(
         json.loads((sim / "_simulate.swim.json").read_text()),
-        json.loads((folder / "tmp_topo_json.json").read_text()))
+        json.loads((folder / "tmp_topo_json.json").read_text()),
+    )
     by_name = {c.name: c for c in from_swim}
     for core in from_log:
         if core.kind in ("AIC", "AIV", "HUB"):
@@ -121,8 +134,9 @@ def test_metrics_parsed_from_real_artefacts(tmp_path: Path) -> None:
 
 def test_missing_bubble_log_falls_back_to_the_swimlane() -> None:
     """stitch_function_max_num 1: no bubble_analysis.log, figures from the swimlane."""
-    doc, code = measure({"vec_tile_shape": [1, 8, 1, 64], "stitch_function_max_num": 1},
-                        numerics=False)
+    doc, code = measure(
+        {"vec_tile_shape": [1, 8, 1, 64], "stitch_function_max_num": 1}, numerics=False
+    )
     assert code == 0
     assert doc["metrics_source"].startswith("_simulate.swim.json")
     assert doc["metrics"]["total_cycles"] == 767608  # 9.4× the default stitch (PYPTO.md)

@@ -20,14 +20,23 @@ FIXTURE = DATA / "bubble_analysis_fake_task.log"
 def test_fixture_cores_are_all_parsed_including_fake_task_headers() -> None:
     """Every core block is read, also those whose header carries ', Fake Task: N'."""
     cores = metrics.parse_bubble_log(FIXTURE.read_text())
-    assert [c.name for c in cores] == ["Fake Core_0", "AIC_1", "AIC_2", "AIV_3", "AIV_4",
-                                       "AIV_5", "AIV_6", "HUB_7"]
+    assert [c.name for c in cores] == [
+        "Fake Core_0",
+        "AIC_1",
+        "AIC_2",
+        "AIV_3",
+        "AIV_4",
+        "AIV_5",
+        "AIV_6",
+        "HUB_7",
+    ]
     aiv3 = cores[3]
     assert (aiv3.kind, aiv3.tasks, aiv3.fake_tasks) == ("AIV", 3, 1)
     assert (aiv3.work_us, aiv3.wait_us, aiv3.wait_schedule_us) == (12.5, 2.5, 0.5)
     # The upstream analyzer's pattern (quoted in PYPTO.md) silently misses that core.
-    upstream = re.findall(r"\[(AIC_\d+|AIV_\d+)\] Execute task num:(\d+)\s+Core Total Work Time",
-                          FIXTURE.read_text())
+    upstream = re.findall(
+        r"\[(AIC_\d+|AIV_\d+)\] Execute task num:(\d+)\s+Core Total Work Time", FIXTURE.read_text()
+    )
     assert "AIV_3" not in [name for name, _ in upstream]
 
 
@@ -51,7 +60,7 @@ def test_summary_figures_computed_by_hand() -> None:
     assert figures["bubble_pct"] == pytest.approx((0.5 / 10.5 * 100 + 100 / 9) / 4)
     assert figures["util_pct_upstream"] == pytest.approx(260 / 6)
     assert figures["util_pct_active_cores"] == pytest.approx(260 / 3)
-    assert figures["load_balance_pct"] == pytest.approx((1 - 14.75 ** 0.5 / 5.5) * 100)
+    assert figures["load_balance_pct"] == pytest.approx((1 - 14.75**0.5 / 5.5) * 100)
     assert figures["load_balance_pct_upstream"] == 100.0  # idle AIC cores, as upstream
     assert (figures["tasks"], figures["fake_tasks"], figures["cores_used_aiv"]) == (6, 4, 3)
 
@@ -65,8 +74,10 @@ def test_a_truncated_core_block_is_refused_with_its_line() -> None:
 
 def test_stat_report_total_cycles() -> None:
     """The labelled 'Total Cycles' line of the stat report is read as a number."""
-    text = "=====\nTotal Cycles.....................................:     16546\n" \
-           "|--Cube Count....................................:        24\n"
+    text = (
+        "=====\nTotal Cycles.....................................:     16546\n"
+        "|--Cube Count....................................:        24\n"
+    )
     report = metrics.parse_stat_report(text)
     assert report["Total Cycles"] == 16546 and report["Cube Count"] == 24
 
@@ -74,19 +85,31 @@ def test_stat_report_total_cycles() -> None:
 def _swim_and_topo() -> tuple[list[dict], list[dict]]:
     # Task 1 (control, not on any lane) precedes 2 and 3; 2 precedes 4 on another core.
     swim = [
-        {"blockIdx": 0, "coreType": "AIV", "tasks": [
-            {"taskId": 2, "seqNo": 0, "execStart": 1800, "execEnd": 3600},
-            {"taskId": 5, "seqNo": 0, "execStart": 5400, "execEnd": 7200}]},
-        {"blockIdx": 1, "coreType": "AIV", "tasks": [
-            {"taskId": 3, "seqNo": 0, "execStart": 2700, "execEnd": 4500},
-            {"taskId": 4, "seqNo": 0, "execStart": 5400, "execEnd": 9000}]},
+        {
+            "blockIdx": 0,
+            "coreType": "AIV",
+            "tasks": [
+                {"taskId": 2, "seqNo": 0, "execStart": 1800, "execEnd": 3600},
+                {"taskId": 5, "seqNo": 0, "execStart": 5400, "execEnd": 7200},
+            ],
+        },
+        {
+            "blockIdx": 1,
+            "coreType": "AIV",
+            "tasks": [
+                {"taskId": 3, "seqNo": 0, "execStart": 2700, "execEnd": 4500},
+                {"taskId": 4, "seqNo": 0, "execStart": 5400, "execEnd": 9000},
+            ],
+        },
         {"blockIdx": 2, "coreType": "AIC", "tasks": []},
     ]
-    topo = [{"seqNo": 0, "taskId": 1, "successors": [2, 3]},
-            {"seqNo": 0, "taskId": 2, "successors": [4]},
-            {"seqNo": 0, "taskId": 3, "successors": []},
-            {"seqNo": 0, "taskId": 4, "successors": []},
-            {"seqNo": 0, "taskId": 5, "successors": []}]
+    topo = [
+        {"seqNo": 0, "taskId": 1, "successors": [2, 3]},
+        {"seqNo": 0, "taskId": 2, "successors": [4]},
+        {"seqNo": 0, "taskId": 3, "successors": []},
+        {"seqNo": 0, "taskId": 4, "successors": []},
+        {"seqNo": 0, "taskId": 5, "successors": []},
+    ]
     return swim, topo
 
 
@@ -118,18 +141,23 @@ VERIFY_CSV = (
 
 
 def _compare(all_close: bool = True, nonzero: bool = True) -> numerics.OutputCompare:
-    return numerics.OutputCompare(name="y", index=1, all_close=all_close, max_diff=2e-9,
-                                  nonzero=nonzero)
+    return numerics.OutputCompare(
+        name="y", index=1, all_close=all_close, max_diff=2e-9, nonzero=nonzero
+    )
 
 
 def test_output_evidence_all_close_needs_every_check() -> None:
     """all_close only with our compare, the graph verdict and every pass verdict passing."""
     good = numerics.parse_verify_csv(VERIFY_CSV.format(last="PASS"))
     assert numerics.output_evidence([_compare()], good, 1e-5, 1e-6)[0]["all_close"] is True
-    assert numerics.output_evidence([_compare(all_close=False)], good, 1e-5,
-                                    1e-6)[0]["all_close"] is False
-    assert numerics.output_evidence([_compare(nonzero=False)], good, 1e-5,
-                                    1e-6)[0]["all_close"] is False
+    assert (
+        numerics.output_evidence([_compare(all_close=False)], good, 1e-5, 1e-6)[0]["all_close"]
+        is False
+    )
+    assert (
+        numerics.output_evidence([_compare(nonzero=False)], good, 1e-5, 1e-6)[0]["all_close"]
+        is False
+    )
     bad_pass = numerics.parse_verify_csv(VERIFY_CSV.format(last="FAILED"))
     evidence = numerics.output_evidence([_compare()], bad_pass, 1e-5, 1e-6)[0]
     assert evidence["all_close"] is False and "Pass_36_CodegenPreproc" in evidence["reason"]
@@ -144,37 +172,67 @@ def test_evidence_from_rows_names_outputs_from_the_impl() -> None:
     assert (evidence["name"], evidence["all_close"], evidence["max_diff"]) == ("y", True, 1e-6)
 
 
-@pytest.mark.parametrize(("kwargs", "category"), [
-    ({"timed_out": True, "error_text": "Run pass failed"}, "timeout"),
-    ({"over_memory": True}, "oom"),
-    ({"error_text": "RuntimeError: Errcode: FFFFFF!\nRun pass failed., func CompileFunction"},
-     "compile"),
-    ({"error_text": "std::bad_alloc"}, "oom"),
-    ({"returncode": -9}, "oom"),
-    ({"returncode": -11}, "runtime"),
-    ({"error_text": "IndexError: list index out of range"}, "runtime"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "category"),
+    [
+        ({"timed_out": True, "error_text": "Run pass failed"}, "timeout"),
+        ({"over_memory": True}, "oom"),
+        (
+            {
+                "error_text": "RuntimeError: Errcode: FFFFFF!\nRun pass failed., "
+                "func CompileFunction"
+            },
+            "compile",
+        ),
+        ({"error_text": "std::bad_alloc"}, "oom"),
+        ({"returncode": -9}, "oom"),
+        ({"returncode": -11}, "runtime"),
+        ({"error_text": "IndexError: list index out of range"}, "runtime"),
+    ],
+)
 def test_failure_categories(kwargs: dict, category: str) -> None:
     """Limits the parent hit come first, then the compiler's words, then memory, then runtime."""
-    args = {"timed_out": False, "over_memory": False, "returncode": 1, "error_text": "",
-            "wall_limit_s": 300.0, "memory_limit_mb": 6144.0, "peak_rss_mb": 100.0, **kwargs}
+    args = {
+        "timed_out": False,
+        "over_memory": False,
+        "returncode": 1,
+        "error_text": "",
+        "wall_limit_s": 300.0,
+        "memory_limit_mb": 6144.0,
+        "peak_rss_mb": 100.0,
+        **kwargs,
+    }
     failure = classify.classify(**args)
     assert failure is not None and failure.category == category
 
 
 def test_clean_exit_is_no_failure() -> None:
     """A run that exited 0 with no error text is not a failure."""
-    assert classify.classify(timed_out=False, over_memory=False, returncode=0, error_text="",
-                             wall_limit_s=1, memory_limit_mb=1, peak_rss_mb=1) is None
+    assert (
+        classify.classify(
+            timed_out=False,
+            over_memory=False,
+            returncode=0,
+            error_text="",
+            wall_limit_s=1,
+            memory_limit_mb=1,
+            peak_rss_mb=1,
+        )
+        is None
+    )
 
 
 def test_front_matter_reads_json_values_and_bare_words() -> None:
     """SPEC.md front matter: JSON (YAML flow) values or bare words; anything else refused."""
-    text = ('---\nop_name: softmax\np0_shapes: [[32, 32, 1, 256]]\n'
-            'tolerance: {"rtol": 1.0e-5}\n---\n')
+    text = (
+        '---\nop_name: softmax\np0_shapes: [[32, 32, 1, 256]]\ntolerance: {"rtol": 1.0e-5}\n---\n'
+    )
     front = spec.parse_front_matter(text)
-    assert front == {"op_name": "softmax", "p0_shapes": [[32, 32, 1, 256]],
-                     "tolerance": {"rtol": 1e-5}}
+    assert front == {
+        "op_name": "softmax",
+        "p0_shapes": [[32, 32, 1, 256]],
+        "tolerance": {"rtol": 1e-5},
+    }
     with pytest.raises(spec.SpecError, match=r"SPEC\.md:2"):
         spec.parse_front_matter("---\nop_name: two words\n---\n")
 

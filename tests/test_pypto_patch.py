@@ -17,9 +17,11 @@ def test_the_patched_internals_are_still_the_ones_it_was_written_for() -> None:
     """Fails loudly when pypto's replaced/relied-on functions change (re-check PYPTO.md)."""
     pytest.importorskip("pypto")
     assert patch.installed_version() == patch.SUPPORTED_VERSION, (
-        "pypto is not 0.2.0: host_verify_patch will refuse; re-check the workaround")
+        "pypto is not 0.2.0: host_verify_patch will refuse; re-check the workaround"
+    )
     assert patch.current_fingerprints() == patch.FINGERPRINTS, (
-        "pypto's internals changed: host_verify_patch will refuse; re-check the workaround")
+        "pypto's internals changed: host_verify_patch will refuse; re-check the workaround"
+    )
 
 
 def test_another_version_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,12 +55,26 @@ def test_refused_patch_is_a_runtime_failure_without_outputs(tmp_path: Path) -> N
     # A sitecustomize that makes the child see another pypto version.
     (tmp_path / "sitecustomize.py").write_text(
         "import importlib.metadata as m\n_v = m.version\n"
-        "m.version = lambda name: '9.9.9' if name == 'pypto' else _v(name)\n")
+        "m.version = lambda name: '9.9.9' if name == 'pypto' else _v(name)\n"
+    )
     env = {"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"}
     done = subprocess.run(
-        [sys.executable, "-m", "tools.pypto.run", "--op-dir", str(ROOT / "custom" / "softmax"),
-         "--no-layout", "--json"],
-        cwd=ROOT, capture_output=True, text=True, env=env, timeout=600, check=False)
+        [
+            sys.executable,
+            "-m",
+            "tools.pypto.run",
+            "--op-dir",
+            str(ROOT / "custom" / "softmax"),
+            "--no-layout",
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
     import json
 
     doc = json.loads(done.stdout.strip().splitlines()[-1])

@@ -43,12 +43,16 @@ def test_first_code_block_has_exactly_two_commands() -> None:
 def test_readme_session_runs_as_documented(tmp_path: Path) -> None:
     """Every command of the README session exits as documented, and the audit is clean."""
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-           "TUNE_LEDGER_ROOT": str(tmp_path)}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "TUNE_LEDGER_ROOT": str(tmp_path),
+    }
     lines = session_lines()
     assert len(lines) > 10
     for command, expected in lines:
-        done = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True,
-                              text=True, check=False)
+        done = subprocess.run(
+            command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+        )
         assert done.returncode == expected, (command, done.stdout, done.stderr)
     assert lines[-1][0].startswith("tune-ledger audit")

@@ -70,8 +70,16 @@ def test_replaying_the_written_lines_gives_the_same_state() -> None:
 
 
 def test_an_unknown_event_type_does_not_replay() -> None:
-    event = Event(id="0" * 32, lamport=1, parents=(), part=(0, 1), type="op.renamed", schema=1,
-                  data={}, provenance={})
+    event = Event(
+        id="0" * 32,
+        lamport=1,
+        parents=(),
+        part=(0, 1),
+        type="op.renamed",
+        schema=1,
+        data={},
+        provenance={},
+    )
     with pytest.raises(ValueError, match="unknown event type"):
         evolve(State(), event)
 
@@ -102,15 +110,20 @@ def _resolution(conflict: str, after: Event) -> Event:
     from ledger.log.record import Draft, seal
 
     payload = ConflictResolved(conflict=conflict, resolution="abandon one", reason="merge")
-    event, _line = seal(Draft(payload=payload, provenance=PROVENANCE), (after.id,),
-                        after.lamport + 1, (0, 1))
+    event, _line = seal(
+        Draft(payload=payload, provenance=PROVENANCE), (after.id,), after.lamport + 1, (0, 1)
+    )
     return event
 
 
 # --- random commands never break a rule -------------------------------------------------------
 
-IDEAS = ["fuse max and sum into one pass", "Fuse max & sum into one pass!",
-         "keep the row in UB for exp", "split the reduction over two cores"]
+IDEAS = [
+    "fuse max and sum into one pass",
+    "Fuse max & sum into one pass!",
+    "keep the row in UB for exp",
+    "split the reduction over two cores",
+]
 UNROLLS = [[2, 1], [4, 1], [8, 1], [8, 4, 1]]
 WIDTHS = st.integers(min_value=1, max_value=80)  # above 64: beyond the vec limit (R3)
 POINTS = ["P-1", "P-2", "P-3", "P-4"]
@@ -153,11 +166,18 @@ class Campaign(RuleBasedStateMachine):
     @rule(point=st.sampled_from(POINTS))
     def ready(self, point: str) -> None:
         """Macro: everything up to an open point in frontend, so walks reach the search."""
-        for command in (cmd.Init(op="softmax"), compare(), layout(),
-                        cmd.Activate(impl_digest=IMPL), sheet(),
-                        cmd.LoadSkill(name="pypto-op-perf-tune"),
-                        cmd.LoadSkill(name="perf-analyzer"), cmd.EnterStage(stage="frontend"),
-                        cmd.LoadSkill(name="tune-frontend"), cmd.OpenPoint(name=point)):
+        for command in (
+            cmd.Init(op="softmax"),
+            compare(),
+            layout(),
+            cmd.Activate(impl_digest=IMPL),
+            sheet(),
+            cmd.LoadSkill(name="pypto-op-perf-tune"),
+            cmd.LoadSkill(name="perf-analyzer"),
+            cmd.EnterStage(stage="frontend"),
+            cmd.LoadSkill(name="tune-frontend"),
+            cmd.OpenPoint(name=point),
+        ):
             self._run(command)
 
     @rule(point=st.sampled_from(POINTS))
@@ -209,16 +229,28 @@ class Campaign(RuleBasedStateMachine):
 
     @rule(name=st.sampled_from(POINTS), close=st.booleans(), not_applicable=st.booleans())
     def point(self, name: str, close: bool, not_applicable: bool) -> None:
-        self._run(cmd.ClosePoint(name=name, reason="done", not_applicable=not_applicable)
-                  if close else cmd.OpenPoint(name=name))
+        self._run(
+            cmd.ClosePoint(name=name, reason="done", not_applicable=not_applicable)
+            if close
+            else cmd.OpenPoint(name=name)
+        )
 
     @rule(width=WIDTHS, override=st.sampled_from([None, None, "again"]))
     def candidate(self, width: int, override: str | None) -> None:
-        self._run(cmd.ProposeCandidate(config={**BASE_CONFIG, "vec_tile_shape": vec(width)},
-                                       prior="prior", override=override))
+        self._run(
+            cmd.ProposeCandidate(
+                config={**BASE_CONFIG, "vec_tile_shape": vec(width)},
+                prior="prior",
+                override=override,
+            )
+        )
 
-    @rule(width=WIDTHS, unroll=st.sampled_from(UNROLLS),
-          which=st.booleans(), override=st.sampled_from([None, None, "again"]))
+    @rule(
+        width=WIDTHS,
+        unroll=st.sampled_from(UNROLLS),
+        which=st.booleans(),
+        override=st.sampled_from([None, None, "again"]),
+    )
     def mutate(self, width: int, unroll: list[int], which: bool, override: str | None) -> None:
         param, value = ("vec_tile_shape", vec(width)) if which else ("unroll_list", unroll)
         self._run(cmd.TryMutation(param=param, value=value, override=override))
@@ -227,17 +259,34 @@ class Campaign(RuleBasedStateMachine):
     def algorithm(self, idea: str, override: str | None) -> None:
         self._run(cmd.TryAlgorithm(description=idea, impl_digest="d", override=override))
 
-    @rule(times=st.sampled_from([(30.0,), (60.0,), (90.0,), (100.0,), (120.0,),
-                                 (60.0, 61.0, 59.0), (100.0, 99.0, 101.0)]),
-          ok=st.sampled_from([True, True, True, False]),
-          util=st.sampled_from([None, 50.0, 90.0]))
+    @rule(
+        times=st.sampled_from(
+            [
+                (30.0,),
+                (60.0,),
+                (90.0,),
+                (100.0,),
+                (120.0,),
+                (60.0, 61.0, 59.0),
+                (100.0, 99.0, 101.0),
+            ]
+        ),
+        ok=st.sampled_from([True, True, True, False]),
+        util=st.sampled_from([None, 50.0, 90.0]),
+    )
     def verify(self, times: tuple[float, ...], ok: bool, util: float | None) -> None:
         self._run(verify(self._pending(), *times, ok=ok, util=util, bubble=5.0))
 
-    @rule(width=WIDTHS, unroll=st.sampled_from(UNROLLS), which=st.booleans(),
-          as_candidate=st.booleans(), time=st.sampled_from(MEASURED_TIMES))
-    def measure(self, width: int, unroll: list[int], which: bool, as_candidate: bool,
-                time: float) -> None:
+    @rule(
+        width=WIDTHS,
+        unroll=st.sampled_from(UNROLLS),
+        which=st.booleans(),
+        as_candidate=st.booleans(),
+        time=st.sampled_from(MEASURED_TIMES),
+    )
+    def measure(
+        self, width: int, unroll: list[int], which: bool, as_candidate: bool, time: float
+    ) -> None:
         """Macro: one change and its verification, so walks reach streaks and verdicts."""
         if as_candidate:
             self.candidate(width, None)
@@ -247,8 +296,11 @@ class Campaign(RuleBasedStateMachine):
 
     @rule(category=st.sampled_from(["compile", "timeout", "oom"]), abandon=st.booleans())
     def close_attempt(self, category: str, abandon: bool) -> None:
-        self._run(cmd.Abandon(attempt=self._pending(), reason="crash") if abandon
-                  else cmd.Fail(attempt=self._pending(), category=category))
+        self._run(
+            cmd.Abandon(attempt=self._pending(), reason="crash")
+            if abandon
+            else cmd.Fail(attempt=self._pending(), category=category)
+        )
 
     @rule(dice=st.integers(min_value=0, max_value=9))
     def stop(self, dice: int) -> None:
@@ -301,8 +353,7 @@ class Campaign(RuleBasedStateMachine):
     @invariant()
     def no_config_is_measured_twice_without_override(self) -> None:
         state = self.driver.state
-        seen = {config_key(e.data["config"]) for e in self.driver.events
-                if e.type == "target.set"}
+        seen = {config_key(e.data["config"]) for e in self.driver.events if e.type == "target.set"}
         for attempt in sorted(state.attempts.values(), key=lambda a: a.seq):
             if attempt.kind == "algorithm" or attempt.status not in ("verified", "failed"):
                 continue
@@ -316,21 +367,32 @@ class Campaign(RuleBasedStateMachine):
         stops = [i for i, e in enumerate(events) if e.type == "campaign.stopped"]
         assert len(stops) <= 1
         if stops:
-            after = [e for e in events[stops[0] + 1:] if e.part[0] == 0 or
-                     e.type != "attempt.abandoned"]
+            after = [
+                e for e in events[stops[0] + 1 :] if e.part[0] == 0 or e.type != "attempt.abandoned"
+            ]
             assert {e.type for e in after} <= _BOOKKEEPING_TYPES
 
 
 TestCampaign = Campaign.TestCase
-TestCampaign.settings = settings(max_examples=150, stateful_step_count=60, deadline=None,
-                                 suppress_health_check=[HealthCheck.too_slow])
+TestCampaign.settings = settings(
+    max_examples=150,
+    stateful_step_count=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def test_outputs_keep_their_names_through_replay() -> None:
     driver = in_point()
     attempt = driver.start(candidate(vec_tile_shape=vec(32)))
-    driver.run(cmd.Verify(attempt=attempt, outputs=(OutputCheck(name="b", all_close=True),
-                                                    OutputCheck(name="a", all_close=True)),
-                          layout_exit=0, times_us=(90.0,), origin=compare().origin))
+    driver.run(
+        cmd.Verify(
+            attempt=attempt,
+            outputs=(OutputCheck(name="b", all_close=True), OutputCheck(name="a", all_close=True)),
+            layout_exit=0,
+            times_us=(90.0,),
+            origin=compare().origin,
+        )
+    )
     measured = next(e for e in driver.events if e.type == "attempt.measured")
     assert [o["name"] for o in measured.data["outputs"]] == ["a", "b"]

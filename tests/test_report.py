@@ -25,8 +25,6 @@ def render(state: State) -> tuple[str, str]:
     return report.render_report(state, None, effective_policy(state))
 
 
-
-
 def _section(markdown: str, title: str) -> str:
     start = markdown.index(f"## {title}\n")
     end = markdown.find("\n## ", start + 1)
@@ -85,8 +83,10 @@ def test_markdown_summarises_baseline_best_gap_and_refers_to_the_chart() -> None
     """Summary, chart reference, text fallback, stages, adopted and failed tables are there."""
     state = ms.campaign(1000)
     markdown, _svg = render(state)
-    assert "![Time per attempt with the best so far and the target](softmax_tuning_report.svg)" \
+    assert (
+        "![Time per attempt with the best so far and the target](softmax_tuning_report.svg)"
         in markdown
+    )
     summary = _section(markdown, "Summary")
     assert "| Required speedup | 4.00× (Baseline / Target; the seed's" in summary
     assert state.best is not None

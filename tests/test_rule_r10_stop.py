@@ -72,9 +72,10 @@ def test_an_adopt_with_high_utilization_and_low_bubble_stops() -> None:
         driver.run(cmd.TryMutation(param="unroll_list", value=[8, 1]))
 
 
-@pytest.mark.parametrize(("time", "util", "bubble"),
-                         [(100.0, 85.0, 4.0), (90.0, 80.0, 4.0), (90.0, 85.0, 10.0),
-                          (90.0, None, 4.0)])
+@pytest.mark.parametrize(
+    ("time", "util", "bubble"),
+    [(100.0, 85.0, 4.0), (90.0, 80.0, 4.0), (90.0, 85.0, 10.0), (90.0, None, 4.0)],
+)
 def test_no_utilization_stop_without_an_adopt_or_past_the_limits(
     time: float, util: float | None, bubble: float
 ) -> None:
@@ -89,5 +90,4 @@ def test_the_target_stop_names_the_best_and_the_target() -> None:
     driver.run(cmd.OpenPoint(name="F-1"))
     attempt = driver.start(candidate(vec_tile_shape=vec(32)))
     events = driver.run(verify(attempt, 45.0))
-    assert events[-1].data == {"reason": "target-reached",
-                               "detail": "best 45 µs <= target 50 µs"}
+    assert events[-1].data == {"reason": "target-reached", "detail": "best 45 µs <= target 50 µs"}

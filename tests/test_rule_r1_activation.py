@@ -16,8 +16,11 @@ def test_activation_passes_with_both_pieces_of_evidence_for_the_current_implemen
     layout_event = driver.run(layout())[0]
     events = driver.run(cmd.Activate(impl_digest=IMPL))
     assert [e.type for e in events] == ["activation.passed"]
-    assert events[0].data == {"impl_digest": IMPL, "compare_event": compare_event.id,
-                              "layout_event": layout_event.id}
+    assert events[0].data == {
+        "impl_digest": IMPL,
+        "compare_event": compare_event.id,
+        "layout_event": layout_event.id,
+    }
     assert driver.state.activated
 
 

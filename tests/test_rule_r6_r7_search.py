@@ -72,8 +72,11 @@ def test_fail_and_abandon_need_the_pending_attempt(command_type: type) -> None:
     driver = in_point()
     attempt = driver.start(candidate(vec_tile_shape=vec(32)))
     driver.run(cmd.Abandon(attempt=attempt, reason="host crashed"))
-    closing = (cmd.Fail(attempt=attempt, category="compile") if command_type is cmd.Fail
-               else cmd.Abandon(attempt=attempt, reason="again"))
+    closing = (
+        cmd.Fail(attempt=attempt, category="compile")
+        if command_type is cmd.Fail
+        else cmd.Abandon(attempt=attempt, reason="again")
+    )
     assert driver.refusal(closing).rule == "R6"
     with pytest.raises(BadInput):
         driver.run(cmd.Abandon(attempt="000000000000", reason="unknown"))
@@ -167,8 +170,7 @@ def test_the_best_candidate_ends_up_adopted_and_failures_are_discarded() -> None
 
 def test_the_best_few_candidates_are_kept_as_alternates() -> None:
     driver = in_point()
-    ids = _measure_candidates(driver, {32: 90.0, 16: None, 48: 70.0, 8: 95.0, 24: 80.0,
-                                       40: 99.0})
+    ids = _measure_candidates(driver, {32: 90.0, 16: None, 48: 70.0, 8: 95.0, 24: 80.0, 40: 99.0})
     assert alternates(driver.state) == [ids[24], ids[32], ids[8]]
     driver.run(cmd.SetPolicy(key="alternates", value=1))
     assert alternates(driver.state) == [ids[24]]

@@ -22,15 +22,24 @@ def _started(**sheet_args: Any) -> tuple[Driver, str]:
 
 @pytest.mark.parametrize(
     ("time", "verdict"),
-    [(98.0, "adopt"), (99.5, "no-gain"), (100.0, "no-gain"), (100.9, "no-gain"),
-     (102.0, "rollback")],
+    [
+        (98.0, "adopt"),
+        (99.5, "no-gain"),
+        (100.0, "no-gain"),
+        (100.9, "no-gain"),
+        (102.0, "rollback"),
+    ],
 )
 def test_single_values_are_judged_by_the_relative_threshold(time: float, verdict: str) -> None:
     driver, attempt = _started(baseline=100.0)
     data = driver.verify(attempt, time)
     assert data["verdict"] == verdict
     assert (data["method"], data["threshold"], data["low"], data["seed"]) == (
-        "threshold", 0.01, None, None)
+        "threshold",
+        0.01,
+        None,
+        None,
+    )
     assert data["best_median_us"] == 100.0 and data["attempt_median_us"] == time
     assert data["ratio"] == pytest.approx(time / 100.0)
 
@@ -46,8 +55,7 @@ def test_the_threshold_is_a_recorded_policy() -> None:
 def test_an_output_not_all_close_is_an_accuracy_failure_rolled_back() -> None:
     driver, attempt = _started()
     data = driver.verify(attempt, 10.0, ok=False, layout=1)
-    assert (data["verdict"], data["failure"], data["method"]) == ("rollback", "accuracy",
-                                                                  "failure")
+    assert (data["verdict"], data["failure"], data["method"]) == ("rollback", "accuracy", "failure")
     assert driver.state.best is not None and driver.state.best.attempt is None
 
 
@@ -60,8 +68,11 @@ def test_a_layout_check_exit_is_a_layout_failure_rolled_back() -> None:
 def test_repeated_samples_use_a_seeded_bootstrap_interval() -> None:
     driver, attempt = _started(baseline=100.0, samples=(99.0, 100.0, 101.0, 100.5, 99.5))
     data = driver.verify(attempt, 90.0, 91.0, 89.5, 90.5, 90.2)
-    assert (data["verdict"], data["method"], data["seed"]) == ("adopt", "bootstrap",
-                                                              seed_of(attempt))
+    assert (data["verdict"], data["method"], data["seed"]) == (
+        "adopt",
+        "bootstrap",
+        seed_of(attempt),
+    )
     assert data["low"] < data["high"] < 1.0
     assert data["policy"]["bootstrap_resamples"] == 2000
     assert data["policy"]["bootstrap_confidence"] == 0.95
@@ -81,8 +92,7 @@ def test_one_sample_on_either_side_falls_back_to_the_threshold() -> None:
 def test_reaching_the_target_stops_the_campaign() -> None:
     driver, attempt = _started(baseline=100.0, target=50.0)
     events = driver.run(verify(attempt, 49.0))
-    assert [e.type for e in events] == ["attempt.measured", "attempt.verdict",
-                                        "campaign.stopped"]
+    assert [e.type for e in events] == ["attempt.measured", "attempt.verdict", "campaign.stopped"]
     assert events[1].data["verdict"] == "target-reached"
     assert events[2].data["reason"] == "target-reached"
     assert driver.state.stopped == "target-reached"
@@ -99,8 +109,13 @@ def test_a_verdict_needs_the_pending_attempt() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [{"times": (0.0,)}, {"times": (float("inf"),)}, {"times": ()}, {"util": 120.0},
-     {"bubble": -0.5}],
+    [
+        {"times": (0.0,)},
+        {"times": (float("inf"),)},
+        {"times": ()},
+        {"util": 120.0},
+        {"bubble": -0.5},
+    ],
 )
 def test_invalid_measurements_are_bad_input(bad: dict[str, Any]) -> None:
     driver, attempt = _started()
@@ -123,15 +138,20 @@ times = st.floats(min_value=1.0, max_value=1000.0, allow_nan=False)
 
 
 @settings(max_examples=60, deadline=None)
-@given(best=st.lists(times, min_size=1, max_size=8), attempt=st.lists(times, min_size=1,
-                                                                      max_size=8),
-       seed=st.integers(min_value=0, max_value=2**32 - 1), data=st.data())
-def test_the_verdict_does_not_depend_on_sample_order(best: list[float], attempt: list[float],
-                                                      seed: int, data: st.DataObject) -> None:
+@given(
+    best=st.lists(times, min_size=1, max_size=8),
+    attempt=st.lists(times, min_size=1, max_size=8),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    data=st.data(),
+)
+def test_the_verdict_does_not_depend_on_sample_order(
+    best: list[float], attempt: list[float], seed: int, data: st.DataObject
+) -> None:
     policy = dict(DEFAULT_POLICY)
     first = compute_verdict(best, attempt, 10.0, policy, seed)
-    shuffled = compute_verdict(data.draw(st.permutations(best)),
-                               data.draw(st.permutations(attempt)), 10.0, policy, seed)
+    shuffled = compute_verdict(
+        data.draw(st.permutations(best)), data.draw(st.permutations(attempt)), 10.0, policy, seed
+    )
     assert first == shuffled
     assert first == compute_verdict(best, attempt, 10.0, policy, seed)
 
@@ -139,10 +159,15 @@ def test_the_verdict_does_not_depend_on_sample_order(best: list[float], attempt:
 def test_a_recorded_verdict_is_re_derived_from_its_own_data() -> None:
     driver, attempt = _started(baseline=100.0, samples=(99.0, 100.0, 101.0))
     data = driver.verify(attempt, 92.0, 93.0, 91.0)
-    again = compute_verdict((99.0, 100.0, 101.0), (92.0, 93.0, 91.0), 50.0, data["policy"],
-                            data["seed"])
+    again = compute_verdict(
+        (99.0, 100.0, 101.0), (92.0, 93.0, 91.0), 50.0, data["policy"], data["seed"]
+    )
     assert (again.verdict, again.low, again.high, again.ratio) == (
-        data["verdict"], data["low"], data["high"], data["ratio"])
+        data["verdict"],
+        data["low"],
+        data["high"],
+        data["ratio"],
+    )
 
 
 # --- policy: recorded, validated, applied -------------------------------------------------------
@@ -150,13 +175,22 @@ def test_a_recorded_verdict_is_re_derived_from_its_own_data() -> None:
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("noise", 0.1), ("noise_threshold", 1.5), ("noise_threshold", "1%"),
-     ("bootstrap_resamples", 10), ("bootstrap_confidence", 1.0), ("patience.incore", 0),
-     ("candidates_min", 20), ("utilization_stop_scope", "some-cores"), ("defaults", {}),
-     ("util_stop_pct", float("nan"))],
+    [
+        ("noise", 0.1),
+        ("noise_threshold", 1.5),
+        ("noise_threshold", "1%"),
+        ("bootstrap_resamples", 10),
+        ("bootstrap_confidence", 1.0),
+        ("patience.incore", 0),
+        ("candidates_min", 20),
+        ("utilization_stop_scope", "some-cores"),
+        ("defaults", {}),
+        ("util_stop_pct", float("nan")),
+    ],
 )
-def test_an_unknown_policy_key_or_a_value_out_of_range_is_bad_input(key: str,
-                                                                    value: object) -> None:
+def test_an_unknown_policy_key_or_a_value_out_of_range_is_bad_input(
+    key: str, value: object
+) -> None:
     driver, _attempt = _started()
     with pytest.raises(BadInput):
         driver.run(cmd.SetPolicy(key=key, value=value))

@@ -48,8 +48,11 @@ def test_an_override_with_a_reason_measures_again_and_is_recorded() -> None:
     driver = in_point()
     first = driver.start(candidate(vec_tile_shape=vec(32)))
     driver.verify(first, 120.0)
-    again = driver.start(cmd.ProposeCandidate(config={**BASE_CONFIG, "vec_tile_shape": vec(32)},
-                                              prior="p", override="host was loaded"))
+    again = driver.start(
+        cmd.ProposeCandidate(
+            config={**BASE_CONFIG, "vec_tile_shape": vec(32)}, prior="p", override="host was loaded"
+        )
+    )
     assert driver.state.attempts[again].retry_override == "host was loaded"
     assert driver.state.overrides == [(again, "host was loaded")]
 
@@ -81,8 +84,12 @@ def test_ideas_are_normalized_for_case_whitespace_and_punctuation() -> None:
 
 @pytest.mark.parametrize(
     "idea",
-    ["fuse max and sum into one pass", "Fuse max & sum into one pass.",
-     "fuse the max and sum into one pass", "fuse sum and max into one pass"],
+    [
+        "fuse max and sum into one pass",
+        "Fuse max & sum into one pass.",
+        "fuse the max and sum into one pass",
+        "fuse sum and max into one pass",
+    ],
 )
 def test_an_idea_like_a_failed_one_is_refused(idea: str) -> None:
     driver = in_stage("algorithm")
@@ -112,8 +119,9 @@ def test_the_similarity_threshold_is_a_policy_and_override_skips_it() -> None:
     driver.run(cmd.SetPolicy(key="retry_similarity", value=0.9))
     driver.start(cmd.TryAlgorithm(description="fuse max and sum into one single pass"))
     driver.run(cmd.Abandon(attempt=driver.state.pending or "", reason="x"))
-    attempt = driver.start(cmd.TryAlgorithm(description="fuse max and sum into one pass",
-                                            override="new compiler"))
+    attempt = driver.start(
+        cmd.TryAlgorithm(description="fuse max and sum into one pass", override="new compiler")
+    )
     assert driver.state.attempts[attempt].retry_override == "new compiler"
 
 

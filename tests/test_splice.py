@@ -38,8 +38,14 @@ def test_split_lines_breaks_where_markdown_does() -> None:
 
 @pytest.mark.parametrize(
     ("text", "newline"),
-    [("", "\n"), ("a\nb\n", "\n"), ("a\r\nb\r\n", "\r\n"), ("a\r\nb\r\nc\n", "\r\n"),
-     ("a\nb\nc\r\n", "\n"), ("a\rb\r", "\r")],
+    [
+        ("", "\n"),
+        ("a\nb\n", "\n"),
+        ("a\r\nb\r\n", "\r\n"),
+        ("a\r\nb\r\nc\n", "\r\n"),
+        ("a\nb\nc\r\n", "\n"),
+        ("a\rb\r", "\r"),
+    ],
 )
 def test_newline_of_is_the_most_frequent_line_end(text: str, newline: str) -> None:
     """The file's convention is its most frequent line end, LF on a tie or when it has none."""
@@ -62,8 +68,17 @@ def test_newline_of_is_the_most_frequent_line_end(text: str, newline: str) -> No
         "Inline {marker} in a paragraph.\n",
         "| a | b |\n|---|---|\n| {marker} | x |\n",
     ],
-    ids=["fence", "tilde-fence", "indented-code", "blockquote", "list", "html-block",
-         "open-comment", "inline", "table-cell"],
+    ids=[
+        "fence",
+        "tilde-fence",
+        "indented-code",
+        "blockquote",
+        "list",
+        "html-block",
+        "open-comment",
+        "inline",
+        "table-cell",
+    ],
 )
 def test_marker_text_inside_other_blocks_is_not_a_marker(container: str) -> None:
     """Marker-like text in code, quotes, lists, HTML, front matter or inline is content."""
@@ -108,17 +123,34 @@ def test_a_byte_order_mark_does_not_hide_the_first_marker() -> None:
     [
         (BEGIN.format("a") + "\nbody\n", 1, "no end marker"),
         ("x\n" + END.format("a") + "\n", 2, "no begin marker"),
-        (BEGIN.format("a") + "\n" + BEGIN.format("b") + "\n" + END.format("b") + "\n"
-         + END.format("a") + "\n", 2, "cannot nest"),
+        (
+            BEGIN.format("a")
+            + "\n"
+            + BEGIN.format("b")
+            + "\n"
+            + END.format("b")
+            + "\n"
+            + END.format("a")
+            + "\n",
+            2,
+            "cannot nest",
+        ),
         (block("a") + block("a"), 3, "appears twice"),
         (BEGIN.format("a") + "\n" + END.format("b") + "\n", 2, "closed by the end marker"),
         ("<!--tune-ledger:begin a-->\n", 1, "not spelt as one"),
         ("<!-- tune-ledger:begin Status -->\n", 1, "not spelt as one"),
-        (BEGIN.format("a") + "\n```\nopen fence\n" + END.format("a") + "\n", 1,
-         "no end marker"),
+        (BEGIN.format("a") + "\n```\nopen fence\n" + END.format("a") + "\n", 1, "no end marker"),
     ],
-    ids=["unclosed", "orphan-end", "nested", "duplicate", "mismatched", "misspelt",
-         "upper-case", "fence-hides-end"],
+    ids=[
+        "unclosed",
+        "orphan-end",
+        "nested",
+        "duplicate",
+        "mismatched",
+        "misspelt",
+        "upper-case",
+        "fence-hides-end",
+    ],
 )
 def test_malformed_structure_is_refused_with_its_line(text: str, line: int, words: str) -> None:
     """Broken markers raise BadInput naming the line and what to do, never guess."""
@@ -139,8 +171,9 @@ def test_splice_replaces_only_the_named_bodies() -> None:
     """Named bodies change; other sections and all text outside markers stay."""
     text = "intro\n\n" + block("a", "old a") + "\nmiddle\n\n" + block("b", "old b") + "end"
     result = splice.splice(text, {"a": "new a\nline 2\n"})
-    assert result == ("intro\n\n" + block("a", "new a", "line 2") + "\nmiddle\n\n"
-                      + block("b", "old b") + "end")
+    assert result == (
+        "intro\n\n" + block("a", "new a", "line 2") + "\nmiddle\n\n" + block("b", "old b") + "end"
+    )
 
 
 def test_crlf_files_get_crlf_bodies() -> None:
@@ -166,8 +199,9 @@ def test_a_missing_section_goes_next_to_its_neighbours() -> None:
     """A section missing from a file that has others is placed by the given order."""
     text = "top\n\n" + block("b", "B") + "\nnotes\n"
     result = splice.splice(text, {"a": "A\n", "b": "B2\n", "c": "C\n"}, ["a", "b", "c"])
-    assert result == ("top\n\n" + block("a", "A") + "\n" + block("b", "B2") + "\n"
-                      + block("c", "C") + "\nnotes\n")
+    assert result == (
+        "top\n\n" + block("a", "A") + "\n" + block("b", "B2") + "\n" + block("c", "C") + "\nnotes\n"
+    )
 
 
 def test_unknown_sections_are_left_alone() -> None:
@@ -196,33 +230,45 @@ def test_template_holds_title_sections_and_notes_outside() -> None:
     assert [s.name for s in splice.find_sections(text)] == ["header", "status"]
     assert text.index("## Notes") > text.index(END.format("status"))
     filled = splice.splice(text, {"header": "H\n", "status": "S\n"})
-    assert filled.endswith(text[text.index("\n## Notes"):])
+    assert filled.endswith(text[text.index("\n## Notes") :])
 
 
 # --- properties ----------------------------------------------------------------------------------
 
-_SAFE = st.text(
-    st.characters(exclude_categories=("Cs",), exclude_characters="\r\n"), max_size=30
-)
+_SAFE = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\r\n"), max_size=30)
 _LINE = st.builds(lambda s: "p" + s, _SAFE) | st.sampled_from(
-    ["with\u2028separator", "pipe | in text", "trailing spaces  ", "tab\there",
-     "inline " + BEGIN.format("status") + " marker", "ünïcødé ✓ 测试"]
+    [
+        "with\u2028separator",
+        "pipe | in text",
+        "trailing spaces  ",
+        "tab\there",
+        "inline " + BEGIN.format("status") + " marker",
+        "ünïcødé ✓ 测试",
+    ]
 )
-_MARKERISH = st.sampled_from([BEGIN.format("status"), END.format("status"),
-                              BEGIN.format("failed"), END.format("header")])
+_MARKERISH = st.sampled_from(
+    [BEGIN.format("status"), END.format("status"), BEGIN.format("failed"), END.format("header")]
+)
 
 
 @st.composite
 def _piece(draw: st.DrawFn) -> list[str]:
     marker = draw(_MARKERISH)
-    kind = draw(st.sampled_from(["para", "fence", "indented", "quote", "list", "comment",
-                                 "heading", "table", "html"]))
+    kind = draw(
+        st.sampled_from(
+            ["para", "fence", "indented", "quote", "list", "comment", "heading", "table", "html"]
+        )
+    )
     if kind == "para":
         return draw(st.lists(_LINE, min_size=1, max_size=3))
     if kind == "fence":
         fence = draw(st.sampled_from(["```", "~~~", "````"]))
-        return [fence + draw(st.sampled_from(["", "markdown"])), marker,
-                *draw(st.lists(_LINE, max_size=2)), fence]
+        return [
+            fence + draw(st.sampled_from(["", "markdown"])),
+            marker,
+            *draw(st.lists(_LINE, max_size=2)),
+            fence,
+        ]
     if kind == "indented":
         return ["    " + marker, "    " + draw(_LINE)]
     if kind == "quote":

@@ -44,6 +44,7 @@ def test_four_processes_append_a_thousand_events_into_one_valid_chain(tmp_path: 
     # Each writer's own appends stay in the order it made them.
     for number in range(WRITERS):
         mine = [t for t in texts if t.startswith(f"writer {number} ")]
-        order = [int(t.rsplit(" ", 1)[1]) for t in (e.data["text"] for e in log.events)
-                 if t in mine]
+        order = [
+            int(t.rsplit(" ", 1)[1]) for t in (e.data["text"] for e in log.events) if t in mine
+        ]
         assert order == list(range(APPENDS))

@@ -34,11 +34,11 @@ def test_appended_events_read_back_equal(store: Store) -> None:
     log = store.read()
     assert log.events == first.events + second.events
     assert [e.payload() for e in log.events] == [
-        NoteAdded(text="one"), SkillLoaded(name="pypto-op-perf-tune"),
+        NoteAdded(text="one"),
+        SkillLoaded(name="pypto-op-perf-tune"),
         NoteAdded(text="two\u2028lines"),
     ]
-    assert [e.written_by() for e in log.events] == [d.provenance for d in [note(), skill(),
-                                                                            note()]]
+    assert [e.written_by() for e in log.events] == [d.provenance for d in [note(), skill(), note()]]
 
 
 def test_first_event_has_no_parents_and_counter_one(store: Store) -> None:
@@ -241,10 +241,10 @@ def test_a_failed_write_leaves_the_ledger_as_it_was(
         return real_write(fd, data)
 
     monkeypatch.setattr(os, "write", half_then_full)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="No space left"):
         store.append([note("lost")], expected_head=None)
     assert path.read_bytes() == before
     other = FileStore(ledger_path(tmp_path, "new"))
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="No space left"):
         other.append([note("lost")], expected_head=None)
     assert not other.path.exists()

@@ -82,8 +82,7 @@ def _check_cut(store: Store, cut: int) -> None:
         assert log.torn is None
         return
     assert log.torn is not None
-    assert (log.torn.line, log.torn.offset, log.torn.byte_count) == (
-        count + 1, good, cut - good)
+    assert (log.torn.line, log.torn.offset, log.torn.byte_count) == (count + 1, good, cut - good)
     result = store.append([note("after the crash")], expected_head=log.head)
     (repair,) = result.repairs
     _check_repair(store, repair, DATA[good:cut], count + 1, log.head)
@@ -94,13 +93,17 @@ def _check_cut(store: Store, cut: int) -> None:
     assert raw_bytes(store)[:good] == DATA[:good]
 
 
-def _check_repair(store: Store, repair: Event, torn: bytes, line: int,
-                  head: tuple[str, ...]) -> None:
+def _check_repair(
+    store: Store, repair: Event, torn: bytes, line: int, head: tuple[str, ...]
+) -> None:
     payload = repair.payload()
     assert isinstance(payload, LedgerRepaired)
     assert quarantined_bytes(store, payload.quarantine) == torn
     assert (payload.line, payload.byte_count, payload.digest) == (
-        line, len(torn), codec.digest(torn))
+        line,
+        len(torn),
+        codec.digest(torn),
+    )
     assert repair.parents == head
     assert repair.part == (0, 1)
 
@@ -126,10 +129,10 @@ def test_torn_tail_is_quarantined_byte_for_byte_not_glued(store: Store) -> None:
     set_raw_bytes(store, DATA[:-10])
     result = store.append([note("next")], expected_head=None)
     data = raw_bytes(store)
-    assert data.startswith(DATA[:BATCH_ENDS[-2]])
+    assert data.startswith(DATA[: BATCH_ENDS[-2]])
     assert data.count(b"\n") == len(EVENTS) - 2 + 2  # kept events, repair, new event
     (repair,) = result.repairs
-    assert quarantined_bytes(store, repair.data["quarantine"]) == DATA[BATCH_ENDS[-2]:-10]
+    assert quarantined_bytes(store, repair.data["quarantine"]) == DATA[BATCH_ENDS[-2] : -10]
     assert store.findings() == []
 
 
@@ -157,7 +160,7 @@ def test_repair_takes_the_provenance_of_the_command(store: Store) -> None:
 def test_repair_interrupted_before_cutting_reuses_its_quarantine(store: Store) -> None:
     """A crash after the torn bytes were kept but before they were cut off leaves a copy;
     the next append records that copy instead of keeping a second one."""
-    torn = DATA[BATCH_ENDS[-2]:-7]
+    torn = DATA[BATCH_ENDS[-2] : -7]
     set_raw_bytes(store, DATA[:-7])
     add_quarantine(store, "events.jsonl.quarantine-1", torn)
     (repair,) = store.append([note("next")], expected_head=None).repairs
@@ -175,8 +178,11 @@ def test_repair_interrupted_before_its_event_is_recorded_next_time(store: Store)
     result = store.append([note("next")], expected_head=None)
     (repair,) = result.repairs
     assert repair.payload() == LedgerRepaired(
-        quarantine="events.jsonl.quarantine-1", line=len(EVENTS) + 1, byte_count=15,
-        digest=codec.digest(b"lost torn bytes"))
+        quarantine="events.jsonl.quarantine-1",
+        line=len(EVENTS) + 1,
+        byte_count=15,
+        digest=codec.digest(b"lost torn bytes"),
+    )
     assert result.events[0].parents == (repair.id,)
     assert store.findings() == []
 
@@ -187,8 +193,7 @@ def test_a_failing_command_does_not_repair_either(store: Store) -> None:
 
     set_raw_bytes(store, DATA[:-4])
     with pytest.raises(TypeError):
-        store.append([note("ok"), draft(PolicySet(key="k", value=object()))],
-                     expected_head=None)
+        store.append([note("ok"), draft(PolicySet(key="k", value=object()))], expected_head=None)
     assert raw_bytes(store) == DATA[:-4]
     assert store.quarantines() == []
 
@@ -198,14 +203,16 @@ def test_read_reports_a_torn_tail_without_repairing(store: Store) -> None:
     set_raw_bytes(store, DATA[:-1])
     log = store.read()
     assert log.torn is not None
-    assert log.torn.reason == ("the last batch has only 1 of its 2 events and a line without "
-                               "its newline (an interrupted write)")
+    assert log.torn.reason == (
+        "the last batch has only 1 of its 2 events and a line without "
+        "its newline (an interrupted write)"
+    )
     assert raw_bytes(store) == DATA[:-1]
     assert store.quarantines() == []
 
 
 def _flip(data: bytes, offset: int) -> bytes:
-    return data[:offset] + bytes([data[offset] ^ 0x01]) + data[offset + 1:]
+    return data[:offset] + bytes([data[offset] ^ 0x01]) + data[offset + 1 :]
 
 
 def _line_of(offset: int) -> int:
@@ -261,8 +268,12 @@ def _lines() -> list[bytes]:
 def _forge(event: Event, **changes: Any) -> bytes:
     """A line for `event` with envelope changes, carrying a correct content id for them."""
     body = {
-        "lamport": event.lamport, "parents": list(event.parents), "part": list(event.part),
-        "payload": event.data, "provenance": event.provenance, "schema": event.schema,
+        "lamport": event.lamport,
+        "parents": list(event.parents),
+        "part": list(event.part),
+        "payload": event.data,
+        "provenance": event.provenance,
+        "schema": event.schema,
         "type": event.type,
     }
     body.update(changes)
@@ -279,17 +290,16 @@ def _forge(event: Event, **changes: Any) -> bytes:
         ("event duplicated", lambda ls: [ls[0], ls[0], *ls[1:]], 2),
         ("middle part of a batch deleted", lambda ls: [*ls[:3], *ls[4:]], 4),
         ("batches reordered", lambda ls: [ls[0], *ls[3:], ls[1], ls[2]], 2),
-        ("lamport not above parent", lambda ls: [ls[0], _forge(EVENTS[1], lamport=1),
-                                                 *ls[2:]], 2),
+        ("lamport not above parent", lambda ls: [ls[0], _forge(EVENTS[1], lamport=1), *ls[2:]], 2),
         ("unknown event type", lambda ls: [ls[0], _forge(EVENTS[1], type="x.y"), *ls[2:]], 2),
         ("part out of range", lambda ls: [ls[0], _forge(EVENTS[1], part=[2, 2]), *ls[2:]], 2),
-        ("lamport not an integer", lambda ls: [ls[0], _forge(EVENTS[1], lamport="2"),
-                                               *ls[2:]], 2),
+        ("lamport not an integer", lambda ls: [ls[0], _forge(EVENTS[1], lamport="2"), *ls[2:]], 2),
         ("record not an object", lambda ls: [ls[0], _array_line(), *ls[1:]], 2),
     ],
 )
-def test_bad_line_followed_by_good_lines_is_refused(store: Store, name: str, edit: Any,
-                                                     line: int) -> None:
+def test_bad_line_followed_by_good_lines_is_refused(
+    store: Store, name: str, edit: Any, line: int
+) -> None:
     """Each kind of middle damage is refused at the first line that breaks the chain."""
     data = b"".join(edit(_lines()))
     _assert_refused(store, data, line)
@@ -332,13 +342,25 @@ def test_verify_reports_non_canonical_lines_and_wrong_counters() -> None:
     """Lines that verify but break the format contract are findings of the thorough check."""
     (first,), (first_line,) = seal_batch([note("a")], (), 0)
     (second,), _second_lines = seal_batch([note("b")], (first.id,), 1)
-    spaced_body = codec.canonical_json({"lamport": 5, "parents": [first.id], "part": [0, 1],
-                                        "payload": second.data,
-                                        "provenance": second.provenance, "schema": 1,
-                                        "type": "note.added"})
+    spaced_body = codec.canonical_json(
+        {
+            "lamport": 5,
+            "parents": [first.id],
+            "part": [0, 1],
+            "payload": second.data,
+            "provenance": second.provenance,
+            "schema": 1,
+            "type": "note.added",
+        }
+    )
     spaced_body = spaced_body.replace(',"part"', ', "part"')
-    spaced = (b'{"id":"' + codec.content_id(spaced_body).encode() + b'",'
-              + spaced_body[1:].encode() + b"\n")
+    spaced = (
+        b'{"id":"'
+        + codec.content_id(spaced_body).encode()
+        + b'",'
+        + spaced_body[1:].encode()
+        + b"\n"
+    )
     found = verify(first_line + spaced).findings
     messages = " | ".join(str(f) for f in found)
     assert all(f.line == 2 for f in found)

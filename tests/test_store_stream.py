@@ -43,7 +43,12 @@ def _same_as_read(store: Store) -> Tip:
     log = store.read()
     assert tuple(seen) == log.events
     assert (tip.head, tip.lamport, tip.size, tip.torn, tip.events) == (
-        log.head, log.lamport, log.size, log.torn, len(log.events))
+        log.head,
+        log.lamport,
+        log.size,
+        log.torn,
+        len(log.events),
+    )
     return tip
 
 
@@ -90,7 +95,7 @@ def test_an_unfinished_batch_in_the_middle_is_damage_when_streaming(store: Store
 def test_a_torn_batch_never_reaches_the_sink(store: Store) -> None:
     """The first part of a batch whose second part was never written is not handed over."""
     full = _ledger([1, 2])
-    set_raw_bytes(store, full[:full.rindex(b"\n", 0, len(full) - 1) + 1])
+    set_raw_bytes(store, full[: full.rindex(b"\n", 0, len(full) - 1) + 1])
     seen, tip = _streamed(store)
     assert [e.data["text"] for e in seen] == ["b0.0"]
     assert tip.torn is not None and tip.torn.line == 2
@@ -105,7 +110,8 @@ def _twin(store: Store, tmp_path: Path) -> Store:
 
 
 def test_appends_after_tips_write_the_bytes_of_appends_after_reads(
-        store: Store, tmp_path: Path) -> None:
+    store: Store, tmp_path: Path
+) -> None:
     """A writer that chains tips (each append's result tip feeds the next) writes the very
     bytes of a writer that reads the whole ledger before each append."""
     store.append([note("start")], expected_head=None)
@@ -119,13 +125,17 @@ def test_appends_after_tips_write_the_bytes_of_appends_after_reads(
         twin.append(drafts, expected_head=twin.read().head)
         assert raw_bytes(store) == raw_bytes(twin)
         assert (tip.head, tip.lamport, tip.size, tip.events) == (
-            result.head, result.events[-1].lamport, len(raw_bytes(store)),
-            len(store.read().events))
+            result.head,
+            result.events[-1].lamport,
+            len(raw_bytes(store)),
+            len(store.read().events),
+        )
     assert store.findings() == []
 
 
 def test_an_append_after_a_fresh_tip_does_not_read_the_file(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The point of a tip: the append checks the file's end instead of reading it all."""
     store = FileStore(tmp_path / "events.jsonl")
     store.append([note("a"), note("b")], expected_head=None)
@@ -162,8 +172,7 @@ def test_a_stale_tip_without_expected_head_appends_after_the_real_head(store: St
     assert store.findings() == []
 
 
-def test_a_rewritten_ledger_of_the_same_size_is_read_again(
-        store: Store, tmp_path: Path) -> None:
+def test_a_rewritten_ledger_of_the_same_size_is_read_again(store: Store, tmp_path: Path) -> None:
     """The ledger replaced by other bytes of the same length (a checkout of another branch):
     the tip no longer matches, so the append follows the real head."""
     store.append([note("aaaa")], expected_head=None)

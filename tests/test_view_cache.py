@@ -28,7 +28,6 @@ REPO = Path(__file__).resolve().parents[1]
 NO_CACHE = {view_cache.NO_CACHE_ENV: "1"}
 
 
-
 def _cache(cli: Cli, op: str = OP) -> Path:
     return cli.root / "custom" / op / view_cache.CACHE_DIR
 
@@ -50,46 +49,76 @@ def _same_as_uncached(cli: Cli, op: str = OP) -> None:
 
 def _hit_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make a miss fail the test: replaying the ledger is not allowed from here on."""
+
     def no_replay(*_args: object) -> object:
         raise AssertionError("status replayed the ledger: the cache was not used")
 
     monkeypatch.setattr(cli_status, "load_state", no_replay)
 
 
-def test_a_second_status_is_a_hit_and_prints_the_same(cli: Cli,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_second_status_is_a_hit_and_prints_the_same(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The first status writes the entry; the next ones print it without replaying."""
     pending(cli)
-    truth = [_run(cli, [v, OP], as_json=j, cached=False)
-             for v in ("status", "resume") for j in (True, False)]
+    truth = [
+        _run(cli, [v, OP], as_json=j, cached=False)
+        for v in ("status", "resume")
+        for j in (True, False)
+    ]
     assert cli("status", OP).code == 0
     assert (_cache(cli) / view_cache.ENTRY_NAME).is_file()
     _hit_only(monkeypatch)
-    assert [_run(cli, [v, OP], as_json=j, cached=True)
-            for v in ("status", "resume") for j in (True, False)] == truth
+    assert [
+        _run(cli, [v, OP], as_json=j, cached=True)
+        for v in ("status", "resume")
+        for j in (True, False)
+    ] == truth
 
 
 def test_the_command_that_appends_leaves_the_next_status_a_hit(
-        cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A state-changing command caches the views of the state it just wrote, so the status
     an agent runs next reads them instead of replaying the whole ledger."""
     pending(cli)
-    truth = [_run(cli, [v, OP], as_json=j, cached=False)
-             for v in ("status", "resume") for j in (True, False)]
+    truth = [
+        _run(cli, [v, OP], as_json=j, cached=False)
+        for v in ("status", "resume")
+        for j in (True, False)
+    ]
     _hit_only(monkeypatch)
-    assert [_run(cli, [v, OP], as_json=j, cached=True)
-            for v in ("status", "resume") for j in (True, False)] == truth
+    assert [
+        _run(cli, [v, OP], as_json=j, cached=True)
+        for v in ("status", "resume")
+        for j in (True, False)
+    ] == truth
 
 
 def test_every_append_is_seen(cli: Cli) -> None:
     """After each state-changing command the cached views are those of the new ledger."""
     frontend(cli)
     _same_as_uncached(cli)
-    started = cli.ok("candidate", OP, "--config", '{"vec_tile_shape":[1,8,1,32]}',
-                     "--prior", "kernels/softmax.py:12")
+    started = cli.ok(
+        "candidate",
+        OP,
+        "--config",
+        '{"vec_tile_shape":[1,8,1,32]}',
+        "--prior",
+        "kernels/softmax.py:12",
+    )
     _same_as_uncached(cli)
-    cli.ok("verify", OP, started["attempt"], "--output", "y=true", "--layout-exit", "0",
-           "--time", "80us")
+    cli.ok(
+        "verify",
+        OP,
+        started["attempt"],
+        "--output",
+        "y=true",
+        "--layout-exit",
+        "0",
+        "--time",
+        "80us",
+    )
     _same_as_uncached(cli)
     assert cli.ok("status", OP)["best"]["time_us"] == 80.0
 
@@ -136,7 +165,8 @@ def test_same_size_ledger_with_other_views_in_place_and_replaced(tmp_path: Path)
 
 
 def test_an_edit_in_the_middle_is_refused_even_with_an_entry(
-        cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Damage that keeps the size and the hashed tail: the file's ctime and mtime moved, so
     the entry does not match and status exits 7 as without the cache."""
     monkeypatch.setattr(view_cache, "TAIL_BYTES", 1024)  # this small ledger is < 64 KiB
@@ -202,13 +232,18 @@ def test_the_fingerprint_follows_the_code(tmp_path: Path, monkeypatch: pytest.Mo
     """Touching a module of any layer of ledger/ or of stages/ changes the fingerprint."""
     package = tmp_path / "ledger"
     shutil.copytree(REPO / "ledger", package, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(REPO / "stages", tmp_path / "stages",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "stages", tmp_path / "stages", ignore=shutil.ignore_patterns("__pycache__")
+    )
     monkeypatch.setattr(view_cache, "__file__", str(package / "projections" / "view_cache.py"))
     monkeypatch.setattr(view_cache, "_fingerprint", None)
     before = view_cache.code_fingerprint()
-    touched = (package / "projections" / "views.py", package / "log" / "store.py",
-               package / "__init__.py", tmp_path / "stages" / "allowed.py")
+    touched = (
+        package / "projections" / "views.py",
+        package / "log" / "store.py",
+        package / "__init__.py",
+        tmp_path / "stages" / "allowed.py",
+    )
     for module in touched:
         monkeypatch.setattr(view_cache, "_fingerprint", None)
         stat = module.stat()
@@ -227,9 +262,14 @@ def test_the_cache_folder_ignores_itself_in_git(cli: Cli) -> None:
         pytest.skip("git is not installed")
     env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
     subprocess.run(["git", "init", "-q", str(cli.root)], check=True, env=env)
-    listed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
-                            cwd=cli.root, check=True, capture_output=True, text=True,
-                            env=env).stdout
+    listed = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=cli.root,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout
     assert "events.jsonl" in listed and view_cache.CACHE_DIR not in listed
 
 
@@ -240,7 +280,8 @@ def test_the_repository_ignores_the_cache_folder() -> None:
 
 
 def test_a_cache_that_cannot_be_written_never_fails_the_command(
-        cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A read-only checkout, or a file where the folder should be: status still works."""
     frontend(cli)
 
@@ -298,19 +339,26 @@ def test_audit_and_check_never_read_the_cache(cli: Cli) -> None:
 
 
 def test_remember_after_an_append_makes_the_next_status_a_hit(
-        cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The hook for the API: views of the state after an append, checked against the file."""
     frontend(cli)
     ledger = OpLedger(cli.root, OP)
     outcome = ledger.execute(cmd.AddNote(text="remembered"))
     head = outcome.events[-1].id
     assert view_cache.remember(ledger.store.path, OP, outcome.state, head)
-    truth = [_run(cli, [v, OP], as_json=j, cached=False)
-             for v in ("status", "resume") for j in (True, False)]
+    truth = [
+        _run(cli, [v, OP], as_json=j, cached=False)
+        for v in ("status", "resume")
+        for j in (True, False)
+    ]
     with monkeypatch.context() as patched:
         _hit_only(patched)
-        assert [_run(cli, [v, OP], as_json=j, cached=True)
-                for v in ("status", "resume") for j in (True, False)] == truth
+        assert [
+            _run(cli, [v, OP], as_json=j, cached=True)
+            for v in ("status", "resume")
+            for j in (True, False)
+        ] == truth
     ledger.execute(cmd.AddNote(text="another writer"))
     assert not view_cache.remember(ledger.store.path, OP, outcome.state, head)
     with ledger.store.path.open("ab") as file:
@@ -319,7 +367,8 @@ def test_remember_after_an_append_makes_the_next_status_a_hit(
 
 
 def test_remember_never_fails_the_command_that_appended(
-        cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A view that cannot be rendered (a bug) is reported by `status`, not by the append."""
     frontend(cli)
     ledger = OpLedger(cli.root, OP)
@@ -346,25 +395,32 @@ def test_the_command_table_names_every_module_command() -> None:
 
 # --- a property: any sequence of commands ----------------------------------------------------
 
-_STEPS = st.lists(st.sampled_from([
-    ("note", OP, "--text", "n"),
-    ("skill", "load", OP, "perf-analyzer"),
-    ("skill", "unload", OP, "perf-analyzer"),
-    ("stage", "enter", OP, "swimlane"),
-    ("point", "open", OP, "S-1"),
-    ("point", "close", OP, "F-1", "--reason", "r"),
-    ("candidate", OP, "--config", '{"vec_tile_shape":[1,8,1,32]}', "--prior", "p"),
-    ("verify", OP, "pending", "--output", "y=true", "--layout-exit", "0", "--time", "60us"),
-    ("stop", OP, "--reason", "enough"),
-    ("tear",),
-    ("status",),
-]), min_size=1, max_size=6)
+_STEPS = st.lists(
+    st.sampled_from(
+        [
+            ("note", OP, "--text", "n"),
+            ("skill", "load", OP, "perf-analyzer"),
+            ("skill", "unload", OP, "perf-analyzer"),
+            ("stage", "enter", OP, "swimlane"),
+            ("point", "open", OP, "S-1"),
+            ("point", "close", OP, "F-1", "--reason", "r"),
+            ("candidate", OP, "--config", '{"vec_tile_shape":[1,8,1,32]}', "--prior", "p"),
+            ("verify", OP, "pending", "--output", "y=true", "--layout-exit", "0", "--time", "60us"),
+            ("stop", OP, "--reason", "enough"),
+            ("tear",),
+            ("status",),
+        ]
+    ),
+    min_size=1,
+    max_size=6,
+)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=_STEPS)
 def test_any_sequence_of_commands_status_is_the_same_with_the_cache(
-        steps: list[tuple[str, ...]]) -> None:
+    steps: list[tuple[str, ...]],
+) -> None:
     """Whatever was appended, refused, torn or repaired, and whenever status ran (so entries
     of every age exist), the cached views are those of a full replay."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -403,10 +459,16 @@ def _imports(root: Path, *args: str) -> tuple[str, list[str]]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     for name in ("TUNE_LEDGER_ROOT", view_cache.NO_CACHE_ENV):
         env.pop(name, None)
-    done = subprocess.run([sys.executable, "-c", _MODULES, "--root", str(root), *args],
-                          env=env, capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _MODULES, "--root", str(root), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
-    modules = json.loads(line[len("MODULES "):].replace("'", '"'))
+    modules = json.loads(line[len("MODULES ") :].replace("'", '"'))
     return done.stdout, modules
 
 

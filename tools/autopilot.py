@@ -64,16 +64,27 @@ class Timer:
     def summary(self) -> dict[str, Any]:
         """Totals for the closing summary."""
         wall = time.monotonic() - self.started
-        return {"wall_s": round(wall, 2), "ledger_s": round(self.ledger_s, 2),
-                "pypto_s": round(self.pypto_s, 2), "pypto_runs": self.runs,
-                "ledger_share": round(self.ledger_s / wall, 4) if wall else 0.0}
+        return {
+            "wall_s": round(wall, 2),
+            "ledger_s": round(self.ledger_s, 2),
+            "pypto_s": round(self.pypto_s, 2),
+            "pypto_runs": self.runs,
+            "ledger_share": round(self.ledger_s / wall, 4) if wall else 0.0,
+        }
 
 
 class Autopilot:
     """One op's campaign driven to a stop, one ledger command at a time."""
 
-    def __init__(self, root: Path, op: str, python: str, max_attempts: int,
-                 say: Callable[[str], None], adapter_args: str = "") -> None:
+    def __init__(
+        self,
+        root: Path,
+        op: str,
+        python: str,
+        max_attempts: int,
+        say: Callable[[str], None],
+        adapter_args: str = "",
+    ) -> None:
         self.root = root
         self.op = op
         self.ledger = OpLedger(root, op)
@@ -95,8 +106,9 @@ class Autopilot:
 
     def run(self, command: Any) -> Any:
         """Execute one ledger command through the API."""
-        return self.timer.ledger(lambda: self.ledger.execute(
-            command, command_line=f"autopilot {type(command).__name__}"))
+        return self.timer.ledger(
+            lambda: self.ledger.execute(command, command_line=f"autopilot {type(command).__name__}")
+        )
 
     def adapter_command(self, config: dict[str, Any], passes: str = "last") -> str:
         """The verifier command line the ledger runs for one config.
@@ -104,13 +116,16 @@ class Autopilot:
         Activation's evidence re-checks every compiler pass (`all`); an attempt re-checks the
         last pass, the tiled graph its config produced (`last`, about 9 s instead of 20-30 s).
         """
-        return (f"{shlex.quote(self.python)} -m tools.pypto.run "
-                f"--op-dir {shlex.quote(str(self.ledger.dir))} "
-                f"--config {shlex.quote(codec.canonical_json(config))} --json "
-                f"--verify-passes {passes} {self.adapter_args}").strip()
+        return (
+            f"{shlex.quote(self.python)} -m tools.pypto.run "
+            f"--op-dir {shlex.quote(str(self.ledger.dir))} "
+            f"--config {shlex.quote(codec.canonical_json(config))} --json "
+            f"--verify-passes {passes} {self.adapter_args}"
+        ).strip()
 
-    def measure(self, config: dict[str, Any], passes: str = "last"
-                ) -> tuple[dict[str, Any] | None, runner.CommandRun]:
+    def measure(
+        self, config: dict[str, Any], passes: str = "last"
+    ) -> tuple[dict[str, Any] | None, runner.CommandRun]:
         """Run the adapter on one config (the ledger records the real exit code and digest)."""
         command = self.adapter_command(config, passes)
         t = time.monotonic()
@@ -137,8 +152,13 @@ class Autopilot:
             self.write_target_sheet(state)
             return True
         if effective_policy(state)["utilization_stop_stages"] != ["incore"]:
-            self.run(cmd.SetPolicy(key="utilization_stop_stages", value=["incore"],
-                                   reason=UTILIZATION_POLICY_REASON))
+            self.run(
+                cmd.SetPolicy(
+                    key="utilization_stop_stages",
+                    value=["incore"],
+                    reason=UTILIZATION_POLICY_REASON,
+                )
+            )
             self.say("policy: the utilization stop applies in incore only")
             return True
         for skill in BASE_SKILLS:
@@ -165,19 +185,31 @@ class Autopilot:
             doc, run = self.measure(self.space.baseline_config, passes="all")
             if doc is None or not doc.get("outputs"):
                 raise LedgerError(f"the adapter gave no accuracy evidence: {run.output[-800:]}")
-            self.run(cmd.RecordCompare(
-                outputs=inputs.outputs_from_document(doc, "adapter"),
-                impl_path=origin_path, impl_digest=digest,
-                origin=runner.origin_of_run(run, doc)))
+            self.run(
+                cmd.RecordCompare(
+                    outputs=inputs.outputs_from_document(doc, "adapter"),
+                    impl_path=origin_path,
+                    impl_digest=digest,
+                    origin=runner.origin_of_run(run, doc),
+                )
+            )
             self.say("recorded E2E tensor compare (pass-verify against the torch golden)")
             return
         if not layout_ok:
             # The op's layout check reads SPEC.md with tools.pypto.spec: give it the repository.
-            check = (f"env PYTHONPATH={shlex.quote(str(REPO))} {shlex.quote(self.python)} "
-                     f"{shlex.quote(str(self.ledger.dir / 'layout_check.py'))} --before-tuning")
+            check = (
+                f"env PYTHONPATH={shlex.quote(str(REPO))} {shlex.quote(self.python)} "
+                f"{shlex.quote(str(self.ledger.dir / 'layout_check.py'))} --before-tuning"
+            )
             run = runner.run_command(check, REPO)
-            self.run(cmd.RecordLayout(exit_code=run.exit_code, impl_path=origin_path,
-                                      impl_digest=digest, origin=runner.origin_of_run(run)))
+            self.run(
+                cmd.RecordLayout(
+                    exit_code=run.exit_code,
+                    impl_path=origin_path,
+                    impl_digest=digest,
+                    origin=runner.origin_of_run(run),
+                )
+            )
             self.say(f"recorded layout check: exit {run.exit_code}")
             return
         try:
@@ -194,14 +226,21 @@ class Autopilot:
             raise LedgerError(f"baseline measurement failed: {run.output[-800:]}")
         spec = self.space.spec
         samples = runner.times_of(doc, "adapter")
-        self.run(cmd.SetTarget(
-            baseline_us=sorted(samples)[len(samples) // 2], shape=spec.shape_text,
-            target_us=spec.target_us, target_source="spec",
-            source_ref=f"custom/{self.op}/SPEC.md perf_target",
-            config=self.space.baseline_config, origin=runner.origin_of_run(run, doc),
-            metric=str(doc.get("time_metric", "time")), baseline_samples_us=samples,
-            util_pct=runner.percent_of(doc, "util_pct"),
-            bubble_pct=runner.percent_of(doc, "bubble_pct")))
+        self.run(
+            cmd.SetTarget(
+                baseline_us=sorted(samples)[len(samples) // 2],
+                shape=spec.shape_text,
+                target_us=spec.target_us,
+                target_source="spec",
+                source_ref=f"custom/{self.op}/SPEC.md perf_target",
+                config=self.space.baseline_config,
+                origin=runner.origin_of_run(run, doc),
+                metric=str(doc.get("time_metric", "time")),
+                baseline_samples_us=samples,
+                util_pct=runner.percent_of(doc, "util_pct"),
+                bubble_pct=runner.percent_of(doc, "bubble_pct"),
+            )
+        )
         self.say(f"target sheet: baseline {samples[0]:.2f} µs, target {spec.target_us:.2f} µs")
 
     def verify(self, state: State, attempt_id: str) -> None:
@@ -217,10 +256,12 @@ class Autopilot:
         failed = next((e.data for e in outcome.events if e.type == "attempt.failed"), None)
         change = search_space.describe(attempt)
         if verdict is not None:
-            self.say(f"  {attempt_id} {change}: {verdict['verdict']}"
-                     + (f" ({verdict['failure']})" if verdict["failure"] else "")
-                     + f", {verdict['attempt_median_us']:.2f} µs vs best "
-                     f"{verdict['best_median_us']:.2f} µs")
+            self.say(
+                f"  {attempt_id} {change}: {verdict['verdict']}"
+                + (f" ({verdict['failure']})" if verdict["failure"] else "")
+                + f", {verdict['attempt_median_us']:.2f} µs vs best "
+                f"{verdict['best_median_us']:.2f} µs"
+            )
         elif failed is not None:
             self.say(f"  {attempt_id} {change}: failed ({failed['category']})")
 
@@ -250,8 +291,9 @@ class Autopilot:
                 written = self.timer.ledger(lambda: report_files.write_report(self.ledger))
                 self.say(f"report written: {written['path']}")
                 return True
-            return self.finish(state, "configuration stages done; the algorithm stage is "
-                               "left to the agent")
+            return self.finish(
+                state, "configuration stages done; the algorithm stage is left to the agent"
+            )
         stage = CONFIG_STAGES[len(done)]
         self.run(cmd.EnterStage(stage=stage))
         self.run(cmd.LoadSkill(name=f"tune-{stage}"))
@@ -283,8 +325,10 @@ class Autopilot:
         relaxation = self.space.relaxation(state, point)
         if relaxation is not None:
             self.run(relaxation)
-            self.say(f" relaxed the {relaxation.what} tile limit to {relaxation.limit}: "
-                     f"{relaxation.basis}")
+            self.say(
+                f" relaxed the {relaxation.what} tile limit to {relaxation.limit}: "
+                f"{relaxation.basis}"
+            )
             return True
         self.run(cmd.ClosePoint(name=point, reason="no untried single-parameter mutation left"))
         self.say(f" point {point} closed: nothing left to try")
@@ -310,10 +354,18 @@ class Autopilot:
 @click.command()
 @click.option("--root", default=".", show_default=True, help="Folder that holds custom/.")
 @click.option("--op", default="softmax", show_default=True, help="The op to tune.")
-@click.option("--max-attempts", default=80, show_default=True,
-              help="Attempt budget; the campaign stops when it is used up.")
-@click.option("--python", default=sys.executable, show_default=True,
-              help="Interpreter with pypto installed (runs the adapter).")
+@click.option(
+    "--max-attempts",
+    default=80,
+    show_default=True,
+    help="Attempt budget; the campaign stops when it is used up.",
+)
+@click.option(
+    "--python",
+    default=sys.executable,
+    show_default=True,
+    help="Interpreter with pypto installed (runs the adapter).",
+)
 @click.option("--adapter-args", default="", help="Extra options for tools.pypto.run.")
 def main(root: str, op: str, max_attempts: int, python: str, adapter_args: str) -> None:
     """Run (or resume) an autopilot campaign on OP and print where it ended."""
@@ -323,8 +375,7 @@ def main(root: str, op: str, max_attempts: int, python: str, adapter_args: str) 
         while pilot.step():
             pass
     except KeyboardInterrupt:
-        click.echo("interrupted: run the same command again to resume from the ledger",
-                   err=True)
+        click.echo("interrupted: run the same command again to resume from the ledger", err=True)
         raise SystemExit(130) from None
     except LedgerError as e:
         click.echo(e.human(), err=True)
@@ -332,11 +383,19 @@ def main(root: str, op: str, max_attempts: int, python: str, adapter_args: str) 
     state = pilot.state()
     best = state.best
     timing = pilot.timer.summary()
-    click.echo(json.dumps({"op": op, "stopped": state.stopped,
-                           "best_us": best.time_us if best else None,
-                           "best_config": best.config if best else None,
-                           "attempts": len(state.attempts), "timing": timing},
-                          sort_keys=True))
+    click.echo(
+        json.dumps(
+            {
+                "op": op,
+                "stopped": state.stopped,
+                "best_us": best.time_us if best else None,
+                "best_config": best.config if best else None,
+                "attempts": len(state.attempts),
+                "timing": timing,
+            },
+            sort_keys=True,
+        )
+    )
     if state.stopped is None:
         raise SystemExit(1)
     if not stopped_before:

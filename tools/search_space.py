@@ -53,8 +53,9 @@ class Space:
         """The optimization points the stage opens, in order."""
         return POINTS.get(stage, ())
 
-    def candidates(self, state: State, root: Path, op: str, point: str
-                   ) -> Iterator[tuple[dict[str, Any], str]]:
+    def candidates(
+        self, state: State, root: Path, op: str, point: str
+    ) -> Iterator[tuple[dict[str, Any], str]]:
         """Full configs proposed by the priors for the point, with their provenance (R7)."""
         from ledger.shell.priors_load import gather
 
@@ -80,15 +81,23 @@ class Space:
         tile = state.best.config.get("vec_tile_shape")
         if not isinstance(tile, list):
             return None
-        blocked = [i for i, (t, dim) in enumerate(zip(tile, self.spec.shape, strict=True))
-                   if t == limit and t * 2 <= dim]
+        blocked = [
+            i
+            for i, (t, dim) in enumerate(zip(tile, self.spec.shape, strict=True))
+            if t == limit and t * 2 <= dim
+        ]
         evidence = _growth_evidence(state)
         if not blocked or evidence is None:
             return None
         new_limit = limit * 2
-        return cmd.Relax(what="vec", limit=new_limit, basis=(
-            f"measured: {evidence}; best tile {tile} sits at the limit {limit} on axis "
-            f"{blocked[0]} of a {self.spec.shape[blocked[0]]}-wide dimension"))
+        return cmd.Relax(
+            what="vec",
+            limit=new_limit,
+            basis=(
+                f"measured: {evidence}; best tile {tile} sits at the limit {limit} on axis "
+                f"{blocked[0]} of a {self.spec.shape[blocked[0]]}-wide dimension"
+            ),
+        )
 
 
 def vec_limit(state: State) -> int:
@@ -104,7 +113,7 @@ def _neighbours(point: str, current: Any, shape: list[int], limit: int) -> Itera
             for axis, (t, dim) in enumerate(zip(current, shape, strict=True)):
                 value = t * 2 if grow else t // 2
                 if 1 <= value <= min(dim, limit) and value != t:
-                    yield [*current[:axis], value, *current[axis + 1:]]
+                    yield [*current[:axis], value, *current[axis + 1 :]]
     elif point == "unroll_list":
         yield from (u for u in UNROLL_LISTS if u != current)
     elif point == "stitch_function_max_num":
@@ -129,14 +138,20 @@ def _growth_evidence(state: State) -> str | None:
             continue
         tile = attempt.config.get("vec_tile_shape")
         now = attempt.measurement.median_us
-        if (isinstance(tile, list) and isinstance(previous_tile, list)
-                and _volume(tile) > _volume(previous_tile)):
+        if (
+            isinstance(tile, list)
+            and isinstance(previous_tile, list)
+            and _volume(tile) > _volume(previous_tile)
+        ):
             gain = previous_time / now
             # The latest growth is the trend the next relaxation extends.
             if gain >= RELAX_MIN_GAIN:
-                found = (gain, f"growing the vec tile {previous_tile} → {tile} (attempt "
-                               f"{attempt.id}) cut the time {previous_time:.2f} → {now:.2f} µs "
-                               f"({gain:.2f}×)")
+                found = (
+                    gain,
+                    f"growing the vec tile {previous_tile} → {tile} (attempt "
+                    f"{attempt.id}) cut the time {previous_time:.2f} → {now:.2f} µs "
+                    f"({gain:.2f}×)",
+                )
         previous_time, previous_tile = now, tile
     return found[1] if found else None
 
@@ -172,8 +187,11 @@ def load(op_dir: Path) -> Space:
         raise ValueError(f"{op_dir}/SPEC.md: perf_target needs time_us")
     shape = list(spec.p0_shape)
     return Space(
-        spec=Spec(shape=shape, shape_text="x".join(str(d) for d in shape) + f" {spec.dtype}",
-                  target_us=float(target["time_us"])),
+        spec=Spec(
+            shape=shape,
+            shape_text="x".join(str(d) for d in shape) + f" {spec.dtype}",
+            target_us=float(target["time_us"]),
+        ),
         baseline_config=_default_config(spec.impl_path),
     )
 
@@ -181,8 +199,13 @@ def load(op_dir: Path) -> Space:
 def _default_config(impl: Path) -> dict[str, Any]:
     tree = ast.parse(impl.read_text(encoding="utf-8"))
     for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (
-            node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else (
+                node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+            )
+        )
         if isinstance(target, ast.Name) and target.id == "DEFAULT_CONFIG" and node.value:
             value = ast.literal_eval(node.value)
             if isinstance(value, dict):

@@ -33,13 +33,30 @@ _GLOBAL_OPTIONS = ("--json", *_GLOBAL_WITH_VALUE)
 # The module of each command, so that a command is found without importing the others' modules
 # (a test keeps this equal to each module's COMMANDS).
 COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
-    "ledger.cli.campaign": ("init", "evidence", "activate", "target", "relax", "skill", "stage",
-                         "point", "stop", "note", "policy"),
+    "ledger.cli.campaign": (
+        "init",
+        "evidence",
+        "activate",
+        "target",
+        "relax",
+        "skill",
+        "stage",
+        "point",
+        "stop",
+        "note",
+        "policy",
+    ),
     "ledger.cli.attempts": ("candidate", "try", "verify", "fail", "abandon"),
     "ledger.cli.status": ("status", "resume"),
     "ledger.cli.inspect": ("log", "render", "check", "audit", "report"),
-    "ledger.cli.git": ("merge-driver", "memory-merge-driver", "git-setup", "normalize",
-                       "conflicts", "resolve"),
+    "ledger.cli.git": (
+        "merge-driver",
+        "memory-merge-driver",
+        "git-setup",
+        "normalize",
+        "conflicts",
+        "resolve",
+    ),
     "ledger.cli.priors": ("priors",),
 }
 
@@ -78,13 +95,24 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, modules=COMMAND_MODULES, epilog=_HELP_EPILOG)
-@click.option("--root", envvar="TUNE_LEDGER_ROOT", default=".", show_default=True,
-              help="Folder that holds custom/ (env TUNE_LEDGER_ROOT).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one JSON object on stdout (also when refusing).")
-@click.option("--idempotency-key", "key", default=None, metavar="KEY",
-              help="Retry-safe key: a repeated command with the same key returns the original "
-              "result without appending again; the same key with other arguments is refused.")
+@click.option(
+    "--root",
+    envvar="TUNE_LEDGER_ROOT",
+    default=".",
+    show_default=True,
+    help="Folder that holds custom/ (env TUNE_LEDGER_ROOT).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object on stdout (also when refusing)."
+)
+@click.option(
+    "--idempotency-key",
+    "key",
+    default=None,
+    metavar="KEY",
+    help="Retry-safe key: a repeated command with the same key returns the original "
+    "result without appending again; the same key with other arguments is refused.",
+)
 @click.version_option(__version__, prog_name="tune-ledger")
 @click.pass_context
 def cli(context: click.Context, root: str, as_json: bool, key: str | None) -> None:
@@ -118,13 +146,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     except click.exceptions.Exit as e:
         raise SystemExit(e.exit_code) from None
     except click.exceptions.NoArgsIsHelpError as e:
-        _fail(as_json, BadInput("no command given",
-                                hint=f"see `{e.ctx.command_path} --help`" if e.ctx else None))
+        _fail(
+            as_json,
+            BadInput(
+                "no command given", hint=f"see `{e.ctx.command_path} --help`" if e.ctx else None
+            ),
+        )
     except click.UsageError as e:
         _fail(as_json, BadInput(e.format_message(), hint=_usage_hint(e)))
     except (click.Abort, KeyboardInterrupt):
-        _fail(as_json, LedgerError("interrupted; an append is atomic, so run `tune-ledger "
-                                   "status OP` to see what was recorded"))
+        _fail(
+            as_json,
+            LedgerError(
+                "interrupted; an append is atomic, so run `tune-ledger "
+                "status OP` to see what was recorded"
+            ),
+        )
     except BadInput as e:
         if e.hint is None:  # every error says what to do next
             e.hint = f"fix the value, then run it again (see `{_command_path(args)} --help`)"
@@ -136,10 +173,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     except BrokenPipeError:  # the reader went away (`| head`): nothing left to tell it
         _silence_stdout()
         raise SystemExit(1) from None
-    except Exception as e:  # a bug: one line of cause, never a bare traceback
+    except Exception as e:  # noqa: BLE001 - a bug: one line of cause, never a bare traceback
         cause = " ".join(str(e).split())
-        _fail(as_json, LedgerError(f"unexpected error (a bug): {type(e).__name__}: {cause}",
-                                   hint="please report it with the command line"))
+        _fail(
+            as_json,
+            LedgerError(
+                f"unexpected error (a bug): {type(e).__name__}: {cause}",
+                hint="please report it with the command line",
+            ),
+        )
 
 
 def _silence_stdout() -> None:
@@ -177,8 +219,10 @@ def _command_path(args: list[str]) -> str:
 def _usage_hint(error: click.UsageError) -> str:
     message = error.format_message()
     if "No such option" in message and any(o in message for o in _GLOBAL_OPTIONS):
-        return ("global options go before the command: "
-                "tune-ledger [--json] [--root DIR] [--idempotency-key KEY] COMMAND ...")
+        return (
+            "global options go before the command: "
+            "tune-ledger [--json] [--root DIR] [--idempotency-key KEY] COMMAND ..."
+        )
     path = error.ctx.command_path if error.ctx else "tune-ledger"
     return f"see `{path} --help`"
 

@@ -22,13 +22,17 @@ from stages.stop import stopped_refusal
 
 def _started(op: str) -> Any:
     def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
-        attempt = next((attempt_id(e.id) for e in outcome.events
-                        if e.type == "attempt.started"), None)
+        attempt = next(
+            (attempt_id(e.id) for e in outcome.events if e.type == "attempt.started"), None
+        )
         if attempt is None:
-            raise BadInput("the idempotency key names a command that started no attempt",
-                           hint="use a new key for a new command")
-        return {"attempt": attempt}, (f"attempt {attempt} started: measure it, then "
-                                      f"tune-ledger verify {op} {attempt}")
+            raise BadInput(
+                "the idempotency key names a command that started no attempt",
+                hint="use a new key for a new command",
+            )
+        return {"attempt": attempt}, (
+            f"attempt {attempt} started: measure it, then tune-ledger verify {op} {attempt}"
+        )
 
     return present
 
@@ -49,39 +53,61 @@ def _resolve(ledger: OpLedger, text: str) -> str:
     return views.resolve_attempt(state, text)
 
 
-_OVERRIDE = click.option("--override-retry", metavar="REASON",
-                         help="Measure an idea again anyway; the reason is recorded (R9).")
+_OVERRIDE = click.option(
+    "--override-retry",
+    metavar="REASON",
+    help="Measure an idea again anyway; the reason is recorded (R9).",
+)
 
 
 @click.command()
 @click.argument("op")
 @click.option("--config", "config", metavar="JSON", required=True, help="The full config.")
-@click.option("--prior", metavar="SOURCE", required=True,
-              help="Where the candidate comes from (a kernel file:line, another op's ledger...).")
+@click.option(
+    "--prior",
+    metavar="SOURCE",
+    required=True,
+    help="Where the candidate comes from (a kernel file:line, another op's ledger...).",
+)
 @_OVERRIDE
 @pass_ctx
 def candidate(ctx: Ctx, op: str, config: str, prior: str, override_retry: str | None) -> None:
     """Start a candidate: a full config from a prior (R7 candidate phase)."""
     value = inputs.parse_json_object(config, "--config")
-    run_step(ctx, op, lambda _ledger: cmd.ProposeCandidate(config=value, prior=prior,
-                                                           override=override_retry),
-             _started(op))
+    run_step(
+        ctx,
+        op,
+        lambda _ledger: cmd.ProposeCandidate(config=value, prior=prior, override=override_retry),
+        _started(op),
+    )
 
 
 @click.command("try")
 @click.argument("op")
-@click.option("--set", "assignment", metavar="PARAM=VALUE",
-              help="Change one parameter of the best config (VALUE is JSON).")
+@click.option(
+    "--set",
+    "assignment",
+    metavar="PARAM=VALUE",
+    help="Change one parameter of the best config (VALUE is JSON).",
+)
 @click.option("--algorithm", metavar="TEXT", help="Describe an algorithm change (algorithm stage).")
 @click.option("--impl", metavar="PATH", help="The changed implementation (algorithm changes).")
 @_OVERRIDE
 @pass_ctx
-def try_(ctx: Ctx, op: str, assignment: str | None, algorithm: str | None, impl: str | None,
-         override_retry: str | None) -> None:
+def try_(
+    ctx: Ctx,
+    op: str,
+    assignment: str | None,
+    algorithm: str | None,
+    impl: str | None,
+    override_retry: str | None,
+) -> None:
     """Start one change: a single-parameter mutation or an algorithm change (R5, R6)."""
     if (assignment is None) == (algorithm is None):
-        raise BadInput("give exactly one of --set PARAM=VALUE or --algorithm TEXT",
-                       hint="e.g. --set vec_tile_shape=[1,32,1,256]")
+        raise BadInput(
+            "give exactly one of --set PARAM=VALUE or --algorithm TEXT",
+            hint="e.g. --set vec_tile_shape=[1,32,1,256]",
+        )
     if assignment is not None:
         param, text = inputs.split_assignment(assignment, "--set")
         value = inputs.parse_json_value(text, "--set")
@@ -89,10 +115,12 @@ def try_(ctx: Ctx, op: str, assignment: str | None, algorithm: str | None, impl:
         def build(ledger: OpLedger) -> Any:
             return cmd.TryMutation(param=param, value=value, override=override_retry)
     else:
+
         def build(ledger: OpLedger) -> Any:
             digest = inputs.file_digest(impl_path(ledger, impl)) if impl else None
-            return cmd.TryAlgorithm(description=algorithm or "", impl_digest=digest,
-                                    override=override_retry)
+            return cmd.TryAlgorithm(
+                description=algorithm or "", impl_digest=digest, override=override_retry
+            )
 
     run_step(ctx, op, build, _started(op))
 
@@ -100,25 +128,55 @@ def try_(ctx: Ctx, op: str, assignment: str | None, algorithm: str | None, impl:
 @click.command()
 @click.argument("op")
 @click.argument("attempt")
-@click.option("--output", "outputs", multiple=True, metavar="NAME=true|false",
-              help="One output's all_close (repeat for every output).")
-@click.option("--max-diff", "max_diffs", multiple=True, metavar="NAME=X",
-              help="An output's largest difference.")
+@click.option(
+    "--output",
+    "outputs",
+    multiple=True,
+    metavar="NAME=true|false",
+    help="One output's all_close (repeat for every output).",
+)
+@click.option(
+    "--max-diff",
+    "max_diffs",
+    multiple=True,
+    metavar="NAME=X",
+    help="An output's largest difference.",
+)
 @click.option("--layout-exit", type=int, help="The layout check's exit code.")
-@click.option("--time", "times", multiple=True, metavar="TIME",
-              help="A measured time (repeat for samples; 71.1us, 0.07ms, 1e-4s; bare = ms).")
+@click.option(
+    "--time",
+    "times",
+    multiple=True,
+    metavar="TIME",
+    help="A measured time (repeat for samples; 71.1us, 0.07ms, 1e-4s; bare = ms).",
+)
 @click.option("--util", metavar="PCT", help="Core utilization %.")
 @click.option("--bubble", metavar="PCT", help="Bubble rate %.")
 @click.option("--perf-dir", metavar="DIR", help="Read DIR/measurement.json (the adapter's output).")
 @click.option("--from-json", "from_json", metavar="FILE", help="Read a measurement JSON file.")
 @click.option("--run", "run_cmd", metavar="CMD", help="Run the verifier; it prints a measurement.")
-@click.option("--timeout", "timeout", metavar="SECONDS",
-              help="Wall-time limit for --run; past it the attempt fails with timeout.")
+@click.option(
+    "--timeout",
+    "timeout",
+    metavar="SECONDS",
+    help="Wall-time limit for --run; past it the attempt fails with timeout.",
+)
 @pass_ctx
-def verify(ctx: Ctx, op: str, attempt: str, outputs: Sequence[str], max_diffs: Sequence[str],
-           layout_exit: int | None, times: Sequence[str], util: str | None, bubble: str | None,
-           perf_dir: str | None, from_json: str | None, run_cmd: str | None,
-           timeout: str | None) -> None:
+def verify(
+    ctx: Ctx,
+    op: str,
+    attempt: str,
+    outputs: Sequence[str],
+    max_diffs: Sequence[str],
+    layout_exit: int | None,
+    times: Sequence[str],
+    util: str | None,
+    bubble: str | None,
+    perf_dir: str | None,
+    from_json: str | None,
+    run_cmd: str | None,
+    timeout: str | None,
+) -> None:
     """Record the verifier's result; the ledger computes the verdict (R8).
 
     ATTEMPT is an attempt id, a unique prefix of one (4+ characters), or `pending`. Give the
@@ -126,17 +184,25 @@ def verify(ctx: Ctx, op: str, attempt: str, outputs: Sequence[str], max_diffs: S
     (--from-json, --perf-dir: "artefact"), or let the ledger run the verifier (--run:
     "measured").
     """
-    one_source(output=bool(outputs or times or layout_exit is not None), perf_dir=perf_dir,
-               from_json=from_json, run=run_cmd)
+    one_source(
+        output=bool(outputs or times or layout_exit is not None),
+        perf_dir=perf_dir,
+        from_json=from_json,
+        run=run_cmd,
+    )
     timeout_s = inputs.parse_seconds(timeout, "--timeout")
     if timeout_s is not None and not run_cmd:
-        raise BadInput("--timeout applies to --run only",
-                       hint="drop --timeout, or let the ledger run the verifier with --run CMD")
+        raise BadInput(
+            "--timeout applies to --run only",
+            hint="drop --timeout, or let the ledger run the verifier with --run CMD",
+        )
     manual = not (run_cmd or perf_dir or from_json)
     if manual:
         if layout_exit is None:
-            raise BadInput("give --layout-exit N (the layout check's exit code)",
-                           hint="or --run CMD, --from-json FILE, --perf-dir DIR")
+            raise BadInput(
+                "give --layout-exit N (the layout check's exit code)",
+                hint="or --run CMD, --from-json FILE, --perf-dir DIR",
+            )
         checks = inputs.parse_outputs(outputs, max_diffs)
         samples = inputs.parse_times(times)
         util_pct = inputs.parse_percent(util, "--util")
@@ -150,9 +216,15 @@ def verify(ctx: Ctx, op: str, attempt: str, outputs: Sequence[str], max_diffs: S
             return runner.verify_command(attempt_id, runner.dir_document(perf_dir))
         if from_json:
             return runner.verify_command(attempt_id, runner.file_document(from_json))
-        return cmd.Verify(attempt=attempt_id, outputs=checks, layout_exit=int(layout_exit or 0),
-                          times_us=samples, origin=Origin(level="reported"), util_pct=util_pct,
-                          bubble_pct=bubble_pct)
+        return cmd.Verify(
+            attempt=attempt_id,
+            outputs=checks,
+            layout_exit=int(layout_exit or 0),
+            times_us=samples,
+            origin=Origin(level="reported"),
+            util_pct=util_pct,
+            bubble_pct=bubble_pct,
+        )
 
     run_step(ctx, op, build, _result)
 
@@ -160,15 +232,21 @@ def verify(ctx: Ctx, op: str, attempt: str, outputs: Sequence[str], max_diffs: S
 @click.command()
 @click.argument("op")
 @click.argument("attempt")
-@click.option("--category", type=click.Choice(list(FAILURES)), required=True,
-              help="What kind of failure.")
+@click.option(
+    "--category", type=click.Choice(list(FAILURES)), required=True, help="What kind of failure."
+)
 @click.option("--detail", default="", help="What failed (error message, log excerpt).")
 @pass_ctx
 def fail(ctx: Ctx, op: str, attempt: str, category: str, detail: str) -> None:
     """Record that the pending attempt failed; the verdict is rollback (R8)."""
-    run_step(ctx, op, lambda ledger: cmd.Fail(
-        attempt=_resolve(ledger, attempt), category=category,
-        detail=detail), _result)
+    run_step(
+        ctx,
+        op,
+        lambda ledger: cmd.Fail(
+            attempt=_resolve(ledger, attempt), category=category, detail=detail
+        ),
+        _result,
+    )
 
 
 @click.command()
@@ -180,12 +258,17 @@ def abandon(ctx: Ctx, op: str, attempt: str, reason: str) -> None:
     """Give up the pending attempt without a result (e.g. after a crash) (R6)."""
 
     def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
-        attempt_id = next((e.data["attempt"] for e in outcome.events
-                           if e.type == "attempt.abandoned"), None)
+        attempt_id = next(
+            (e.data["attempt"] for e in outcome.events if e.type == "attempt.abandoned"), None
+        )
         return {"attempt": attempt_id, "abandoned": True}, f"attempt {attempt_id} abandoned"
 
-    run_step(ctx, op, lambda ledger: cmd.Abandon(
-        attempt=_resolve(ledger, attempt), reason=reason), present)
+    run_step(
+        ctx,
+        op,
+        lambda ledger: cmd.Abandon(attempt=_resolve(ledger, attempt), reason=reason),
+        present,
+    )
 
 
 # The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).

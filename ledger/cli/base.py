@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 class Ctx:
     """Global options shared by every command, and the arguments the process was given."""
 
-    def __init__(self, root: str, as_json: bool, key: str | None,
-                 argv: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, root: str, as_json: bool, key: str | None, argv: Sequence[str] | None = None
+    ) -> None:
         self.root = Path(root)
         self.as_json = as_json
         self.key = key
@@ -82,8 +83,14 @@ def request_of(context: click.Context) -> str:
     return codec.digest(codec.canonical_json(body).encode("utf-8"))[:32]
 
 
-def run_step(ctx: Ctx, op: str, build: Callable[[OpLedger], Any], present: Present, *,
-             must_exist: bool = True) -> None:
+def run_step(
+    ctx: Ctx,
+    op: str,
+    build: Callable[[OpLedger], Any],
+    present: Present,
+    *,
+    must_exist: bool = True,
+) -> None:
     """Build one command, append its events (or find the original result of a retried key),
     and print what happened."""
     ledger = ctx.op(op, must_exist=must_exist)
@@ -91,8 +98,9 @@ def run_step(ctx: Ctx, op: str, build: Callable[[OpLedger], Any], present: Prese
     outcome = ledger.earlier(ctx.key, request) if ctx.key is not None else None
     if outcome is None:
         command = build(ledger)
-        outcome = ledger.execute(command, key=ctx.key, request=request,
-                                 command_line=ctx.command_line())
+        outcome = ledger.execute(
+            command, key=ctx.key, request=request, command_line=ctx.command_line()
+        )
     extra, human = present(outcome)
     report_events(ctx, op, outcome, extra, human)
 
@@ -124,8 +132,10 @@ def one_source(**given: object) -> None:
     """Refuse more than one of several mutually exclusive options (exit 2)."""
     named = [name for name, value in given.items() if value]
     if len(named) > 1:
-        raise BadInput(f"give only one of {', '.join('--' + n.replace('_', '-') for n in named)}",
-                       hint="each measurement has one source")
+        raise BadInput(
+            f"give only one of {', '.join('--' + n.replace('_', '-') for n in named)}",
+            hint="each measurement has one source",
+        )
 
 
 def impl_path(ledger: OpLedger, impl: str | None) -> Path:
@@ -140,6 +150,9 @@ def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
     ledger = ctx.op(op)
     loaded = ledger.load()
     torn = loaded.tip.torn
-    warnings = [] if torn is None else [
-        torn_warning(ledger.store.path, torn.line, torn.byte_count, torn.reason)]
+    warnings = (
+        []
+        if torn is None
+        else [torn_warning(ledger.store.path, torn.line, torn.byte_count, torn.reason)]
+    )
     return loaded.state, warnings

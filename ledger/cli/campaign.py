@@ -31,10 +31,16 @@ STAGE = click.Choice(list(STAGES))
 @pass_ctx
 def init(ctx: Ctx, op: str) -> None:
     """Create custom/OP/events.jsonl and MEMORY.md for a new op."""
-    run_step(ctx, op, lambda _ledger: cmd.Init(op=op),
-             lambda _outcome: ({"created": True}, f"initialized {op}: next, record evidence "
-                               "(tune-ledger evidence compare/layout)"),
-             must_exist=False)
+    run_step(
+        ctx,
+        op,
+        lambda _ledger: cmd.Init(op=op),
+        lambda _outcome: (
+            {"created": True},
+            f"initialized {op}: next, record evidence (tune-ledger evidence compare/layout)",
+        ),
+        must_exist=False,
+    )
 
 
 @click.group()
@@ -42,24 +48,50 @@ def evidence() -> None:
     """Record accuracy evidence for the current implementation (R1)."""
 
 
-_IMPL = click.option("--impl", metavar="PATH",
-                     help="Implementation file (default custom/OP/OP_impl.py).")
+_IMPL = click.option(
+    "--impl", metavar="PATH", help="Implementation file (default custom/OP/OP_impl.py)."
+)
 
 
 @evidence.command("compare")
 @click.argument("op")
-@click.option("--output", "outputs", multiple=True, metavar="NAME=true|false",
-              help="One output's all_close (repeat for every output).")
-@click.option("--max-diff", "max_diffs", multiple=True, metavar="NAME=X",
-              help="An output's largest difference.")
-@click.option("--from-json", "from_json", metavar="FILE",
-              help="Read outputs [{name, all_close, max_diff}] from a JSON file.")
-@click.option("--run", "run_cmd", metavar="CMD",
-              help="Run CMD; it prints a JSON object with outputs (its exit code is recorded).")
+@click.option(
+    "--output",
+    "outputs",
+    multiple=True,
+    metavar="NAME=true|false",
+    help="One output's all_close (repeat for every output).",
+)
+@click.option(
+    "--max-diff",
+    "max_diffs",
+    multiple=True,
+    metavar="NAME=X",
+    help="An output's largest difference.",
+)
+@click.option(
+    "--from-json",
+    "from_json",
+    metavar="FILE",
+    help="Read outputs [{name, all_close, max_diff}] from a JSON file.",
+)
+@click.option(
+    "--run",
+    "run_cmd",
+    metavar="CMD",
+    help="Run CMD; it prints a JSON object with outputs (its exit code is recorded).",
+)
 @_IMPL
 @pass_ctx
-def evidence_compare(ctx: Ctx, op: str, outputs: Sequence[str], max_diffs: Sequence[str],
-                     from_json: str | None, run_cmd: str | None, impl: str | None) -> None:
+def evidence_compare(
+    ctx: Ctx,
+    op: str,
+    outputs: Sequence[str],
+    max_diffs: Sequence[str],
+    from_json: str | None,
+    run_cmd: str | None,
+    impl: str | None,
+) -> None:
     """Record an E2E tensor compare: every output's all_close (R1)."""
     one_source(output=bool(outputs), from_json=from_json, run=run_cmd)
 
@@ -67,22 +99,28 @@ def evidence_compare(ctx: Ctx, op: str, outputs: Sequence[str], max_diffs: Seque
         path = impl_path(ledger, impl)
         digest = inputs.file_digest(path)
         if from_json or run_cmd:
-            document = (runner.file_document(from_json) if from_json else
-                        runner.run_document(runner.run_command(run_cmd or "", ctx.root),
-                                            "outputs"))
+            document = (
+                runner.file_document(from_json)
+                if from_json
+                else runner.run_document(runner.run_command(run_cmd or "", ctx.root), "outputs")
+            )
             checks = inputs.outputs_from_document(document.doc, document.source)
             origin = document.origin
         else:
             checks, origin = inputs.parse_outputs(outputs, max_diffs), Origin(level="reported")
-        return cmd.RecordCompare(outputs=checks, impl_path=str(path), impl_digest=digest,
-                                 origin=origin)
+        return cmd.RecordCompare(
+            outputs=checks, impl_path=str(path), impl_digest=digest, origin=origin
+        )
 
     def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
         data = event_data(outcome, "evidence.compare")
         passed = all(o["all_close"] for o in data.get("outputs", ()))
         failing = [o["name"] for o in data.get("outputs", ()) if not o["all_close"]]
-        human = ("compare evidence recorded: every output all_close" if passed else
-                 f"compare evidence recorded: NOT all_close: {', '.join(failing)}")
+        human = (
+            "compare evidence recorded: every output all_close"
+            if passed
+            else f"compare evidence recorded: NOT all_close: {', '.join(failing)}"
+        )
         return {"passed": passed, "impl_digest": data.get("impl_digest")}, human
 
     run_step(ctx, op, build, present)
@@ -94,12 +132,15 @@ def evidence_compare(ctx: Ctx, op: str, outputs: Sequence[str], max_diffs: Seque
 @click.option("--run", "run_cmd", metavar="CMD", help="Run the layout check; record its exit code.")
 @_IMPL
 @pass_ctx
-def evidence_layout(ctx: Ctx, op: str, exit_code: int | None, run_cmd: str | None,
-                    impl: str | None) -> None:
+def evidence_layout(
+    ctx: Ctx, op: str, exit_code: int | None, run_cmd: str | None, impl: str | None
+) -> None:
     """Record a layout check's exit code (R1)."""
     if (exit_code is None) == (run_cmd is None):
-        raise BadInput("give exactly one of --exit-code N or --run CMD",
-                       hint="--run CMD lets the ledger record the real exit code (R11)")
+        raise BadInput(
+            "give exactly one of --exit-code N or --run CMD",
+            hint="--run CMD lets the ledger record the real exit code (R11)",
+        )
 
     def build(ledger: OpLedger) -> Any:
         path = impl_path(ledger, impl)
@@ -109,14 +150,17 @@ def evidence_layout(ctx: Ctx, op: str, exit_code: int | None, run_cmd: str | Non
             code, origin = run.exit_code, runner.origin_of_run(run)
         else:
             code, origin = int(exit_code or 0), Origin(level="reported")
-        return cmd.RecordLayout(exit_code=code, impl_path=str(path), impl_digest=digest,
-                                origin=origin)
+        return cmd.RecordLayout(
+            exit_code=code, impl_path=str(path), impl_digest=digest, origin=origin
+        )
 
     def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
         data = event_data(outcome, "evidence.layout")
         code = data.get("exit_code")
-        return ({"exit_code": code, "passed": code == 0, "impl_digest": data.get("impl_digest")},
-                f"layout evidence recorded: exit {code}")
+        return (
+            {"exit_code": code, "passed": code == 0, "impl_digest": data.get("impl_digest")},
+            f"layout evidence recorded: exit {code}",
+        )
 
     run_step(ctx, op, build, present)
 
@@ -131,11 +175,15 @@ def activate(ctx: Ctx, op: str, impl: str | None) -> None:
     On failure the failed check is recorded and the exit code is 5: hand back to the
     orchestrator.
     """
-    run_step(ctx, op,
-             lambda ledger: cmd.Activate(impl_digest=inputs.file_digest(impl_path(ledger, impl))),
-             lambda _outcome: ({"activated": True},
-                               "activation passed: next, write the target sheet "
-                               "(tune-ledger target)"))
+    run_step(
+        ctx,
+        op,
+        lambda ledger: cmd.Activate(impl_digest=inputs.file_digest(impl_path(ledger, impl))),
+        lambda _outcome: (
+            {"activated": True},
+            "activation passed: next, write the target sheet (tune-ledger target)",
+        ),
+    )
 
 
 # --- target sheet and limits ------------------------------------------------------------------
@@ -143,30 +191,60 @@ def activate(ctx: Ctx, op: str, impl: str | None) -> None:
 
 @click.command()
 @click.argument("op")
-@click.option("--baseline", metavar="TIME",
-              help="Measured baseline time (71.1us, 0.07ms, 1e-4s; a bare number is ms).")
+@click.option(
+    "--baseline",
+    metavar="TIME",
+    help="Measured baseline time (71.1us, 0.07ms, 1e-4s; a bare number is ms).",
+)
 @click.option("--shape", metavar="SHAPE", required=True, help="The SPEC's P0 shape measured.")
 @click.option("--target", "target_time", metavar="TIME", required=True, help="Target time.")
-@click.option("--target-source", type=click.Choice(["spec", "upstream", "torch-eager"]),
-              required=True, help="Where the target comes from (precedence: spec, upstream, "
-              "torch-eager).")
+@click.option(
+    "--target-source",
+    type=click.Choice(["spec", "upstream", "torch-eager"]),
+    required=True,
+    help="Where the target comes from (precedence: spec, upstream, torch-eager).",
+)
 @click.option("--source-ref", metavar="TEXT", help="The SPEC line or kernel the target cites.")
-@click.option("--config", "config", metavar="JSON", default="{}", show_default=True,
-              help="The config the baseline was measured with (the first best).")
+@click.option(
+    "--config",
+    "config",
+    metavar="JSON",
+    default="{}",
+    show_default=True,
+    help="The config the baseline was measured with (the first best).",
+)
 @click.option("--tool", metavar="NAME", help="The tool that measured the baseline.")
-@click.option("--metric", default="time", show_default=True,
-              help="Which execution time is compared.")
+@click.option(
+    "--metric", default="time", show_default=True, help="Which execution time is compared."
+)
 @click.option("--cube-m", type=int, help="M of the cube problem (selects the cube tile table row).")
 @click.option("--util", metavar="PCT", help="Core utilization % of the baseline measurement.")
 @click.option("--bubble", metavar="PCT", help="Bubble rate % of the baseline measurement.")
-@click.option("--run", "run_cmd", metavar="CMD",
-              help="Measure the baseline by running CMD (prints a measurement JSON object).")
+@click.option(
+    "--run",
+    "run_cmd",
+    metavar="CMD",
+    help="Measure the baseline by running CMD (prints a measurement JSON object).",
+)
 @click.option("--from-json", "from_json", metavar="FILE", help="Read the baseline measurement.")
 @pass_ctx
-def target(ctx: Ctx, op: str, baseline: str | None, shape: str, target_time: str,
-           target_source: str, source_ref: str | None, config: str, tool: str | None,
-           metric: str, cube_m: int | None, util: str | None, bubble: str | None,
-           run_cmd: str | None, from_json: str | None) -> None:
+def target(
+    ctx: Ctx,
+    op: str,
+    baseline: str | None,
+    shape: str,
+    target_time: str,
+    target_source: str,
+    source_ref: str | None,
+    config: str,
+    tool: str | None,
+    metric: str,
+    cube_m: int | None,
+    util: str | None,
+    bubble: str | None,
+    run_cmd: str | None,
+    from_json: str | None,
+) -> None:
     """Write the Performance target sheet: baseline, target, source, tile limits (R3)."""
     config_value = inputs.parse_json_object(config, "--config")
     one_source(baseline=baseline, run=run_cmd, from_json=from_json)
@@ -174,8 +252,10 @@ def target(ctx: Ctx, op: str, baseline: str | None, shape: str, target_time: str
     util_pct = inputs.parse_percent(util, "--util")
     bubble_pct = inputs.parse_percent(bubble, "--bubble")
     if baseline is None and not (run_cmd or from_json):
-        raise BadInput("give the baseline: --baseline TIME, --run CMD or --from-json FILE",
-                       hint="e.g. --baseline 71.1us (the measured time on the P0 shape)")
+        raise BadInput(
+            "give the baseline: --baseline TIME, --run CMD or --from-json FILE",
+            hint="e.g. --baseline 71.1us (the measured time on the P0 shape)",
+        )
     baseline_us = None if baseline is None else parse_time_us(baseline, "--baseline")
 
     def build(_ledger: OpLedger) -> Any:
@@ -184,9 +264,11 @@ def target(ctx: Ctx, op: str, baseline: str | None, shape: str, target_time: str
             origin = Origin(level="reported", tool=tool)
             util_value, bubble_value = util_pct, bubble_pct
         else:
-            document = (runner.file_document(from_json) if from_json else
-                        runner.run_document(runner.run_command(run_cmd or "", ctx.root),
-                                            "times_us"))
+            document = (
+                runner.file_document(from_json)
+                if from_json
+                else runner.run_document(runner.run_command(run_cmd or "", ctx.root), "times_us")
+            )
             samples = runner.times_of(document.doc, document.source)
             origin = document.origin
             if tool and not origin.tool:
@@ -194,18 +276,28 @@ def target(ctx: Ctx, op: str, baseline: str | None, shape: str, target_time: str
             util_value = runner.percent_of(document.doc, "util_pct", util_pct)
             bubble_value = runner.percent_of(document.doc, "bubble_pct", bubble_pct)
         return cmd.SetTarget(
-            baseline_us=views.median(samples), shape=shape, target_us=target_us,
-            target_source=target_source, source_ref=source_ref, config=config_value,
-            origin=origin, metric=metric, cube_m=cube_m, baseline_samples_us=samples,
-            util_pct=util_value, bubble_pct=bubble_value,
+            baseline_us=views.median(samples),
+            shape=shape,
+            target_us=target_us,
+            target_source=target_source,
+            source_ref=source_ref,
+            config=config_value,
+            origin=origin,
+            metric=metric,
+            cube_m=cube_m,
+            baseline_samples_us=samples,
+            util_pct=util_value,
+            bubble_pct=bubble_value,
         )
 
     def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
         data = event_data(outcome, "target.set")
         base, goal = data.get("baseline_us"), data.get("target_us")
         speedup = base / goal if base and goal else None
-        human = (f"target sheet written: baseline {views.fmt_us(base)}, target "
-                 f"{views.fmt_us(goal)}, required speedup {speedup or 0:.2f}x (Baseline/Target)")
+        human = (
+            f"target sheet written: baseline {views.fmt_us(base)}, target "
+            f"{views.fmt_us(goal)}, required speedup {speedup or 0:.2f}x (Baseline/Target)"
+        )
         return {"baseline_us": base, "target_us": goal, "required_speedup": speedup}, human
 
     run_step(ctx, op, build, present)
@@ -213,19 +305,35 @@ def target(ctx: Ctx, op: str, baseline: str | None, shape: str, target_time: str
 
 @click.command()
 @click.argument("op")
-@click.option("--what", type=click.Choice(["vec", "cube"]), required=True,
-              help="Which tile-shape limit: vec (per axis) or cube (the shape table).")
-@click.option("--limit", "limit", metavar="VALUE", required=True,
-              help="New limit: an int for vec (per axis), a JSON cube tile list for cube.")
-@click.option("--basis", metavar="TEXT", required=True,
-              help="The profiling data that justifies the relaxation.")
+@click.option(
+    "--what",
+    type=click.Choice(["vec", "cube"]),
+    required=True,
+    help="Which tile-shape limit: vec (per axis) or cube (the shape table).",
+)
+@click.option(
+    "--limit",
+    "limit",
+    metavar="VALUE",
+    required=True,
+    help="New limit: an int for vec (per axis), a JSON cube tile list for cube.",
+)
+@click.option(
+    "--basis",
+    metavar="TEXT",
+    required=True,
+    help="The profiling data that justifies the relaxation.",
+)
 @pass_ctx
 def relax(ctx: Ctx, op: str, what: str, limit: str, basis: str) -> None:
     """Relax a tile-shape upper limit, recording its basis (R3)."""
     value = inputs.parse_json_value(limit, "--limit")
-    run_step(ctx, op, lambda _ledger: cmd.Relax(what=what, limit=value, basis=basis),
-             lambda _outcome: ({"what": what, "limit": value},
-                               f"{what} tile limit relaxed to {limit}"))
+    run_step(
+        ctx,
+        op,
+        lambda _ledger: cmd.Relax(what=what, limit=value, basis=basis),
+        lambda _outcome: ({"what": what, "limit": value}, f"{what} tile limit relaxed to {limit}"),
+    )
 
 
 # --- skills, stages, points ---------------------------------------------------------------------
@@ -242,8 +350,12 @@ def skill() -> None:
 @pass_ctx
 def skill_load(ctx: Ctx, op: str, name: str) -> None:
     """Load a skill (R2): pypto-op-perf-tune, perf-analyzer, tune-frontend|swimlane|incore."""
-    run_step(ctx, op, lambda _ledger: cmd.LoadSkill(name=name),
-             lambda _outcome: ({"skill": name, "loaded": True}, f"loaded {name}"))
+    run_step(
+        ctx,
+        op,
+        lambda _ledger: cmd.LoadSkill(name=name),
+        lambda _outcome: ({"skill": name, "loaded": True}, f"loaded {name}"),
+    )
 
 
 @skill.command("unload")
@@ -252,8 +364,12 @@ def skill_load(ctx: Ctx, op: str, name: str) -> None:
 @pass_ctx
 def skill_unload(ctx: Ctx, op: str, name: str) -> None:
     """Unload a skill (R2)."""
-    run_step(ctx, op, lambda _ledger: cmd.UnloadSkill(name=name),
-             lambda _outcome: ({"skill": name, "loaded": False}, f"unloaded {name}"))
+    run_step(
+        ctx,
+        op,
+        lambda _ledger: cmd.UnloadSkill(name=name),
+        lambda _outcome: ({"skill": name, "loaded": False}, f"unloaded {name}"),
+    )
 
 
 @click.group()
@@ -267,8 +383,12 @@ def stage() -> None:
 @pass_ctx
 def stage_enter(ctx: Ctx, op: str, name: str) -> None:
     """Enter the next stage (R4): frontend, swimlane, incore, algorithm."""
-    run_step(ctx, op, lambda _ledger: cmd.EnterStage(stage=name),
-             lambda _outcome: ({"stage": name}, f"entered {name}"))
+    run_step(
+        ctx,
+        op,
+        lambda _ledger: cmd.EnterStage(stage=name),
+        lambda _outcome: ({"stage": name}, f"entered {name}"),
+    )
 
 
 @stage.command("exit")
@@ -284,8 +404,12 @@ def stage_exit(ctx: Ctx, op: str, name: str, reason: str, user_stop: bool) -> No
         condition = event_data(outcome, "stage.exited").get("condition")
         return {"stage": name, "condition": condition}, f"exited {name} ({condition})"
 
-    run_step(ctx, op, lambda _ledger: cmd.ExitStage(stage=name, reason=reason, by_user=user_stop),
-             present)
+    run_step(
+        ctx,
+        op,
+        lambda _ledger: cmd.ExitStage(stage=name, reason=reason, by_user=user_stop),
+        present,
+    )
 
 
 @click.group()
@@ -299,8 +423,12 @@ def point() -> None:
 @pass_ctx
 def point_open(ctx: Ctx, op: str, name: str) -> None:
     """Open an optimization point in the current stage (R7), e.g. F-1 or vec_tile_shape."""
-    run_step(ctx, op, lambda _ledger: cmd.OpenPoint(name=name),
-             lambda _outcome: ({"point": name}, f"opened point {name}"))
+    run_step(
+        ctx,
+        op,
+        lambda _ledger: cmd.OpenPoint(name=name),
+        lambda _outcome: ({"point": name}, f"opened point {name}"),
+    )
 
 
 @point.command("close")
@@ -316,8 +444,12 @@ def point_close(ctx: Ctx, op: str, name: str, reason: str, not_applicable: bool)
         outcome_name = event_data(outcome, "point.closed").get("outcome")
         return {"point": name, "outcome": outcome_name}, f"closed point {name} ({outcome_name})"
 
-    run_step(ctx, op, lambda _ledger: cmd.ClosePoint(name=name, reason=reason,
-                                                     not_applicable=not_applicable), present)
+    run_step(
+        ctx,
+        op,
+        lambda _ledger: cmd.ClosePoint(name=name, reason=reason, not_applicable=not_applicable),
+        present,
+    )
 
 
 # --- bookkeeping --------------------------------------------------------------------------------
@@ -329,9 +461,15 @@ def point_close(ctx: Ctx, op: str, name: str, reason: str, not_applicable: bool)
 @pass_ctx
 def stop(ctx: Ctx, op: str, reason: str) -> None:
     """Stop the campaign at the user's request (R10); tuning steps are refused afterwards."""
-    run_step(ctx, op, lambda _ledger: cmd.Stop(reason=reason),
-             lambda _outcome: ({"stopped": "user"}, "campaign stopped by the user; status, log, "
-                               "report and audit still work"))
+    run_step(
+        ctx,
+        op,
+        lambda _ledger: cmd.Stop(reason=reason),
+        lambda _outcome: (
+            {"stopped": "user"},
+            "campaign stopped by the user; status, log, report and audit still work",
+        ),
+    )
 
 
 @click.command()
@@ -340,8 +478,9 @@ def stop(ctx: Ctx, op: str, reason: str) -> None:
 @pass_ctx
 def note(ctx: Ctx, op: str, text: str) -> None:
     """Record a free-text note in the ledger."""
-    run_step(ctx, op, lambda _ledger: cmd.AddNote(text=text),
-             lambda _outcome: ({}, "note recorded"))
+    run_step(
+        ctx, op, lambda _ledger: cmd.AddNote(text=text), lambda _outcome: ({}, "note recorded")
+    )
 
 
 @click.command()
@@ -353,8 +492,12 @@ def note(ctx: Ctx, op: str, text: str) -> None:
 def policy(ctx: Ctx, op: str, key: str, value: str, reason: str) -> None:
     """Set a policy threshold of this op (VALUE is JSON); later decisions apply it."""
     parsed = inputs.parse_json_value(value, "VALUE")
-    run_step(ctx, op, lambda _ledger: cmd.SetPolicy(key=key, value=parsed, reason=reason),
-             lambda _outcome: ({"key": key, "value": parsed}, f"policy {key} = {value}"))
+    run_step(
+        ctx,
+        op,
+        lambda _ledger: cmd.SetPolicy(key=key, value=parsed, reason=reason),
+        lambda _outcome: ({"key": key, "value": parsed}, f"policy {key} = {value}"),
+    )
 
 
 # The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).

@@ -35,11 +35,18 @@ def merge_driver(ctx: Ctx, base: Path, ours: Path, theirs: Path, path: str | Non
     merged = drivers.merge_driver(base, ours, theirs, path)
     name = path or str(ours)
     ctx.warn(merged.notes)
-    ctx.emit({"path": name, "events": merged.events, "common": merged.common,
-              "ours_only": merged.ours_only, "theirs_only": merged.theirs_only,
-              "warnings": list(merged.notes)},
-             f"tune-ledger: merged {name}: {merged.events} events ({merged.common} common, "
-             f"{merged.ours_only} only ours, {merged.theirs_only} only theirs)")
+    ctx.emit(
+        {
+            "path": name,
+            "events": merged.events,
+            "common": merged.common,
+            "ours_only": merged.ours_only,
+            "theirs_only": merged.theirs_only,
+            "warnings": list(merged.notes),
+        },
+        f"tune-ledger: merged {name}: {merged.events} events ({merged.common} common, "
+        f"{merged.ours_only} only ours, {merged.theirs_only} only theirs)",
+    )
 
 
 @click.command("memory-merge-driver")
@@ -49,8 +56,9 @@ def merge_driver(ctx: Ctx, base: Path, ours: Path, theirs: Path, path: str | Non
 @click.argument("path", required=False)
 @click.option("--marker-size", type=click.IntRange(min=1), help="git's %L: conflict marker size.")
 @pass_ctx
-def memory_merge_driver(ctx: Ctx, base: Path, ours: Path, theirs: Path, path: str | None,
-                        marker_size: int | None) -> None:
+def memory_merge_driver(
+    ctx: Ctx, base: Path, ours: Path, theirs: Path, path: str | None, marker_size: int | None
+) -> None:
     """git merge driver for MEMORY.md: `tune-ledger memory-merge-driver %O %A %B %P`.
 
     Merges the human text as git does (`git merge-file`), keeps our managed sections, writes
@@ -60,22 +68,35 @@ def memory_merge_driver(ctx: Ctx, base: Path, ours: Path, theirs: Path, path: st
     """
     done = drivers.memory_merge_driver(base, ours, theirs, marker_size)
     op = PurePath(path).parent.name if path else "OP"
-    notes = [] if done.stripped else [
-        "a side's tune-ledger markers are malformed: merged as plain text"]
+    notes = (
+        []
+        if done.stripped
+        else ["a side's tune-ledger markers are malformed: merged as plain text"]
+    )
     ctx.warn(notes)
     conflicts = f"{done.conflicts} text conflict(s) to resolve by hand; " if done.conflicts else ""
-    ctx.emit({"path": path or str(ours), "conflicts": done.conflicts, "warnings": notes,
-              "next": f"tune-ledger render {op}"},
-             f"tune-ledger: merged {path or ours}: {conflicts}managed sections kept from ours; "
-             f"run `tune-ledger render {op}` once the merge is done")
+    ctx.emit(
+        {
+            "path": path or str(ours),
+            "conflicts": done.conflicts,
+            "warnings": notes,
+            "next": f"tune-ledger render {op}",
+        },
+        f"tune-ledger: merged {path or ours}: {conflicts}managed sections kept from ours; "
+        f"run `tune-ledger render {op}` once the merge is done",
+    )
     if done.conflicts:
         raise SystemExit(1)
 
 
 @click.command("git-setup")
-@click.option("--command", "command", metavar="CMD",
-              help="How git runs tune-ledger (default: `tune-ledger` if on PATH, else this "
-              "Python with -m ledger).")
+@click.option(
+    "--command",
+    "command",
+    metavar="CMD",
+    help="How git runs tune-ledger (default: `tune-ledger` if on PATH, else this "
+    "Python with -m ledger).",
+)
 @pass_ctx
 def git_setup(ctx: Ctx, command: str | None) -> None:
     """Install the merge drivers: .gitattributes entries (commit them) and git config.
@@ -87,13 +108,22 @@ def git_setup(ctx: Ctx, command: str | None) -> None:
     """
     done = drivers.git_setup(ctx.root, command)
     ctx.warn(done.warnings)
-    lines = ([f"changed: {c}" for c in done.changed] if done.changed
-             else ["nothing to change: the merge drivers are already set up"])
+    lines = (
+        [f"changed: {c}" for c in done.changed]
+        if done.changed
+        else ["nothing to change: the merge drivers are already set up"]
+    )
     if any(c.startswith(done.attributes) for c in done.changed):
         lines.append(f"next: commit {done.attributes}")
-    ctx.emit({"changed": list(done.changed), "unchanged": list(done.unchanged),
-              "attributes": done.attributes, "warnings": list(done.warnings)},
-             "\n".join(lines))
+    ctx.emit(
+        {
+            "changed": list(done.changed),
+            "unchanged": list(done.unchanged),
+            "attributes": done.attributes,
+            "warnings": list(done.warnings),
+        },
+        "\n".join(lines),
+    )
 
 
 @click.command()
@@ -105,10 +135,18 @@ def normalize(ctx: Ctx, op: str) -> None:
     ledger = ctx.op(op)
     done = merge.normalize_file(ledger.store)
     what = done.describe()
-    ctx.emit({"op": op, "changed": bool(what), "events": done.events,
-              "duplicates": done.duplicates, "reordered": done.reordered},
-             f"normalized {ledger.store.path}: {what} fixed; next, `tune-ledger render {op}` "
-             "and commit" if what else f"{ledger.store.path} is already in canonical order")
+    ctx.emit(
+        {
+            "op": op,
+            "changed": bool(what),
+            "events": done.events,
+            "duplicates": done.duplicates,
+            "reordered": done.reordered,
+        },
+        f"normalized {ledger.store.path}: {what} fixed; next, `tune-ledger render {op}` and commit"
+        if what
+        else f"{ledger.store.path} is already in canonical order",
+    )
 
 
 @click.command()
@@ -118,20 +156,33 @@ def conflicts(ctx: Ctx, op: str) -> None:
     """List the protocol conflicts merged branches left, with the resolutions each accepts."""
     state = ctx.op(op).load().state
     rows = resolve.listing(state)
-    human = "\n".join(f"{row['number']}: {row['conflict']}\n   resolve: "
-                      f"{resolve.command(op, row['number'], state)}"
-                      for row in rows) or "no conflicts"
+    human = (
+        "\n".join(
+            f"{row['number']}: {row['conflict']}\n   resolve: "
+            f"{resolve.command(op, row['number'], state)}"
+            for row in rows
+        )
+        or "no conflicts"
+    )
     ctx.emit({"op": op, "conflicts": rows}, human)
 
 
 @click.command("resolve")
 @click.argument("op")
-@click.option("--conflict", "conflict", required=True, metavar="TEXT",
-              help="The conflict: its text, its number in `tune-ledger conflicts`, or a "
-              "unique part of its text.")
-@click.option("--resolution", required=True,
-              metavar="abandon:ATTEMPT|best:ATTEMPT|close:POINT|keep",
-              help="How to resolve it (`tune-ledger conflicts OP` lists what each accepts).")
+@click.option(
+    "--conflict",
+    "conflict",
+    required=True,
+    metavar="TEXT",
+    help="The conflict: its text, its number in `tune-ledger conflicts`, or a "
+    "unique part of its text.",
+)
+@click.option(
+    "--resolution",
+    required=True,
+    metavar="abandon:ATTEMPT|best:ATTEMPT|close:POINT|keep",
+    help="How to resolve it (`tune-ledger conflicts OP` lists what each accepts).",
+)
 @click.option("--reason", required=True, help="Why (recorded).")
 @pass_ctx
 def resolve_command(ctx: Ctx, op: str, conflict: str, resolution: str, reason: str) -> None:
@@ -143,12 +194,21 @@ def resolve_command(ctx: Ctx, op: str, conflict: str, resolution: str, reason: s
     """
     ledger = ctx.op(op)
     command = resolve.Resolve(conflict=conflict, resolution=resolution, reason=reason)
-    outcome = ledger.execute(command, key=ctx.key, decider=resolve.decision,
-                             request=request_of(click.get_current_context()),
-                             command_line=ctx.command_line())
+    outcome = ledger.execute(
+        command,
+        key=ctx.key,
+        decider=resolve.decision,
+        request=request_of(click.get_current_context()),
+        command_line=ctx.command_line(),
+    )
     resolved = _resolved(outcome)
-    report_events(ctx, op, outcome, {**resolved, "conflicts": list(outcome.state.conflicts)},
-                  f"resolved {resolved.get('conflict')!r} ({resolved.get('resolution')})")
+    report_events(
+        ctx,
+        op,
+        outcome,
+        {**resolved, "conflicts": list(outcome.state.conflicts)},
+        f"resolved {resolved.get('conflict')!r} ({resolved.get('resolution')})",
+    )
 
 
 def _resolved(outcome: Outcome) -> dict[str, Any]:

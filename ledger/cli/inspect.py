@@ -22,20 +22,36 @@ from ledger.shell.api import OpLedger, Outcome, list_ops
 
 @click.command()
 @click.argument("op")
-@click.option("--stage", "stage_name", type=click.Choice(list(STAGES)), metavar="STAGE",
-              help="Only this stage.")
-@click.option("--verdict", type=click.Choice(["rollback", "no-gain", "adopt", "target-reached"]),
-              help="Only attempts with this verdict.")
-@click.option("--failure", type=click.Choice(list(FAILURES)),
-              help="Only attempts that failed this way.")
+@click.option(
+    "--stage",
+    "stage_name",
+    type=click.Choice(list(STAGES)),
+    metavar="STAGE",
+    help="Only this stage.",
+)
+@click.option(
+    "--verdict",
+    type=click.Choice(["rollback", "no-gain", "adopt", "target-reached"]),
+    help="Only attempts with this verdict.",
+)
+@click.option(
+    "--failure", type=click.Choice(list(FAILURES)), help="Only attempts that failed this way."
+)
 @click.option("--limit", type=click.IntRange(min=1), help="Only the last N attempts.")
 @pass_ctx
-def log(ctx: Ctx, op: str, stage_name: str | None, verdict: str | None, failure: str | None,
-        limit: int | None) -> None:
+def log(
+    ctx: Ctx,
+    op: str,
+    stage_name: str | None,
+    verdict: str | None,
+    failure: str | None,
+    limit: int | None,
+) -> None:
     """List the attempts of the campaign, filterable by stage, verdict and failure."""
     state, warnings = load_state(ctx, op)
-    rows = views.attempt_rows(state, stage=stage_name, verdict=verdict, failure=failure,
-                              limit=limit)
+    rows = views.attempt_rows(
+        state, stage=stage_name, verdict=verdict, failure=failure, limit=limit
+    )
     ctx.warn(warnings)
     ctx.emit({"op": op, "attempts": rows, "warnings": warnings}, views.log_text(rows))
 
@@ -46,8 +62,10 @@ def log(ctx: Ctx, op: str, stage_name: str | None, verdict: str | None, failure:
 def render(ctx: Ctx, op: str) -> None:
     """Re-render MEMORY.md's managed sections from the ledger (e.g. after a merge)."""
     changed = ctx.op(op).render_memory()
-    ctx.emit({"op": op, "changed": changed},
-             "MEMORY.md updated" if changed else "MEMORY.md already up to date")
+    ctx.emit(
+        {"op": op, "changed": changed},
+        "MEMORY.md updated" if changed else "MEMORY.md already up to date",
+    )
 
 
 @click.command()
@@ -65,14 +83,17 @@ def check(ctx: Ctx, op: str | None, all_ops: bool) -> None:
         if not ctx.as_json:
             click.echo("\n".join(findings))
         raise LedgerDamaged(
-            findings[0], blocking=f"{len(findings)} problem(s)",
+            findings[0],
+            blocking=f"{len(findings)} problem(s)",
             hint="each finding says what to do: normalize the ledger, resolve the conflict, or "
             "move hand-written text outside the tune-ledger markers and run `tune-ledger "
             "render OP`",
             details={"op": op, "ops": names, "findings": findings},
         )
-    ctx.emit({"op": op, "ops": names, "findings": []},
-             "MEMORY.md is up to date" if op else f"{len(names)} op(s) up to date")
+    ctx.emit(
+        {"op": op, "ops": names, "findings": []},
+        "MEMORY.md is up to date" if op else f"{len(names)} op(s) up to date",
+    )
 
 
 def _check_one(ledger: OpLedger, op: str) -> list[str]:
@@ -98,8 +119,9 @@ def audit(ctx: Ctx, op: str | None, all_ops: bool) -> None:
         raise BadInput("give OP or --all", hint="tune-ledger audit OP, or tune-ledger audit --all")
     names = list_ops(ctx.root) if all_ops else [op or ""]
     show_progress = not ctx.as_json and sys.stderr.isatty() and len(names) > 1
-    with click.progressbar(names, label="auditing", file=sys.stderr,
-                           hidden=not show_progress) as bar:
+    with click.progressbar(
+        names, label="auditing", file=sys.stderr, hidden=not show_progress
+    ) as bar:
         reports = [_audit_one(ctx, name) for name in bar]
     findings = [f"{r['op']}: {f}" for r in reports for f in r["findings"]]
     data = {"ops": reports, "clean": not findings}
@@ -108,7 +130,8 @@ def audit(ctx: Ctx, op: str | None, all_ops: bool) -> None:
         if not ctx.as_json:
             click.echo(human)
         raise LedgerDamaged(
-            findings[0], blocking=f"{len(findings)} finding(s) in "
+            findings[0],
+            blocking=f"{len(findings)} finding(s) in "
             f"{sum(1 for r in reports if r['findings'])} op(s)",
             hint="restore the damaged file from git (`git diff` shows what changed), or "
             "re-render MEMORY.md (`tune-ledger render OP`), then audit again",
@@ -135,8 +158,10 @@ def report(ctx: Ctx, op: str) -> None:
         data = event_data(outcome, "report.generated")
         path = str(data.get("path", ""))
         chart = str(PurePosixPath(path).with_name(report_mod.chart_name(op)))
-        return ({"path": path, "chart": chart, "digest": data.get("digest")},
-                f"report written: {path} (chart {chart})")
+        return (
+            {"path": path, "chart": chart, "digest": data.get("digest")},
+            f"report written: {path} (chart {chart})",
+        )
 
     run_step(ctx, op, lambda ledger: ledger.write_report_files(), present)
 

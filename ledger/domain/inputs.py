@@ -23,14 +23,17 @@ def parse_json_value(text: str, what: str) -> Any:
     except ValueError as e:
         raise BadInput(
             f"{what} is not valid JSON: {text!r} ({e})",
-            hint=_JSON_HINTS.get(what, "give a JSON value: a number, true/false, \"text\" "
-                                 "(quoted), [a list] or {an object}; quote it for the shell"),
+            hint=_JSON_HINTS.get(
+                what,
+                'give a JSON value: a number, true/false, "text" '
+                "(quoted), [a list] or {an object}; quote it for the shell",
+            ),
         ) from e
     return value
 
 
 _JSON_HINTS = {
-    "--config": 'quote JSON for the shell, e.g. --config \'{"vec_tile_shape": [1, 32, 1, 256]}\'',
+    "--config": "quote JSON for the shell, e.g. --config '{\"vec_tile_shape\": [1, 32, 1, 256]}'",
     "--set": "VALUE is JSON: --set vec_tile_shape=[1,32,1,256], --set stitch=64, "
     "--set mode='\"fast\"' (strings in double quotes)",
 }
@@ -44,8 +47,10 @@ def parse_json_object(text: str, what: str) -> dict[str, Any]:
     """Parse a JSON object (a config)."""
     value = parse_json_value(text, what)
     if not isinstance(value, dict):
-        raise BadInput(f"{what} must be a JSON object, got {text!r}",
-                       hint='e.g. {"vec_tile_shape": [1, 32, 1, 256]}')
+        raise BadInput(
+            f"{what} must be a JSON object, got {text!r}",
+            hint='e.g. {"vec_tile_shape": [1, 32, 1, 256]}',
+        )
     return value
 
 
@@ -62,8 +67,10 @@ def parse_bool(text: str, what: str) -> bool:
     try:
         return _TRUE[text.lower()]
     except KeyError:
-        raise BadInput(f"{what} must be true or false, got {text!r}",
-                       hint="e.g. --output y=true (also 1/0, yes/no)") from None
+        raise BadInput(
+            f"{what} must be true or false, got {text!r}",
+            hint="e.g. --output y=true (also 1/0, yes/no)",
+        ) from None
 
 
 def parse_float(text: str, what: str) -> float:
@@ -103,15 +110,19 @@ def parse_outputs(assignments: Iterable[str], max_diffs: Iterable[str]) -> tuple
     for text in assignments:
         name, value = split_assignment(text, "--output")
         if name in closes:
-            raise BadInput(f"output {name!r} is given twice",
-                           hint="give each output once: --output NAME=true|false")
+            raise BadInput(
+                f"output {name!r} is given twice",
+                hint="give each output once: --output NAME=true|false",
+            )
         closes[name] = parse_bool(value, f"--output {name}")
     diffs: dict[str, float] = {}
     for text in max_diffs:
         name, value = split_assignment(text, "--max-diff")
         if name not in closes:
-            raise BadInput(f"--max-diff names {name!r}, which no --output gives",
-                           hint=f"add --output {name}=true|false, or fix the name")
+            raise BadInput(
+                f"--max-diff names {name!r}, which no --output gives",
+                hint=f"add --output {name}=true|false, or fix the name",
+            )
         diffs[name] = parse_float(value, f"--max-diff {name}")
     if not closes:
         raise BadInput("no outputs given", hint="give --output NAME=true|false for every output")
@@ -130,12 +141,16 @@ def outputs_from_document(doc: Any, source: str) -> tuple[OutputCheck, ...]:
             all_close = item["all_close"]
             if not isinstance(all_close, bool):  # "false" must not count as true
                 raise TypeError(f"all_close must be true or false, got {all_close!r}")
-            checks.append(OutputCheck(name=str(item["name"]), all_close=all_close,
-                                      max_diff=item.get("max_diff")))
+            checks.append(
+                OutputCheck(
+                    name=str(item["name"]), all_close=all_close, max_diff=item.get("max_diff")
+                )
+            )
         except (KeyError, TypeError, ValueError) as e:
-            raise BadInput(f"{source}: bad output entry {item!r} ({e})",
-                           hint="each output is {\"name\": ..., \"all_close\": true|false, "
-                           "\"max_diff\": number}") from e
+            raise BadInput(
+                f"{source}: bad output entry {item!r} ({e})",
+                hint='each output is {"name": ..., "all_close": true|false, "max_diff": number}',
+            ) from e
     if not checks:
         raise BadInput(f"{source} lists no outputs")
     return tuple(checks)

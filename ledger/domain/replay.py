@@ -241,8 +241,11 @@ def _point_closed(state: State, event: Event) -> None:
         # Only merged branches leave a second point open (a recorded conflict): it becomes
         # the open point, so it can still be closed (R7). The search is skipped otherwise,
         # so closing a point stays O(1).
-        state.open_point = next((p.name for p in reversed(state.points.values()) if p.is_open),
-                                None) if state.open_points else None
+        state.open_point = (
+            next((p.name for p in reversed(state.points.values()) if p.is_open), None)
+            if state.open_points
+            else None
+        )
 
 
 # --- attempts (R6-R9) -------------------------------------------------------------------------
@@ -253,9 +256,20 @@ def _attempt_started(state: State, event: Event) -> None:
     aid = attempt_id(event.id)
     # Positional arguments on the replay path: attrs' __init__ takes them 3.8x faster than
     # keywords (1.0 vs 3.8 µs for an Attempt, measured); the order is State's field order.
-    attempt = Attempt(aid, len(state.attempts) + 1, data["kind"], data["stage"], data["point"],
-                      data["config"], data["param"], data["value"], data["prior"],
-                      data["description"], data["impl_digest"], data["retry_override"])
+    attempt = Attempt(
+        aid,
+        len(state.attempts) + 1,
+        data["kind"],
+        data["stage"],
+        data["point"],
+        data["config"],
+        data["param"],
+        data["value"],
+        data["prior"],
+        data["description"],
+        data["impl_digest"],
+        data["retry_override"],
+    )
     state.attempts[aid] = attempt
     if state.pending is not None:
         _conflict(state, f"attempts {state.pending} and {aid} pending at once")
@@ -278,8 +292,13 @@ def _measured(state: State, event: Event) -> None:
     attempt = state.attempts[data["attempt"]]
     times = tuple(data["times_us"])
     attempt.measurement = Measurement(  # positional, in field order (see _attempt_started)
-        times, median(times), data["util_pct"], data["bubble_pct"], data["origin"]["level"],
-        data["metrics"], all(output["all_close"] for output in data["outputs"]),
+        times,
+        median(times),
+        data["util_pct"],
+        data["bubble_pct"],
+        data["origin"]["level"],
+        data["metrics"],
+        all(output["all_close"] for output in data["outputs"]),
         data["layout_exit"],
     )
     _mark_measured(state, attempt)
@@ -304,8 +323,7 @@ def _finish(state: State, attempt: Attempt, status: str) -> None:
 
 def _still_pending(state: State) -> str | None:
     """The most recently started attempt that is still pending, if any."""
-    return next((a.id for a in reversed(state.attempts.values()) if a.status == "pending"),
-                None)
+    return next((a.id for a in reversed(state.attempts.values()) if a.status == "pending"), None)
 
 
 def _verdict(state: State, event: Event) -> None:
@@ -334,9 +352,12 @@ def _check_compared_best(state: State, aid: str, compared: str | None) -> None:
     best: two branches each adopted an attempt against the same earlier best (R8)."""
     current = state.best.attempt if state.best is not None else None
     if compared != current:
-        _conflict(state, f"attempt {aid} was adopted against best {compared or 'baseline'} "
-                  f"while attempt {current or 'baseline'} was the best (adopted on another "
-                  "branch)")
+        _conflict(
+            state,
+            f"attempt {aid} was adopted against best {compared or 'baseline'} "
+            f"while attempt {current or 'baseline'} was the best (adopted on another "
+            "branch)",
+        )
 
 
 def _failed(state: State, event: Event) -> None:
@@ -396,8 +417,9 @@ def _conflict_resolved(state: State, event: Event) -> None:
     kind, _, chosen = str(event.data["resolution"]).partition(":")
     attempt = state.attempts.get(chosen) if kind == "best" else None
     if attempt is not None and attempt.measurement is not None:
-        state.best = Best(config=attempt.config, measurement=attempt.measurement,
-                          attempt=attempt.id)
+        state.best = Best(
+            config=attempt.config, measurement=attempt.measurement, attempt=attempt.id
+        )
 
 
 _HANDLERS: Mapping[str, Callable[[State, Event], None]] = {

@@ -30,15 +30,21 @@ def parse_time_us(text: str, what: str = "time") -> float:
         )
     value = float(number) * factor
     if not math.isfinite(value) or value <= 0:
-        raise BadInput(f"{what} must be finite and > 0 (R11), got {text!r}",
-                       rule="R11", hint="give the measured time, e.g. 71.1us")
+        raise BadInput(
+            f"{what} must be finite and > 0 (R11), got {text!r}",
+            rule="R11",
+            hint="give the measured time, e.g. 71.1us",
+        )
     return value
 
 
 def check_op_name(name: str) -> str:
     """Return `name` if it is a safe op folder name (no '/', '..', control characters)."""
-    if not name or not _OP_NAME.match(name) or ".." in name or any(
-        unicodedata.category(ch).startswith("C") for ch in name
+    if (
+        not name
+        or not _OP_NAME.match(name)
+        or ".." in name
+        or any(unicodedata.category(ch).startswith("C") for ch in name)
     ):
         raise BadInput(
             f"op name {name!r} is not allowed",

@@ -75,8 +75,9 @@ def strip_managed(text: str) -> str:
     return splice.splice(text, {section.name: "" for section in sections})
 
 
-def memory_merge_driver(base: Path, ours: Path, theirs: Path, marker_size: int | None = None
-                        ) -> MemoryMerge:
+def memory_merge_driver(
+    base: Path, ours: Path, theirs: Path, marker_size: int | None = None
+) -> MemoryMerge:
     """Merge MEMORY.md's human text as git merges text; managed sections come from ours.
 
     Managed sections are generated from the ledger, so they are emptied on all three sides
@@ -103,8 +104,11 @@ def _with_bodies(merged: bytes, source: str) -> bytes:
     try:
         text = merged.decode("utf-8")
         present = {section.name for section in splice.find_sections(text)}
-        bodies = {s.name: splice.normalize_newlines(s.body)
-                  for s in splice.find_sections(source) if s.name in present}
+        bodies = {
+            s.name: splice.normalize_newlines(s.body)
+            for s in splice.find_sections(source)
+            if s.name in present
+        }
         return splice.splice(text, bodies).encode("utf-8") if bodies else merged
     except (BadInput, UnicodeDecodeError):
         return merged
@@ -114,8 +118,9 @@ def _text(path: Path) -> str:
     return splice.read_text(path) or ""
 
 
-def merge_text(ours: str, base: str, theirs: str, marker_size: int | None = None
-               ) -> tuple[bytes, int]:
+def merge_text(
+    ours: str, base: str, theirs: str, marker_size: int | None = None
+) -> tuple[bytes, int]:
     """`git merge-file -p` of three texts: the merged bytes and the number of conflicts."""
     with tempfile.TemporaryDirectory(prefix="tune-ledger-merge-") as folder:
         paths = []
@@ -124,8 +129,10 @@ def merge_text(ours: str, base: str, theirs: str, marker_size: int | None = None
             path.write_bytes(text.encode("utf-8"))
             paths.append(str(path))
         marker = [f"--marker-size={marker_size}"] if marker_size else []
-        done = _git(["merge-file", "-p", *marker, "-L", "ours", "-L", "base", "-L", "theirs",
-                     *paths], check=False)
+        done = _git(
+            ["merge-file", "-p", *marker, "-L", "ours", "-L", "base", "-L", "theirs", *paths],
+            check=False,
+        )
     if done.returncode < 0 or done.returncode > 127:
         raise LedgerError(f"git merge-file failed: {done.stderr.decode(errors='replace')}")
     return done.stdout, done.returncode
@@ -159,8 +166,10 @@ def git_setup(root: Path, command: str | None = None) -> Setup:
     command = command or driver_command()
     toplevel = _git(["rev-parse", "--show-toplevel"], cwd=root, check=False)
     if toplevel.returncode != 0:
-        raise BadInput(f"{root} is not inside a git repository",
-                       hint="run `git init` first, or give --root inside the repository")
+        raise BadInput(
+            f"{root} is not inside a git repository",
+            hint="run `git init` first, or give --root inside the repository",
+        )
     changed: list[str] = []
     unchanged: list[str] = []
     attributes = root / ".gitattributes"
@@ -182,8 +191,12 @@ def git_setup(root: Path, command: str | None = None) -> Setup:
             continue
         _git(["config", "--local", key, value], cwd=root)
         changed.append(f"git config {key} = {value}")
-    return Setup(changed=tuple(changed), unchanged=tuple(unchanged),
-                 warnings=tuple(_setup_warnings(root, command)), attributes=str(attributes))
+    return Setup(
+        changed=tuple(changed),
+        unchanged=tuple(unchanged),
+        warnings=tuple(_setup_warnings(root, command)),
+        attributes=str(attributes),
+    )
 
 
 def _add_attributes(path: Path) -> list[str]:
@@ -203,28 +216,41 @@ def _setup_warnings(root: Path, command: str) -> list[str]:
     warnings = []
     program = shlex.split(command)[0] if command.strip() else ""
     if not shutil.which(program):
-        warnings.append(f"{program!r} is not on PATH: git will not find the merge driver "
-                        "(give --command, or install tune-ledger where git runs)")
-    for sample, driver in (("custom/OP/events.jsonl", EVENTS_DRIVER),
-                           ("custom/OP/MEMORY.md", MEMORY_DRIVER)):
+        warnings.append(
+            f"{program!r} is not on PATH: git will not find the merge driver "
+            "(give --command, or install tune-ledger where git runs)"
+        )
+    for sample, driver in (
+        ("custom/OP/events.jsonl", EVENTS_DRIVER),
+        ("custom/OP/MEMORY.md", MEMORY_DRIVER),
+    ):
         found = _git(["check-attr", "merge", "--", sample], cwd=root, check=False)
         value = found.stdout.decode().rstrip("\n").rpartition(": ")[2]
         if found.returncode == 0 and value != driver:
-            warnings.append(f"git resolves the merge attribute of {sample} to {value!r}, not "
-                            f"{driver!r}: another attributes file (.git/info/attributes, a "
-                            "deeper .gitattributes) overrides it")
+            warnings.append(
+                f"git resolves the merge attribute of {sample} to {value!r}, not "
+                f"{driver!r}: another attributes file (.git/info/attributes, a "
+                "deeper .gitattributes) overrides it"
+            )
     return warnings
 
 
-def _git(args: Sequence[str], *, cwd: Path | None = None, check: bool = True
-         ) -> subprocess.CompletedProcess[bytes]:
+def _git(
+    args: Sequence[str], *, cwd: Path | None = None, check: bool = True
+) -> subprocess.CompletedProcess[bytes]:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True,
-                              timeout=_GIT_TIMEOUT_S, check=False,
-                              env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            timeout=_GIT_TIMEOUT_S,
+            check=False,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        )
     except FileNotFoundError as e:
         raise BadInput("git is not installed (or not on PATH)") from e
     if check and done.returncode != 0:
-        raise LedgerError(f"git {' '.join(args)} failed: "
-                          f"{done.stderr.decode(errors='replace').strip()}")
+        raise LedgerError(
+            f"git {' '.join(args)} failed: {done.stderr.decode(errors='replace').strip()}"
+        )
     return done

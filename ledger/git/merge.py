@@ -122,12 +122,19 @@ def merge(base: bytes, ours: bytes, theirs: bytes, name: str = "events.jsonl") -
     _verified(data, name)
     missing = _base_missing(base, name, ours_ids | theirs_ids)
     if missing:
-        notes.append(f"{name} (base): {missing} event(s) of the common ancestor are on neither "
-                     "side and stay out")
+        notes.append(
+            f"{name} (base): {missing} event(s) of the common ancestor are on neither "
+            "side and stay out"
+        )
     common = len(ours_ids & theirs_ids)
-    return Merged(data=data, events=len(lines), common=common,
-                  ours_only=len(ours_ids) - common, theirs_only=len(theirs_ids) - common,
-                  notes=tuple(notes))
+    return Merged(
+        data=data,
+        events=len(lines),
+        common=common,
+        ours_only=len(ours_ids) - common,
+        theirs_only=len(theirs_ids) - common,
+        notes=tuple(notes),
+    )
 
 
 def merge_many(sides: Sequence[bytes], name: str = "events.jsonl") -> bytes:
@@ -145,8 +152,10 @@ def _entries(log: chain.Log) -> Iterator[Entry]:
 def _torn_note(log: chain.Log) -> str:
     torn = log.torn
     assert torn is not None  # the caller picks logs with a torn tail
-    return (f"{log.name}:{torn.line}: torn tail of {torn.byte_count} bytes left out "
-            f"({torn.reason}); it stays in that side's history")
+    return (
+        f"{log.name}:{torn.line}: torn tail of {torn.byte_count} bytes left out "
+        f"({torn.reason}); it stays in that side's history"
+    )
 
 
 def _base_missing(base: bytes, name: str, present: set[str]) -> int:
@@ -164,7 +173,8 @@ def _verified(data: bytes, name: str) -> chain.Log:
     except LedgerDamaged as e:
         raise LedgerDamaged(
             f"{name}: the valid lines do not form a ledger in canonical order ({e.message})",
-            hint=_NORMALIZE_HINT, details=e.details,
+            hint=_NORMALIZE_HINT,
+            details=e.details,
         ) from None
     return log
 
@@ -182,14 +192,19 @@ def normalize(data: bytes, name: str = "events.jsonl") -> Normalized:
     except LedgerDamaged as damage:
         entries, tail = _loose_entries(data, name, damage)
     else:
-        entries, tail = list(_entries(log)), data[log.size:]
+        entries, tail = list(_entries(log)), data[log.size :]
     lines = canonical_lines(entries)
     result = _join(lines) + tail
     if result != data:
         _verified(result, name)
     first_seen = list(dict.fromkeys(line for _event, line in entries))
-    return Normalized(data=result, events=len(lines), duplicates=len(entries) - len(lines),
-                      reordered=first_seen != lines, torn=len(tail))
+    return Normalized(
+        data=result,
+        events=len(lines),
+        duplicates=len(entries) - len(lines),
+        reordered=first_seen != lines,
+        torn=len(tail),
+    )
 
 
 def _loose_entries(data: bytes, name: str, damage: LedgerDamaged) -> tuple[list[Entry], bytes]:
@@ -206,9 +221,11 @@ def _loose_entries(data: bytes, name: str, damage: LedgerDamaged) -> tuple[list[
                 event = record.from_record(codec.loads(line))
         if event is None or event.id != event_id:
             reason = chain.id_problem(line) if event_id is None else "malformed event"
-            raise LedgerDamaged(f"{name}:{index + 1}: {reason}", hint=_NORMALIZE_HINT,
-                                details={"path": name, "line": index + 1,
-                                         "first_problem": damage.message}) from None
+            raise LedgerDamaged(
+                f"{name}:{index + 1}: {reason}",
+                hint=_NORMALIZE_HINT,
+                details={"path": name, "line": index + 1, "first_problem": damage.message},
+            ) from None
         entries.append((event, line))
     return entries, tail
 
@@ -222,9 +239,11 @@ def order_findings(store: FileStore, op: str) -> list[str]:
     normalized = normalize(data, str(store.path))
     if normalized.data == data:
         return []
-    return [f"{store.path}: not in canonical order ({normalized.describe()}), as a merge "
-            "without the tune-ledger merge driver leaves it (e.g. `merge=union` or a "
-            f"server-side merge); run `tune-ledger normalize {op}` and commit the result"]
+    return [
+        f"{store.path}: not in canonical order ({normalized.describe()}), as a merge "
+        "without the tune-ledger merge driver leaves it (e.g. `merge=union` or a "
+        f"server-side merge); run `tune-ledger normalize {op}` and commit the result"
+    ]
 
 
 def normalize_file(store: FileStore) -> Normalized:
@@ -259,8 +278,6 @@ def _exclusive_lock(lock_path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock
-
-
 
 
 # --- the state each batch was decided on --------------------------------------------------------
@@ -321,4 +338,3 @@ class CausalReplay:
                 with contextlib.suppress(KeyError, TypeError, ValueError):
                     evolve(state, event)
         return state
-

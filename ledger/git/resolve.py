@@ -36,8 +36,10 @@ _ADOPTED = ("adopt", "target-reached")
 
 _PENDING = re.compile(r"attempts (?P<a>\S+) and (?P<b>\S+) pending at once")
 _AFTER_STOP = re.compile(r"attempt (?P<a>\S+) started after the campaign stopped \(.*\)")
-_STALE_ADOPT = re.compile(r"attempt (?P<a>\S+) was adopted against best \S+ while attempt "
-                          r"(?P<b>\S+) was the best \(adopted on another branch\)")
+_STALE_ADOPT = re.compile(
+    r"attempt (?P<a>\S+) was adopted against best \S+ while attempt "
+    r"(?P<b>\S+) was the best \(adopted on another branch\)"
+)
 _POINTS = re.compile(r"points (?P<a>.+) and (?P<b>.+) open at once")
 
 
@@ -74,8 +76,7 @@ def _is_pending(state: State, attempt: str) -> bool:
 
 def _is_adopted(state: State, attempt: str) -> bool:
     found = state.attempts.get(attempt)
-    return (found is not None and found.verdict in _ADOPTED
-            and found.measurement is not None)
+    return found is not None and found.verdict in _ADOPTED and found.measurement is not None
 
 
 def find_conflict(state: State, text: str) -> str:
@@ -104,19 +105,26 @@ def decide(state: State, command: Resolve) -> list[Payload]:
         raise BadInput("the reason must not be empty", hint="--reason TEXT")
     offered = options(state, conflict)
     if command.resolution not in offered:
-        raise BadInput(f"{command.resolution!r} does not resolve {conflict!r}",
-                       hint=f"resolve it with one of: {', '.join(offered)}",
-                       details={"conflict": conflict, "options": list(offered)})
+        raise BadInput(
+            f"{command.resolution!r} does not resolve {conflict!r}",
+            hint=f"resolve it with one of: {', '.join(offered)}",
+            details={"conflict": conflict, "options": list(offered)},
+        )
     kind, _, target = command.resolution.partition(":")
     events: list[Payload] = []
     if kind == "abandon":
         events.append(AttemptAbandoned(attempt=target, reason=f"merge conflict: {reason}"))
     elif kind == "close":
         point = state.points[target]
-        events.append(PointClosed(stage=cast(Stage, point.stage), name=point.name,
-                                  outcome="closed", reason=f"merge conflict: {reason}"))
-    events.append(ConflictResolved(conflict=conflict, resolution=command.resolution,
-                                   reason=reason))
+        events.append(
+            PointClosed(
+                stage=cast(Stage, point.stage),
+                name=point.name,
+                outcome="closed",
+                reason=f"merge conflict: {reason}",
+            )
+        )
+    events.append(ConflictResolved(conflict=conflict, resolution=command.resolution, reason=reason))
     return events
 
 
@@ -128,39 +136,49 @@ def is_resolution(batch: Sequence[Event]) -> bool:
 def resolution_findings(state: State, batch: Sequence[Event]) -> list[str]:
     """Audit a resolution batch: the conflict existed and the events are the ones it gives."""
     data = batch[-1].data
-    command = Resolve(conflict=str(data.get("conflict")), resolution=str(data.get("resolution")),
-                      reason=str(data.get("reason")))
+    command = Resolve(
+        conflict=str(data.get("conflict")),
+        resolution=str(data.get("resolution")),
+        reason=str(data.get("reason")),
+    )
     try:
         expected = decide(state, command)
     except LedgerError as e:
         return [f"the resolution is not valid here: {e.message}"]
     given = [(e.type, e.data) for e in batch]
     # Recorded data went through JSON: compare like with like (tuples become lists).
-    wanted = [(p.TYPE, codec.loads(codec.canonical_json(unstructure_payload(p))))
-              for p in expected]
+    wanted = [(p.TYPE, codec.loads(codec.canonical_json(unstructure_payload(p)))) for p in expected]
     if given != wanted:
-        return [f"recorded {[t for t, _ in given]} but resolving {command.conflict!r} with "
-                f"{command.resolution!r} gives {[t for t, _ in wanted]}"]
+        return [
+            f"recorded {[t for t, _ in given]} but resolving {command.conflict!r} with "
+            f"{command.resolution!r} gives {[t for t, _ in wanted]}"
+        ]
     return []
 
 
 def conflict_findings(state: State, op: str) -> list[str]:
     """One finding per unresolved conflict, with the command that resolves it (for check)."""
-    return [f"unresolved merge conflict: {conflict}; resolve it: {command(op, number, state)}"
-            for number, conflict in enumerate(state.conflicts, start=1)]
+    return [
+        f"unresolved merge conflict: {conflict}; resolve it: {command(op, number, state)}"
+        for number, conflict in enumerate(state.conflicts, start=1)
+    ]
 
 
 def command(op: str, number: int, state: State) -> str:
     """The command line that resolves conflict `number` (1-based), with its resolutions."""
     offered = options(state, state.conflicts[number - 1])
-    return (f"tune-ledger resolve {op} --conflict {number} --resolution RESOLUTION --reason "
-            f"TEXT, RESOLUTION one of: {', '.join(offered)}")
+    return (
+        f"tune-ledger resolve {op} --conflict {number} --resolution RESOLUTION --reason "
+        f"TEXT, RESOLUTION one of: {', '.join(offered)}"
+    )
 
 
 def listing(state: State) -> list[dict[str, Any]]:
     """The unresolved conflicts with their numbers and resolutions (the `conflicts` view)."""
-    return [{"number": number, "conflict": conflict, "options": list(options(state, conflict))}
-            for number, conflict in enumerate(state.conflicts, start=1)]
+    return [
+        {"number": number, "conflict": conflict, "options": list(options(state, conflict))}
+        for number, conflict in enumerate(state.conflicts, start=1)
+    ]
 
 
 def decision(state: State, command: Resolve) -> Decision:

@@ -86,13 +86,21 @@ class Log:
 
     def repaired(self) -> frozenset[str]:
         """The quarantine files that this log's ledger.repaired events record."""
-        return frozenset(str(e.data.get("quarantine")) for e in self.events
-                         if e.type == "ledger.repaired")
+        return frozenset(
+            str(e.data.get("quarantine")) for e in self.events if e.type == "ledger.repaired"
+        )
 
     def tip(self) -> Tip:
         """Where this log ends, without its events."""
-        return Tip(name=self.name, head=self.head, lamport=self.lamport, size=self.size,
-                   torn=self.torn, events=len(self.events), repaired=self.repaired())
+        return Tip(
+            name=self.name,
+            head=self.head,
+            lamport=self.lamport,
+            size=self.size,
+            torn=self.torn,
+            events=len(self.events),
+            repaired=self.repaired(),
+        )
 
 
 class _Bad(Exception):
@@ -179,7 +187,7 @@ class _Walker:
             line = lines[index]
             # The content id, checked from the raw bytes (as codec.id_of_line, inlined: this
             # is a third of the loop's time).
-            event_id = sha256(b"{" + line[body_start:]).hexdigest()[:codec.ID_HEX]
+            event_id = sha256(b"{" + line[body_start:]).hexdigest()[: codec.ID_HEX]
             try:
                 event = from_record(loads(line))
                 i, n = event.part
@@ -200,11 +208,19 @@ class _Walker:
                     fits = len(parents) == 1 and batch.part == i - 1 and batch.size == n
             except (KeyError, TypeError, ValueError, IndexError):
                 fits = False
-            if not (fits and event.id == event_id and line.startswith(prefix)
-                    and line[id_end:body_start] == b'",'
-                    and line[len(prefix):id_end] == event_id.encode()
-                    and type(lamport) is int and type(i) is int and type(n) is int
-                    and 0 <= i < n and top < lamport and event_id not in lamports):
+            if not (
+                fits
+                and event.id == event_id
+                and line.startswith(prefix)
+                and line[id_end:body_start] == b'",'
+                and line[len(prefix) : id_end] == event_id.encode()
+                and type(lamport) is int
+                and type(i) is int
+                and type(n) is int
+                and 0 <= i < n
+                and top < lamport
+                and event_id not in lamports
+            ):
                 self.max_lamport = max_lamport
                 raise self.diagnose(index, line)
             if i > 0:
@@ -246,8 +262,11 @@ class _Walker:
             # Any shape error in a line whose id verifies: a buggy writer or a forged id.
             raise _Bad(f"malformed event: {e}", event_id) from e
         if event.lamport <= top:
-            raise _Bad(f"Lamport counter {event.lamport} is not greater than its parents' "
-                       f"({top})", event_id, event)
+            raise _Bad(
+                f"Lamport counter {event.lamport} is not greater than its parents' ({top})",
+                event_id,
+                event,
+            )
         return event
 
     def _check_envelope(self, event_id: str, event: Event) -> None:
@@ -280,8 +299,12 @@ class _Walker:
         parents = event.parents
         batch = self.open.get(parents[0]) if len(parents) == 1 else None
         if batch is None or batch.part != i - 1 or batch.size != n:
-            raise _Bad(f"part {i} of a batch of {n} does not directly follow part {i - 1} "
-                       "(its only parent must be the batch's previous event)", event.id, event)
+            raise _Bad(
+                f"part {i} of a batch of {n} does not directly follow part {i - 1} "
+                "(its only parent must be the batch's previous event)",
+                event.id,
+                event,
+            )
         return self.lamports[parents[0]]
 
     def tolerate(self, index: int, event: Event) -> None:
@@ -319,7 +342,7 @@ def _claimed_id(line: bytes) -> str | None:
     """The id a line claims at its start, if it has the shape of one."""
     if not line.startswith(codec.ID_PREFIX):
         return None
-    claimed = line[len(codec.ID_PREFIX):len(codec.ID_PREFIX) + codec.ID_HEX]
+    claimed = line[len(codec.ID_PREFIX) : len(codec.ID_PREFIX) + codec.ID_HEX]
     try:
         text = claimed.decode("ascii")
     except UnicodeDecodeError:
@@ -376,7 +399,7 @@ class Scanner:
         """Like `scan`, reusing the previous scan when `data` extends its bytes."""
         if not data.startswith(self._data):
             self._reset()  # rewritten (truncated, merged, checked out): verify from scratch
-        new_lines, rest = _split(data[len(self._data):])
+        new_lines, rest = _split(data[len(self._data) :])
         lines = self._lines
         start = len(lines)
         lines.extend(new_lines)
@@ -431,11 +454,24 @@ def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Tip:
         # Rare: a torn tail, or a batch left unfinished (damage). The sink has seen only
         # complete batches; the keeping scan names the tail or the damage exactly.
         log = scan(data, name)
-        return Tip(name=name, head=log.head, lamport=log.lamport, size=log.size,
-                   torn=log.torn, events=len(log.events), repaired=frozenset(walker.repaired))
-    return Tip(name=name, head=tuple(sorted(walker.heads)), lamport=walker.max_lamport,
-               size=len(data), torn=None, events=len(lines),
-               repaired=frozenset(walker.repaired))
+        return Tip(
+            name=name,
+            head=log.head,
+            lamport=log.lamport,
+            size=log.size,
+            torn=log.torn,
+            events=len(log.events),
+            repaired=frozenset(walker.repaired),
+        )
+    return Tip(
+        name=name,
+        head=tuple(sorted(walker.heads)),
+        lamport=walker.max_lamport,
+        size=len(data),
+        torn=None,
+        events=len(lines),
+        repaired=frozenset(walker.repaired),
+    )
 
 
 def _torn_start(walker: _Walker, line_count: int, rest: bytes) -> tuple[int | None, str]:
@@ -449,8 +485,10 @@ def _torn_start(walker: _Walker, line_count: int, rest: bytes) -> tuple[int | No
     if line_count - batch.first != batch.part + 1:
         return None, ""
     unterminated = " and a line without its newline" if rest else ""
-    return batch.first, (f"the last batch has only {batch.part + 1} of its {batch.size} "
-                         f"events{unterminated} (an interrupted write)")
+    return batch.first, (
+        f"the last batch has only {batch.part + 1} of its {batch.size} "
+        f"events{unterminated} (an interrupted write)"
+    )
 
 
 def _unfinished_batch(walker: _Walker, lines: list[bytes], name: str) -> LedgerDamaged:
@@ -461,13 +499,17 @@ def _unfinished_batch(walker: _Walker, lines: list[bytes], name: str) -> LedgerD
 def _unfinished_finding(walker: _Walker, lines: list[bytes]) -> Finding:
     """The earliest batch left unfinished where it is not the file's torn suffix."""
     batch = min(walker.open.values(), key=lambda b: b.first)
-    return Finding(batch.first + 1, _claimed_id(lines[batch.first]),
-                   f"its batch has only {batch.part + 1} of its {batch.size} events "
-                   "and is not at the end of the file")
+    return Finding(
+        batch.first + 1,
+        _claimed_id(lines[batch.first]),
+        f"its batch has only {batch.part + 1} of its {batch.size} events "
+        "and is not at the end of the file",
+    )
 
 
-def _log(name: str, data: bytes, lines: list[bytes], walker: _Walker, keep: int,
-         reason: str) -> Log:
+def _log(
+    name: str, data: bytes, lines: list[bytes], walker: _Walker, keep: int, reason: str
+) -> Log:
     events = walker.events
     if keep == len(events):
         head, lamport = walker.heads, walker.max_lamport
@@ -475,10 +517,20 @@ def _log(name: str, data: bytes, lines: list[bytes], walker: _Walker, keep: int,
         events = events[:keep]
         head, lamport = _head_of(events), max((e.lamport for e in events), default=0)
     size = _prefix_size(data, lines, keep)
-    torn = None if size == len(data) else Torn(
-        line=keep + 1, offset=size, byte_count=len(data) - size, reason=reason)
-    return Log(name=name, events=tuple(events), lines=tuple(lines[:keep]),
-               head=tuple(sorted(head)), lamport=lamport, size=size, torn=torn)
+    torn = (
+        None
+        if size == len(data)
+        else Torn(line=keep + 1, offset=size, byte_count=len(data) - size, reason=reason)
+    )
+    return Log(
+        name=name,
+        events=tuple(events),
+        lines=tuple(lines[:keep]),
+        head=tuple(sorted(head)),
+        lamport=lamport,
+        size=size,
+        torn=torn,
+    )
 
 
 def _prefix_size(data: bytes, lines: list[bytes], keep: int) -> int:
@@ -526,22 +578,29 @@ def verify(data: bytes) -> Verification:
     for line_no, event in zip(event_lines, walker.events, strict=True):
         findings.extend(_contract_findings(line_no, lines[line_no - 1], event, walker.lamports))
     findings.extend(_tail_findings(walker, data, lines, rest, skipped))
-    return Verification(findings=tuple(sorted(findings, key=_finding_order)),
-                        events=tuple(walker.events), event_lines=tuple(event_lines))
+    return Verification(
+        findings=tuple(sorted(findings, key=_finding_order)),
+        events=tuple(walker.events),
+        event_lines=tuple(event_lines),
+    )
 
 
 def _follows_damage(bad: _Bad, line: bytes, damaged: set[str | None]) -> bool:
     """True when a line with a valid id fails only by naming a line already reported."""
-    return (bad.event is not None and codec.id_of_line(line) is not None
-            and not damaged.isdisjoint(bad.event.parents))
+    return (
+        bad.event is not None
+        and codec.id_of_line(line) is not None
+        and not damaged.isdisjoint(bad.event.parents)
+    )
 
 
 def _finding_order(finding: Finding) -> int:
     return finding.line or 0
 
 
-def _contract_findings(line_no: int, line: bytes, event: Event,
-                       lamports: dict[str, int]) -> list[Finding]:
+def _contract_findings(
+    line_no: int, line: bytes, event: Event, lamports: dict[str, int]
+) -> list[Finding]:
     """What a valid-looking event breaks of the line-format contract (docs/CONTRACTS.md)."""
     found = []
     record_keys = tuple(codec.loads(line))
@@ -551,15 +610,17 @@ def _contract_findings(line_no: int, line: bytes, event: Event,
         found.append("the line is not canonical JSON (sorted keys, no spaces, UTF-8)")
     expected = 1 + max((lamports[p] for p in event.parents), default=0)
     if event.lamport != expected:
-        found.append(f"Lamport counter {event.lamport}, expected {expected} "
-                     "(1 + the largest parent's)")
+        found.append(
+            f"Lamport counter {event.lamport}, expected {expected} (1 + the largest parent's)"
+        )
     if event.part[0] == 0 and list(event.parents) != sorted(set(event.parents)):
         found.append("a batch's first event must name its parents sorted and once each")
     return [Finding(line_no, event.id, message) for message in found]
 
 
-def _tail_findings(walker: _Walker, data: bytes, lines: list[bytes], rest: bytes,
-                   skipped: set[int]) -> list[Finding]:
+def _tail_findings(
+    walker: _Walker, data: bytes, lines: list[bytes], rest: bytes, skipped: set[int]
+) -> list[Finding]:
     keep, reason = _torn_start(walker, len(lines), rest)
     if keep is None:
         finding = _unfinished_finding(walker, lines)
@@ -569,9 +630,14 @@ def _tail_findings(walker: _Walker, data: bytes, lines: list[bytes], rest: bytes
     if not reason:
         return []
     size = _prefix_size(data, lines, keep)
-    return [Finding(keep + 1, None,
-                    f"torn tail of {len(data) - size} bytes: {reason}; the next append moves "
-                    "it to a quarantine file and records a ledger.repaired event")]
+    return [
+        Finding(
+            keep + 1,
+            None,
+            f"torn tail of {len(data) - size} bytes: {reason}; the next append moves "
+            "it to a quarantine file and records a ledger.repaired event",
+        )
+    ]
 
 
 def verify_schema(log: Log) -> list[Finding]:
@@ -581,7 +647,7 @@ def verify_schema(log: Log) -> list[Finding]:
         try:
             event.payload()
             event.written_by()
-        except Exception as e:  # cattrs raises several error types; each becomes a finding
+        except Exception as e:  # noqa: BLE001 - cattrs raises several types; each is a finding
             findings.append(Finding(log.line_of(index), event.id, f"schema: {e}"))
     return findings
 

@@ -10,6 +10,7 @@ from typing import Any
 _orjson: Any
 try:  # orjson parses ~3x faster than json; both give the same values (see README).
     import orjson
+
     _orjson = orjson
 
     def loads(data: bytes | str) -> Any:
@@ -37,8 +38,14 @@ def canonical_json(value: Any) -> str:
     """Encode `value` canonically: sorted keys, no spaces, UTF-8 text, no NaN or infinity."""
     # Only the standard library encodes, so the committed bytes never depend on an optional
     # package: orjson and json format some floats differently (1e+16 vs 1e16).
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False, default=_plain_scalar)
+    return json.dumps(
+        value,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+        default=_plain_scalar,
+    )
 
 
 def sorted_json(value: Any) -> str:
@@ -97,7 +104,7 @@ def id_of_line(line: bytes) -> str | None:
     """The id a line (without its newline) claims if its bytes hash to it, else None."""
     if not line.startswith(ID_PREFIX) or len(line) <= BODY_START:
         return None
-    claimed = line[len(ID_PREFIX):ID_END]
+    claimed = line[len(ID_PREFIX) : ID_END]
     if line[ID_END:BODY_START] != b'",':
         return None
     actual = hashlib.sha256(b"{" + line[BODY_START:]).hexdigest()[:ID_HEX]

@@ -90,7 +90,10 @@ def unstructure_payload(payload: Payload) -> dict[str, Any]:
 
 
 def seal(
-    draft: Draft, parents: tuple[str, ...], lamport: int, part: tuple[int, int],
+    draft: Draft,
+    parents: tuple[str, ...],
+    lamport: int,
+    part: tuple[int, int],
     provenance_json: str | None = None,
 ) -> tuple[Event, bytes]:
     """Place a draft in the log: compute its content id; return the event and its line.
@@ -99,8 +102,9 @@ def seal(
     if provenance_json is None:
         provenance_json = encode_provenance(draft.provenance)
     payload = codec.canonical_json(unstructure_payload(draft.payload))
-    body = envelope_body(lamport, parents, part, payload, provenance_json,
-                         draft.payload.SCHEMA, draft.payload.TYPE)
+    body = envelope_body(
+        lamport, parents, part, payload, provenance_json, draft.payload.SCHEMA, draft.payload.TYPE
+    )
     _event_id, line = codec.encode_body(body)
     # Re-read the written bytes so the in-memory event equals what a later replay sees
     # (tuples become lists, numpy scalars become floats).
@@ -108,17 +112,26 @@ def seal(
     return from_record(record), line
 
 
-def envelope_body(lamport: int, parents: Sequence[str], part: tuple[int, int],
-                  payload_json: str, provenance_json: str, schema: int, type_name: str) -> str:
+def envelope_body(
+    lamport: int,
+    parents: Sequence[str],
+    part: tuple[int, int],
+    payload_json: str,
+    provenance_json: str,
+    schema: int,
+    type_name: str,
+) -> str:
     """The canonical JSON of a record without its id, around its already encoded payload and
     provenance."""
     # The envelope's keys in canonical (sorted) order around the two encoded values: the same
     # text as encoding the whole record (tests compare them), without the encoder's fixed cost
     # per call (json builds a new C encoder each time: ~5 µs) for the plain parts. Parents are
     # verified hex ids and type names are ASCII constants: neither ever needs escaping.
-    return (f'{{"lamport":{int(lamport)},"parents":[{",".join(map(_quoted_id, parents))}],'
-            f'"part":[{int(part[0])},{int(part[1])}],"payload":{payload_json},'
-            f'"provenance":{provenance_json},"schema":{int(schema)},"type":"{type_name}"}}')
+    return (
+        f'{{"lamport":{int(lamport)},"parents":[{",".join(map(_quoted_id, parents))}],'
+        f'"part":[{int(part[0])},{int(part[1])}],"payload":{payload_json},'
+        f'"provenance":{provenance_json},"schema":{int(schema)},"type":"{type_name}"}}'
+    )
 
 
 def encode_provenance(provenance: Provenance) -> str:
@@ -153,9 +166,19 @@ def from_record(record: dict[str, Any]) -> Event:
         data = upcast.upcast(type_name, schema, data)
         schema = PAYLOAD_TYPES[type_name].SCHEMA
     part = record["part"]
-    return _new_event(Event, (record["id"], record["lamport"], tuple(record["parents"]),
-                              (part[0], part[1]), type_name, schema, data,
-                              record["provenance"]))
+    return _new_event(
+        Event,
+        (
+            record["id"],
+            record["lamport"],
+            tuple(record["parents"]),
+            (part[0], part[1]),
+            type_name,
+            schema,
+            data,
+            record["provenance"],
+        ),
+    )
 
 
 def to_record(event: Event) -> dict[str, Any]:

@@ -81,8 +81,7 @@ def seal_batch(
     for index, draft in enumerate(drafts):
         if encoded is None or encoded[0] is not draft.provenance:
             encoded = (draft.provenance, record.encode_provenance(draft.provenance))
-        event, line = record.seal(draft, parents, lamport + 1, (index, len(drafts)),
-                                  encoded[1])
+        event, line = record.seal(draft, parents, lamport + 1, (index, len(drafts)), encoded[1])
         events.append(event)
         lines.append(line)
         parents, lamport = (event.id,), event.lamport
@@ -129,12 +128,19 @@ class Store(ABC):
         names = self.quarantine_names()
         if tip.torn is not None or any(name not in tip.repaired for name in names):
             return tip  # the next append has a repair to make: it takes the full path
-        stamp = _Stamp(identity=identity, size=len(data), tail=data[-_TAIL:],
-                       next_quarantine=_next_quarantine_name(self.name, names))
+        stamp = _Stamp(
+            identity=identity,
+            size=len(data),
+            tail=data[-_TAIL:],
+            next_quarantine=_next_quarantine_name(self.name, names),
+        )
         return evolve(tip, stamp=stamp)
 
     def append(
-        self, drafts: Sequence[Draft], *, expected_head: tuple[str, ...] | None,
+        self,
+        drafts: Sequence[Draft],
+        *,
+        expected_head: tuple[str, ...] | None,
         tip: Tip | None = None,
     ) -> AppendResult:
         """Append one command's events atomically and durably, repairing a torn tail first.
@@ -152,8 +158,12 @@ class Store(ABC):
                 events, lines = _seal_batches([drafts], tip)
                 written = b"".join(lines)
                 session.write(written)
-                return AppendResult(events=tuple(events), repairs=(), head=(events[-1].id,),
-                                    tip=_after(tip, events, written))
+                return AppendResult(
+                    events=tuple(events),
+                    repairs=(),
+                    head=(events[-1].id,),
+                    tip=_after(tip, events, written),
+                )
             data = session.data()
             log = self._scan(data)
             _check_head(log, expected_head)
@@ -163,12 +173,16 @@ class Store(ABC):
             # Seal everything before changing anything: a draft that cannot be encoded
             # must leave the ledger and its quarantine files as they were.
             events, lines = _seal_batches(
-                [*([Draft(r, drafts[0].provenance)] for r in repairs), drafts], log)
+                [*([Draft(r, drafts[0].provenance)] for r in repairs), drafts], log
+            )
             if torn is not None:
                 _cut_torn_tail(session, torn, log.size)
             session.write(b"".join(lines))
-        return AppendResult(events=tuple(events[len(repairs):]),
-                            repairs=tuple(events[:len(repairs)]), head=(events[-1].id,))
+        return AppendResult(
+            events=tuple(events[len(repairs) :]),
+            repairs=tuple(events[: len(repairs)]),
+            head=(events[-1].id,),
+        )
 
     def unchanged_since(self, tip: Tip) -> bool:
         """True when the ledger still holds exactly the bytes `tip` was read from."""
@@ -184,30 +198,44 @@ class Store(ABC):
         stamp = tip.stamp
         if not isinstance(stamp, _Stamp):
             return False
-        return (stamp_now(len(stamp.tail)) == (stamp.identity, stamp.size, stamp.tail)
-                and not self.quarantine_exists(stamp.next_quarantine))
+        return stamp_now(len(stamp.tail)) == (
+            stamp.identity,
+            stamp.size,
+            stamp.tail,
+        ) and not self.quarantine_exists(stamp.next_quarantine)
 
     def _plan_repairs(self, data: bytes, log: Log) -> tuple[list[LedgerRepaired], _Torn | None]:
         """The repair events to write before the command's batch (DESIGN §4: a torn tail is
         kept, recorded, never silently dropped), and the torn bytes to move to quarantine."""
         names = self.quarantine_names()
-        unrecorded = [_quarantined(name, self.quarantine_bytes(name))
-                      for name in _unrecorded(names, log)] if names else []
+        unrecorded = (
+            [_quarantined(name, self.quarantine_bytes(name)) for name in _unrecorded(names, log)]
+            if names
+            else []
+        )
         # A quarantine whose repair event never became durable (a crash right after the
         # tail was cut) is recorded now, at the line where the ledger then ended.
-        repairs = [LedgerRepaired(quarantine=q.name, line=len(log.events) + 1,
-                                  byte_count=q.byte_count, digest=q.digest) for q in unrecorded]
+        repairs = [
+            LedgerRepaired(
+                quarantine=q.name,
+                line=len(log.events) + 1,
+                byte_count=q.byte_count,
+                digest=q.digest,
+            )
+            for q in unrecorded
+        ]
         if log.torn is None:
             return repairs, None
-        torn = data[log.torn.offset:]
+        torn = data[log.torn.offset :]
         digest = codec.digest(torn)
         # A crash after these bytes were kept but before they were cut: reuse that copy.
         kept = next((q for q in unrecorded if q.digest == digest), None)
         if kept is not None:
             repairs = [r for r in repairs if r.quarantine != kept.name]
         name = kept.name if kept is not None else _next_quarantine_name(self.name, names)
-        repairs.append(LedgerRepaired(quarantine=name, line=log.torn.line,
-                                      byte_count=len(torn), digest=digest))
+        repairs.append(
+            LedgerRepaired(quarantine=name, line=log.torn.line, byte_count=len(torn), digest=digest)
+        )
         return repairs, _Torn(name=name, data=torn, kept=kept is not None)
 
     def findings(self) -> list[Finding]:
@@ -217,8 +245,7 @@ class Store(ABC):
 
     def quarantines(self) -> list[Quarantined]:
         """The quarantine files that torn-tail repairs left beside the ledger."""
-        return [_quarantined(name, self.quarantine_bytes(name))
-                for name in self.quarantine_names()]
+        return [_quarantined(name, self.quarantine_bytes(name)) for name in self.quarantine_names()]
 
     @abstractmethod
     def quarantine_names(self) -> list[str]:
@@ -256,11 +283,21 @@ def _after(tip: Tip, events: Sequence[Event], written: bytes) -> Tip:
     assert isinstance(stamp, _Stamp)
     size = stamp.size + len(written)
     # Built directly: attrs.evolve inspects the class on every call, which an append notices.
-    return Tip(name=tip.name, head=(events[-1].id,), lamport=events[-1].lamport, size=size,
-               torn=None, events=tip.events + len(events), repaired=tip.repaired,
-               stamp=_Stamp(identity=stamp.identity, size=size,
-                            tail=(stamp.tail + written)[-_TAIL:],
-                            next_quarantine=stamp.next_quarantine))
+    return Tip(
+        name=tip.name,
+        head=(events[-1].id,),
+        lamport=events[-1].lamport,
+        size=size,
+        torn=None,
+        events=tip.events + len(events),
+        repaired=tip.repaired,
+        stamp=_Stamp(
+            identity=stamp.identity,
+            size=size,
+            tail=(stamp.tail + written)[-_TAIL:],
+            next_quarantine=stamp.next_quarantine,
+        ),
+    )
 
 
 def _check_head(log: Log | Tip, expected_head: tuple[str, ...] | None) -> None:
@@ -353,19 +390,34 @@ def _quarantine_findings(
     findings = []
     for found in present:
         if found.name not in recorded:
-            findings.append(Finding(None, None, f"quarantine file {found.name} "
-                                    f"({found.byte_count} bytes) is not recorded by any "
-                                    "ledger.repaired event; inspect it"))
+            findings.append(
+                Finding(
+                    None,
+                    None,
+                    f"quarantine file {found.name} "
+                    f"({found.byte_count} bytes) is not recorded by any "
+                    "ledger.repaired event; inspect it",
+                )
+            )
             continue
         line, event = recorded[found.name]
         if (event.data.get("digest"), event.data.get("byte_count")) != (
-                found.digest, found.byte_count):
-            findings.append(Finding(line, event.id, f"quarantine file {found.name} differs "
-                                    "from what this ledger.repaired event recorded"))
+            found.digest,
+            found.byte_count,
+        ):
+            findings.append(
+                Finding(
+                    line,
+                    event.id,
+                    f"quarantine file {found.name} differs "
+                    "from what this ledger.repaired event recorded",
+                )
+            )
     names = {found.name for found in present}
     findings.extend(
         Finding(line, event.id, f"quarantine file {name} named by this event is missing")
-        for name, (line, event) in recorded.items() if name not in names
+        for name, (line, event) in recorded.items()
+        if name not in names
     )
     return findings
 
@@ -622,7 +674,7 @@ class _MemorySession:
 
     def stamp(self, tail: int) -> tuple[object, int, bytes]:
         data = self.store._data
-        return self.store._generation, len(data), data[len(data) - tail:] if tail else b""
+        return self.store._generation, len(data), data[len(data) - tail :] if tail else b""
 
     def quarantine(self, name: str, torn: bytes) -> None:
         self.store._quarantined[name] = torn

@@ -203,10 +203,14 @@ def profile(name: str, values: Mapping[str, Any]) -> OpProfile:
             if shapes:
                 break
     op_name = values.get("op_name")
-    return OpProfile(name=op_name if isinstance(op_name, str) and op_name else name,
-                     family=family, dtypes=dtypes, shapes=shapes,
-                     cube_m=_positive(values.get("cube_m")),
-                     cube_k=_positive(values.get("cube_k")))
+    return OpProfile(
+        name=op_name if isinstance(op_name, str) and op_name else name,
+        family=family,
+        dtypes=dtypes,
+        shapes=shapes,
+        cube_m=_positive(values.get("cube_m")),
+        cube_k=_positive(values.get("cube_k")),
+    )
 
 
 def _positive(value: Any) -> int | None:
@@ -214,8 +218,11 @@ def _positive(value: Any) -> int | None:
 
 
 def _is_shape(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(
-        isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value)
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value)
+    )
 
 
 def _tokens(text: str) -> set[str]:
@@ -245,8 +252,9 @@ def shape_similarity(a: Sequence[int], b: Sequence[int]) -> float:
     rank = max(len(a), len(b))
     x = [1] * (rank - len(a)) + list(a)
     y = [1] * (rank - len(b)) + list(b)
-    per_axis = [max(0.0, 1.0 - abs(math.log2(p) - math.log2(q)) / 8.0)
-                for p, q in zip(x, y, strict=True)]
+    per_axis = [
+        max(0.0, 1.0 - abs(math.log2(p) - math.log2(q)) / 8.0) for p, q in zip(x, y, strict=True)
+    ]
     score = sum(per_axis) / rank
     return score if len(a) == len(b) else score * 0.8
 
@@ -268,10 +276,10 @@ def similarity(a: OpProfile, b: OpProfile) -> tuple[float, str]:
     score = sum(WEIGHTS[k] * (UNKNOWN if v is None else v) for k, v in parts.items())
     words = [
         f"family {a.family or a.name} vs {b.family or b.name}",
-        "dtypes unknown" if parts["dtype"] is None
+        "dtypes unknown"
+        if parts["dtype"] is None
         else f"dtypes {','.join(a.dtypes)} vs {','.join(b.dtypes)}",
-        "shapes unknown" if parts["shape"] is None
-        else f"shapes {_shapes(a)} vs {_shapes(b)}",
+        "shapes unknown" if parts["shape"] is None else f"shapes {_shapes(a)} vs {_shapes(b)}",
     ]
     return score, f"similarity {score:.2f} ({'; '.join(words)})"
 

@@ -40,8 +40,12 @@ KINDS: tuple[PriorKind, ...] = ("ledger", "source", "builtin")
 STAGE_KEYS: Mapping[str, tuple[str, ...]] = {
     "frontend": ("vec_tile_shape", "cube_tile_shape", "unroll_list"),
     "swimlane": ("stitch_function_max_num", "stitch_function_num_initial", "device_sched_mode"),
-    "incore": ("vec_nbuffer_setting", "cube_nbuffer_setting", "cube_l1_reuse_setting",
-               "sg_set_scope"),
+    "incore": (
+        "vec_nbuffer_setting",
+        "cube_nbuffer_setting",
+        "cube_l1_reuse_setting",
+        "sg_set_scope",
+    ),
 }
 # Words in a point's name that say which keys it tunes ("F-vec-tile", "stitch", "S3_sched").
 POINT_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -59,8 +63,15 @@ KNOWN_KEYS = frozenset(k for keys in STAGE_KEYS.values() for k in keys)
 # add them to a best config that does not set them yet; tile and loop keys live in the
 # kernel's own code and are proposed only where the best config already has them. Cube
 # options only make sense for a kernel with cube tiles.
-OPTION_KEYS = frozenset({"stitch_function_max_num", "stitch_function_num_initial",
-                         "device_sched_mode", "vec_nbuffer_setting", "sg_set_scope"})
+OPTION_KEYS = frozenset(
+    {
+        "stitch_function_max_num",
+        "stitch_function_num_initial",
+        "device_sched_mode",
+        "vec_nbuffer_setting",
+        "sg_set_scope",
+    }
+)
 CUBE_OPTION_KEYS = frozenset({"cube_nbuffer_setting", "cube_l1_reuse_setting"})
 
 DEFAULT_COUNT = 10  # the seed's "about 10 initial candidates", clamped to the policy's range
@@ -156,8 +167,9 @@ def keys_of_point(point: str) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def resolve_focus(state: State, *, point: str | None = None, stage: str | None = None,
-                  keys: Sequence[str] = ()) -> Focus:
+def resolve_focus(
+    state: State, *, point: str | None = None, stage: str | None = None, keys: Sequence[str] = ()
+) -> Focus:
     """The keys to propose values for: --keys, else the point's name, else its stage (R7)."""
     point = point if point is not None else state.open_point
     known = state.points.get(point) if point is not None else None
@@ -167,18 +179,20 @@ def resolve_focus(state: State, *, point: str | None = None, stage: str | None =
         return Focus(stage, point, chosen, explicit=chosen, basis="named by --keys")
     best = state.best.config if state.best is not None else {}
     if point is not None and (point in KNOWN_KEYS or point in best):
-        return Focus(stage, point, (point,), explicit=(point,),
-                     basis=f"point {point} is a config key")
+        return Focus(
+            stage, point, (point,), explicit=(point,), basis=f"point {point} is a config key"
+        )
     named = keys_of_point(point) if point is not None else ()
     if named:
         return Focus(stage, point, named, basis=f"the name of point {point}")
     if stage is not None and stage in STAGE_KEYS:
         return Focus(stage, point, STAGE_KEYS[stage], basis=f"the keys of the {stage} stage")
     where = f"stage {stage}" if stage else "no current stage"
-    raise BadInput(f"no config keys to propose values for ({where}; candidates belong to "
-                   f"stages {', '.join(CONFIG_STAGES)})",
-                   hint="open a point of stages 1-3, or give --point NAME, --stage STAGE or "
-                   "--keys k1,k2")
+    raise BadInput(
+        f"no config keys to propose values for ({where}; candidates belong to "
+        f"stages {', '.join(CONFIG_STAGES)})",
+        hint="open a point of stages 1-3, or give --point NAME, --stage STAGE or --keys k1,k2",
+    )
 
 
 def applicable_keys(focus: Focus, best: Mapping[str, Any]) -> tuple[tuple[str, ...], list[str]]:
@@ -186,12 +200,18 @@ def applicable_keys(focus: Focus, best: Mapping[str, Any]) -> tuple[tuple[str, .
     keys: list[str] = []
     notes: list[str] = []
     for key in focus.keys:
-        if (key in focus.explicit or key in best or key in OPTION_KEYS
-                or (key in CUBE_OPTION_KEYS and "cube_tile_shape" in best)):
+        if (
+            key in focus.explicit
+            or key in best
+            or key in OPTION_KEYS
+            or (key in CUBE_OPTION_KEYS and "cube_tile_shape" in best)
+        ):
             keys.append(key)
         else:
-            notes.append(f"{key}: not proposed, the best config does not set it (the kernel "
-                         f"may not take it); --keys {key} proposes it anyway")
+            notes.append(
+                f"{key}: not proposed, the best config does not set it (the kernel "
+                f"may not take it); --keys {key} proposes it anyway"
+            )
     return tuple(keys), notes
 
 
@@ -204,15 +224,18 @@ def candidate_count(state: State, requested: int | None) -> tuple[int, list[str]
     already = point.candidates if point is not None else 0
     if requested is not None:
         if not 1 <= requested <= high:
-            raise BadInput(f"--count must be within [1, {high}] (policy candidates_max), "
-                           f"got {requested}")
+            raise BadInput(
+                f"--count must be within [1, {high}] (policy candidates_max), got {requested}"
+            )
         return requested, []
     wanted = min(max(DEFAULT_COUNT, low), high)
     count = max(wanted - already, 0)
     notes = []
     if already:
-        notes.append(f"point {state.open_point} has {already} candidate(s) already: "
-                     f"{count} more make about {wanted} (policy {low}-{high})")
+        notes.append(
+            f"point {state.open_point} has {already} candidate(s) already: "
+            f"{count} more make about {wanted} (policy {low}-{high})"
+        )
     return count, notes
 
 
@@ -243,8 +266,9 @@ def value_distance(a: Any, b: Any) -> float:
     x, y = _numbers(a), _numbers(b)
     if x is None or y is None or len(x) != len(y) or not x:
         return 1.0
-    spread = max(abs(math.log2(1 + abs(p)) - math.log2(1 + abs(q)))
-                 for p, q in zip(x, y, strict=True))
+    spread = max(
+        abs(math.log2(1 + abs(p)) - math.log2(1 + abs(q))) for p, q in zip(x, y, strict=True)
+    )
     return min(1.0, spread / 3.0)
 
 
@@ -269,14 +293,16 @@ def _canon(value: Any) -> str:
 
 
 def _changes(best: Mapping[str, Any], config: Mapping[str, Any], keys: Sequence[str]) -> str:
-    changed = [f"{k} {_canon(best[k]) if k in best else '(unset)'} -> {_canon(config[k])}"
-               for k in keys if k in config and (k not in best
-                                                 or _canon(best[k]) != _canon(config[k]))]
+    changed = [
+        f"{k} {_canon(best[k]) if k in best else '(unset)'} -> {_canon(config[k])}"
+        for k in keys
+        if k in config and (k not in best or _canon(best[k]) != _canon(config[k]))
+    ]
     return "sets " + "; ".join(changed) if changed else "changes nothing"
 
 
 def _shorten(text: str) -> str:
-    return text if len(text) <= PROVENANCE_LIMIT else text[:PROVENANCE_LIMIT - 3] + "..."
+    return text if len(text) <= PROVENANCE_LIMIT else text[: PROVENANCE_LIMIT - 3] + "..."
 
 
 def _merge(config: dict[str, Any], priors: list[Prior], change: str) -> Candidate:
@@ -291,14 +317,17 @@ def _merge(config: dict[str, Any], priors: list[Prior], change: str) -> Candidat
         others = sorted({p.kind for p in ranked[1:]})
         text += f" (+{len(ranked) - 1} more: {', '.join(others)})"
     reasons = [change] + [
-        p.provenance + (f" [{'; '.join(p.reasons)}]" if p.reasons else "") for p in ranked]
+        p.provenance + (f" [{'; '.join(p.reasons)}]" if p.reasons else "") for p in ranked
+    ]
     kinds = tuple(k for k in KINDS if any(p.kind == k for p in ranked))
-    return Candidate(config=config, prior=_shorten(text), score=1.0 - miss,
-                     reasons=tuple(reasons), kinds=kinds)
+    return Candidate(
+        config=config, prior=_shorten(text), score=1.0 - miss, reasons=tuple(reasons), kinds=kinds
+    )
 
 
-def build_candidates(best: Mapping[str, Any], keys: Sequence[str],
-                     priors: Iterable[Prior]) -> tuple[list[Candidate], int]:
+def build_candidates(
+    best: Mapping[str, Any], keys: Sequence[str], priors: Iterable[Prior]
+) -> tuple[list[Candidate], int]:
     """Candidates from priors (identical configs merged) and how many priors set none of `keys`."""
     groups: dict[str, tuple[dict[str, Any], list[Prior]]] = {}
     unrelated = 0
@@ -309,30 +338,37 @@ def build_candidates(best: Mapping[str, Any], keys: Sequence[str],
             continue
         config = {**best, **values}
         groups.setdefault(config_key(config), (config, []))[1].append(prior)
-    built = [_merge(config, group, _changes(best, config, keys))
-             for _, (config, group) in sorted(groups.items())]
+    built = [
+        _merge(config, group, _changes(best, config, keys))
+        for _, (config, group) in sorted(groups.items())
+    ]
     return built, unrelated
 
 
 def _matches(failed: FailedConfig, config: Mapping[str, Any], keys: Sequence[str]) -> bool:
     shared = [k for k in keys if k in failed.values]
-    return bool(shared) and all(k in config and _canon(config[k]) == _canon(failed.values[k])
-                                for k in shared)
+    return bool(shared) and all(
+        k in config and _canon(config[k]) == _canon(failed.values[k]) for k in shared
+    )
 
 
 def _rank_mismatch(best: Mapping[str, Any], config: Mapping[str, Any]) -> str | None:
     """Why a vec tile cannot fit the kernel: one axis per tensor axis, as in the best config."""
     tile, ours = config.get("vec_tile_shape"), best.get("vec_tile_shape")
     if isinstance(tile, list) and isinstance(ours, list) and len(tile) != len(ours):
-        return (f"vec_tile_shape has {len(tile)} axes, the best config's has {len(ours)}: "
-                "written for a tensor of another rank")
+        return (
+            f"vec_tile_shape has {len(tile)} axes, the best config's has {len(ours)}: "
+            "written for a tensor of another rank"
+        )
     return None
 
 
-def screen(state: State, candidate: Candidate, keys: Sequence[str],
-           failures: Sequence[FailedConfig]) -> Candidate | Filtered:
+def screen(
+    state: State, candidate: Candidate, keys: Sequence[str], failures: Sequence[FailedConfig]
+) -> Candidate | Filtered:
     """The candidate (with failure warnings) or why it is left out (invalid, another rank,
     R9, R3, failed in a very similar op)."""
+
     def out(reason: str, rule: str | None = None) -> Filtered:
         return Filtered(config=candidate.config, prior=candidate.prior, reason=reason, rule=rule)
 
@@ -353,21 +389,32 @@ def screen(state: State, candidate: Candidate, keys: Sequence[str],
     beyond = limit_refusal(state, config, "the candidate config", cube_m)
     if beyond is not None:
         return out(beyond.message, "R3")
-    matched = sorted((f for f in failures if _matches(f, config, keys)),
-                     key=lambda f: (-f.similarity, f.op, f.attempt))
+    matched = sorted(
+        (f for f in failures if _matches(f, config, keys)),
+        key=lambda f: (-f.similarity, f.op, f.attempt),
+    )
     if matched and matched[0].similarity >= FAILED_EXCLUDE_SIMILARITY:
         worst = matched[0]
-        return out(f"failed ({worst.failure}) in {worst.op} attempt {worst.attempt}, an op "
-                   f"this alike (similarity {worst.similarity:.2f} >= "
-                   f"{FAILED_EXCLUDE_SIMILARITY})")
+        return out(
+            f"failed ({worst.failure}) in {worst.op} attempt {worst.attempt}, an op "
+            f"this alike (similarity {worst.similarity:.2f} >= "
+            f"{FAILED_EXCLUDE_SIMILARITY})"
+        )
     score = candidate.score
     warnings = []
     for failed in matched:
         score *= 1.0 - 0.5 * failed.similarity
-        warnings.append(f"warning: failed ({failed.failure}) in {failed.op} attempt "
-                        f"{failed.attempt} (similarity {failed.similarity:.2f}); score lowered")
-    return Candidate(config=config, prior=candidate.prior, score=score,
-                     reasons=(*candidate.reasons, *warnings), kinds=candidate.kinds)
+        warnings.append(
+            f"warning: failed ({failed.failure}) in {failed.op} attempt "
+            f"{failed.attempt} (similarity {failed.similarity:.2f}); score lowered"
+        )
+    return Candidate(
+        config=config,
+        prior=candidate.prior,
+        score=score,
+        reasons=(*candidate.reasons, *warnings),
+        kinds=candidate.kinds,
+    )
 
 
 def select(pool: Sequence[Candidate], count: int, keys: Sequence[str]) -> list[Candidate]:
@@ -376,8 +423,9 @@ def select(pool: Sequence[Candidate], count: int, keys: Sequence[str]) -> list[C
     remaining = sorted(pool, key=lambda c: (-c.score, config_key(c.config)))
     chosen: list[Candidate] = []
     while remaining and len(chosen) < count:
-        fresh = [c for c in remaining
-                 if not any(near_copies(c.config, p.config, keys) for p in chosen)]
+        fresh = [
+            c for c in remaining if not any(near_copies(c.config, p.config, keys) for p in chosen)
+        ]
         # max keeps the first of equals, so ties fall back to score order.
         pick = max(fresh or remaining, key=lambda c: marginal_gain(c, chosen, keys))
         chosen.append(pick)
@@ -385,12 +433,12 @@ def select(pool: Sequence[Candidate], count: int, keys: Sequence[str]) -> list[C
     return _cover_kinds(chosen, remaining)
 
 
-def marginal_gain(candidate: Candidate, chosen: Sequence[Candidate],
-                  keys: Sequence[str]) -> float:
+def marginal_gain(candidate: Candidate, chosen: Sequence[Candidate], keys: Sequence[str]) -> float:
     """MMR: the candidate's score, less its closeness to the closest earlier pick and a nudge
     when its source kinds were picked already."""
-    closest = max((1.0 - config_distance(candidate.config, c.config, keys) for c in chosen),
-                  default=0.0)
+    closest = max(
+        (1.0 - config_distance(candidate.config, c.config, keys) for c in chosen), default=0.0
+    )
     shared = sum(1 for c in chosen if set(c.kinds) & set(candidate.kinds))
     share = shared / len(chosen) if chosen else 0.0
     return MMR_LAMBDA * candidate.score - (1 - MMR_LAMBDA) * closest - KIND_PENALTY * share
@@ -405,7 +453,7 @@ def _cover_kinds(chosen: list[Candidate], remaining: list[Candidate]) -> list[Ca
         if offer is None:
             continue
         for index in range(len(chosen) - 1, -1, -1):
-            others = chosen[:index] + chosen[index + 1:]
+            others = chosen[:index] + chosen[index + 1 :]
             if all(any(k in c.kinds for c in others) for k in chosen[index].kinds):
                 chosen[index] = offer
                 remaining.remove(offer)
@@ -413,14 +461,22 @@ def _cover_kinds(chosen: list[Candidate], remaining: list[Candidate]) -> list[Ca
     return chosen
 
 
-def propose(state: State, focus: Focus, priors: Iterable[Prior],
-            failures: Sequence[FailedConfig] = (), *, count: int | None = None,
-            notes: Sequence[str] = ()) -> Proposal:
+def propose(
+    state: State,
+    focus: Focus,
+    priors: Iterable[Prior],
+    failures: Sequence[FailedConfig] = (),
+    *,
+    count: int | None = None,
+    notes: Sequence[str] = (),
+) -> Proposal:
     """Ranked, diverse full configs for the focus keys, and every candidate left out (R7)."""
     best = state.best
     if best is None:
-        raise BadInput("no best config yet: candidates start from the best config",
-                       hint="write the target sheet first (tune-ledger target ... --config)")
+        raise BadInput(
+            "no best config yet: candidates start from the best config",
+            hint="write the target sheet first (tune-ledger target ... --config)",
+        )
     keys, key_notes = applicable_keys(focus, best.config)
     wanted, count_notes = candidate_count(state, count)
     built, unrelated = build_candidates(best.config, keys, priors)
@@ -437,18 +493,31 @@ def propose(state: State, focus: Focus, priors: Iterable[Prior],
     unselected = [c for c in pool if c not in chosen]
     all_notes = [*notes, *key_notes, *count_notes]
     if unrelated:
-        all_notes.append(f"{unrelated} prior(s) set none of the keys "
-                         f"{', '.join(keys) or '(none)'} and were not used")
+        all_notes.append(
+            f"{unrelated} prior(s) set none of the keys "
+            f"{', '.join(keys) or '(none)'} and were not used"
+        )
     blocker = candidate_blocker(state)
     if blocker is not None:
-        all_notes.append(f"{blocker.rule}: `candidate` would be refused now: {blocker.message} "
-                         f"({blocker.next_step})")
+        all_notes.append(
+            f"{blocker.rule}: `candidate` would be refused now: {blocker.message} "
+            f"({blocker.next_step})"
+        )
     if len(chosen) < wanted:
-        all_notes.append(f"{len(chosen)} candidate(s) for {wanted} wanted: add priors "
-                         "(--from-source DIR, --ledgers DIR) or mutate the best config")
-    return Proposal(op=state.op, focus=focus, keys=keys, count=wanted,
-                    candidates=tuple(chosen), filtered=tuple(filtered),
-                    unselected=tuple(unselected), notes=tuple(all_notes))
+        all_notes.append(
+            f"{len(chosen)} candidate(s) for {wanted} wanted: add priors "
+            "(--from-source DIR, --ledgers DIR) or mutate the best config"
+        )
+    return Proposal(
+        op=state.op,
+        focus=focus,
+        keys=keys,
+        count=wanted,
+        candidates=tuple(chosen),
+        filtered=tuple(filtered),
+        unselected=tuple(unselected),
+        notes=tuple(all_notes),
+    )
 
 
 def proposal_json(proposal: Proposal) -> dict[str, Any]:
@@ -461,12 +530,20 @@ def proposal_json(proposal: Proposal) -> dict[str, Any]:
         "keys_basis": proposal.focus.basis,
         "count": proposal.count,
         "candidates": [
-            {"rank": rank, "config": c.config, "prior": c.prior, "score": round(c.score, 4),
-             "reasons": list(c.reasons), "sources": list(c.kinds)}
+            {
+                "rank": rank,
+                "config": c.config,
+                "prior": c.prior,
+                "score": round(c.score, 4),
+                "reasons": list(c.reasons),
+                "sources": list(c.kinds),
+            }
             for rank, c in enumerate(proposal.candidates, start=1)
         ],
-        "filtered": [{"config": f.config, "prior": f.prior, "reason": f.reason, "rule": f.rule}
-                     for f in proposal.filtered],
+        "filtered": [
+            {"config": f.config, "prior": f.prior, "reason": f.reason, "rule": f.rule}
+            for f in proposal.filtered
+        ],
         "unselected": len(proposal.unselected),
         "notes": list(proposal.notes),
     }

@@ -271,16 +271,25 @@ class _Scanner(ast.NodeVisitor):
 
     # --- recording ---
 
-    def found(self, node: ast.AST, call: str, values: dict[str, Any],
-              via: Iterable[str] = ()) -> None:
+    def found(
+        self, node: ast.AST, call: str, values: dict[str, Any], via: Iterable[str] = ()
+    ) -> None:
         if values:
-            self.findings.append(Finding(path=self.module.path, line=_line(node),
-                                         scope=self.scope, call=call, values=values,
-                                         via=tuple(dict.fromkeys(via))))
+            self.findings.append(
+                Finding(
+                    path=self.module.path,
+                    line=_line(node),
+                    scope=self.scope,
+                    call=call,
+                    values=values,
+                    via=tuple(dict.fromkeys(via)),
+                )
+            )
 
     def skip(self, node: ast.AST, call: str, reason: str) -> None:
-        self.skipped.append(Skipped(path=self.module.path, line=_line(node), call=call,
-                                    reason=reason))
+        self.skipped.append(
+            Skipped(path=self.module.path, line=_line(node), call=call, reason=reason)
+        )
 
     # --- handlers ---
 
@@ -328,20 +337,28 @@ class _Scanner(ast.NodeVisitor):
             shape.append(value)
             via.extend(through)
         if len(shape) != 3:
-            self.skip(node, call, f"cube tile shape not read: {len(shape)} positional "
-                      "arguments, expected three lists [mL0,mL1], [kL0,kL1], [nL0,nL1]")
+            self.skip(
+                node,
+                call,
+                f"cube tile shape not read: {len(shape)} positional "
+                "arguments, expected three lists [mL0,mL1], [kL0,kL1], [nL0,nL1]",
+            )
             return
         values: dict[str, Any] = {"cube_tile_shape": shape}
         values.update(self._keywords(node, call, (kw for kw in node.keywords), via))
         self.found(node, call, values, via)
 
-    def _keywords(self, node: ast.Call, call: str, keywords: Iterable[ast.keyword],
-                  via: list[str]) -> dict[str, Any]:
+    def _keywords(
+        self, node: ast.Call, call: str, keywords: Iterable[ast.keyword], via: list[str]
+    ) -> dict[str, Any]:
         values: dict[str, Any] = {}
         for keyword in keywords:
             if keyword.arg is None:
-                self.skip(keyword.value, call, f"**{self.module.shown(keyword.value)} "
-                          "is not read (not a literal keyword)")
+                self.skip(
+                    keyword.value,
+                    call,
+                    f"**{self.module.shown(keyword.value)} is not read (not a literal keyword)",
+                )
                 continue
             try:
                 value, through = self.module.literal(keyword.value)
@@ -381,8 +398,9 @@ class _Scanner(ast.NodeVisitor):
 
     def _options(self, node: ast.AST, call: str, what: str, via: list[str]) -> dict[str, Any]:
         """The literal entries of an options dict; each non-literal entry is reported."""
-        if isinstance(node, ast.Name) and isinstance(self.module.bound.get(node.id, (None,))[0],
-                                                     ast.Dict):
+        if isinstance(node, ast.Name) and isinstance(
+            self.module.bound.get(node.id, (None,))[0], ast.Dict
+        ):
             # A module-level options dict: its literal entries count even when another
             # entry (run_mode=pypto.RunMode.SIM) keeps the whole dict from being a literal.
             bound, line = self.module.bound[node.id]
@@ -393,10 +411,16 @@ class _Scanner(ast.NodeVisitor):
             for key_node, value_node in zip(node.keys, node.values, strict=True):
                 key = key_node.value if isinstance(key_node, ast.Constant) else None
                 if not isinstance(key, str):
-                    shown = (f"**{self.module.shown(value_node)}" if key_node is None
-                             else f"{self.module.shown(key_node)}: ...")
-                    self.skip(value_node, call, f"{what}: entry `{shown}` is not read "
-                              "(not a literal string key)")
+                    shown = (
+                        f"**{self.module.shown(value_node)}"
+                        if key_node is None
+                        else f"{self.module.shown(key_node)}: ..."
+                    )
+                    self.skip(
+                        value_node,
+                        call,
+                        f"{what}: entry `{shown}` is not read (not a literal string key)",
+                    )
                     continue
                 try:
                     values[key], through = self.module.literal(value_node)
@@ -409,8 +433,9 @@ class _Scanner(ast.NodeVisitor):
         try:
             value, through = self.module.literal(node)
         except NotLiteral:
-            self.skip(node, call, f"{what} not read: `{self.module.shown(node)}` is not a "
-                      "literal dict")
+            self.skip(
+                node, call, f"{what} not read: `{self.module.shown(node)}` is not a literal dict"
+            )
             return {}
         if not isinstance(value, dict):
             self.skip(node, call, f"{what} not read: {value!r} is not a dict")
@@ -440,17 +465,21 @@ def scan_source(text: str, path: str) -> ScanResult:
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as e:
-        return ScanResult(errors=(Unreadable(path=path, line=e.lineno,
-                                             reason=f"does not parse: {e.msg}"),), files=1)
+        return ScanResult(
+            errors=(Unreadable(path=path, line=e.lineno, reason=f"does not parse: {e.msg}"),),
+            files=1,
+        )
     except (ValueError, RecursionError, MemoryError) as e:  # NUL bytes, absurd nesting
-        return ScanResult(errors=(Unreadable(path=path, line=None,
-                                             reason=f"does not parse: {e}"),), files=1)
+        return ScanResult(
+            errors=(Unreadable(path=path, line=None, reason=f"does not parse: {e}"),), files=1
+        )
     scanner = _Scanner(_Module(tree, text, path))
     try:
         scanner.visit(tree)
     except RecursionError:
-        return ScanResult(errors=(Unreadable(path=path, line=None,
-                                             reason="too deeply nested to scan"),), files=1)
+        return ScanResult(
+            errors=(Unreadable(path=path, line=None, reason="too deeply nested to scan"),), files=1
+        )
     findings = sorted(scanner.findings, key=lambda f: (f.line, f.call))
     skipped = sorted(scanner.skipped, key=lambda s: (s.line, s.call, s.reason))
     return ScanResult(findings=tuple(findings), skipped=tuple(skipped), files=1)
@@ -460,9 +489,11 @@ def python_files(directory: Path) -> list[Path]:
     """The .py files under `directory` (or the file itself), sorted, hidden folders left out."""
     if directory.is_file():
         return [directory]
-    return sorted(p for p in directory.rglob("*.py")
-                  if p.is_file() and not any(part.startswith(".")
-                                             for part in p.relative_to(directory).parts))
+    return sorted(
+        p
+        for p in directory.rglob("*.py")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(directory).parts)
+    )
 
 
 def scan_paths(paths: Iterable[Path]) -> ScanResult:
@@ -470,16 +501,20 @@ def scan_paths(paths: Iterable[Path]) -> ScanResult:
     results: list[ScanResult] = []
     for root in paths:
         if not root.exists():
-            results.append(ScanResult(errors=(Unreadable(path=str(root), line=None,
-                                                         reason="does not exist"),)))
+            results.append(
+                ScanResult(errors=(Unreadable(path=str(root), line=None, reason="does not exist"),))
+            )
             continue
         for file in python_files(root):
             try:
                 text = file.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as e:
-                results.append(ScanResult(errors=(Unreadable(path=str(file), line=None,
-                                                             reason=f"not read: {e}"),),
-                                          files=1))
+                results.append(
+                    ScanResult(
+                        errors=(Unreadable(path=str(file), line=None, reason=f"not read: {e}"),),
+                        files=1,
+                    )
+                )
                 continue
             results.append(scan_source(text, str(file)))
     return merge(results)

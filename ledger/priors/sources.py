@@ -50,8 +50,9 @@ def _speedup(state: State, time_us: float) -> str:
     return f"{time_us:.2f} µs, {state.target.baseline_us / time_us:.2f}x over its baseline"
 
 
-def ledger_priors(current: OpProfile,
-                  others: Iterable[OtherOp]) -> tuple[list[Prior], list[FailedConfig]]:
+def ledger_priors(
+    current: OpProfile, others: Iterable[OtherOp]
+) -> tuple[list[Prior], list[FailedConfig]]:
     """Adopted configs of other ops, weighted by similarity; their failed configs apart."""
     priors: list[Prior] = []
     failures: list[FailedConfig] = []
@@ -66,17 +67,30 @@ def ledger_priors(current: OpProfile,
             is_latest = attempt_id == latest
             weight = score * (LATEST_BEST_WEIGHT if is_latest else EARLIER_ADOPTED_WEIGHT)
             where = f"{attempt.stage}" + (f", point {attempt.point}" if attempt.point else "")
-            priors.append(Prior(
-                values=dict(attempt.config), kind="ledger", weight=weight,
-                provenance=f"ledger {other.where}: attempt {attempt_id} adopted ({where}; "
-                f"{_speedup(state, attempt.measurement.median_us)})",
-                reasons=(why, "its current best" if is_latest else "adopted, later improved on"),
-            ))
+            priors.append(
+                Prior(
+                    values=dict(attempt.config),
+                    kind="ledger",
+                    weight=weight,
+                    provenance=f"ledger {other.where}: attempt {attempt_id} adopted ({where}; "
+                    f"{_speedup(state, attempt.measurement.median_us)})",
+                    reasons=(
+                        why,
+                        "its current best" if is_latest else "adopted, later improved on",
+                    ),
+                )
+            )
         for attempt in state.attempts.values():
             if attempt.failure is not None and attempt.kind != "algorithm":
-                failures.append(FailedConfig(values=dict(attempt.config), op=other.name,
-                                             attempt=attempt.id, failure=attempt.failure,
-                                             similarity=score))
+                failures.append(
+                    FailedConfig(
+                        values=dict(attempt.config),
+                        op=other.name,
+                        attempt=attempt.id,
+                        failure=attempt.failure,
+                        similarity=score,
+                    )
+                )
     return priors, failures
 
 
@@ -101,9 +115,13 @@ def _source_prior(findings: Sequence[Finding], op: OpProfile) -> Prior:
     reasons.extend(f"value read through the constant {v}" for f in findings for v in f.via)
     if matched:
         reasons.append(f"named like this op ({', '.join(sorted(matched))})")
-    return Prior(values=values, kind="source",
-                 weight=SOURCE_WEIGHT + (SOURCE_NAME_BONUS if matched else 0.0),
-                 provenance=f"source {first.where}{scope}", reasons=tuple(reasons))
+    return Prior(
+        values=values,
+        kind="source",
+        weight=SOURCE_WEIGHT + (SOURCE_NAME_BONUS if matched else 0.0),
+        provenance=f"source {first.where}{scope}",
+        reasons=tuple(reasons),
+    )
 
 
 def source_priors(scan: ScanResult, op: OpProfile) -> list[Prior]:
@@ -209,27 +227,43 @@ def parse_knowledge(doc: Any) -> Knowledge:
     values = []
     for index, entry in enumerate(_get(doc, "values", list, "priors")):
         where = f"values[{index}]"
-        values.append(KnownValue(
-            key=_get(entry, "key", str, where), value=entry.get("value"),
-            weight=_weight(entry, where), basis=_get(entry, "basis", str, where),
-            sources=_sources(entry, sources, where), note=_get(entry, "note", str, where)))
+        values.append(
+            KnownValue(
+                key=_get(entry, "key", str, where),
+                value=entry.get("value"),
+                weight=_weight(entry, where),
+                basis=_get(entry, "basis", str, where),
+                sources=_sources(entry, sources, where),
+                note=_get(entry, "note", str, where),
+            )
+        )
     vec = None
     if "vec_tile" in doc:
         raw = _get(doc, "vec_tile", dict, "priors")
-        vec = VecRule(axis_values=tuple(_get(raw, "axis_values", list, "vec_tile")),
-                      weight=_weight(raw, "vec_tile"),
-                      sources=_sources(raw, sources, "vec_tile"),
-                      note=_get(raw, "note", str, "vec_tile"),
-                      max_varied_axes=_get(raw, "max_varied_axes", int, "vec_tile"))
+        vec = VecRule(
+            axis_values=tuple(_get(raw, "axis_values", list, "vec_tile")),
+            weight=_weight(raw, "vec_tile"),
+            sources=_sources(raw, sources, "vec_tile"),
+            note=_get(raw, "note", str, "vec_tile"),
+            max_varied_axes=_get(raw, "max_varied_axes", int, "vec_tile"),
+        )
     cube = None
     if "cube_tiles" in doc:
         raw = _get(doc, "cube_tiles", dict, "priors")
-        rows = tuple(CubeRow(m_min=_get(r, "m_min", int, "cube_tiles.rows"),
-                             m_max=r.get("m_max"), tiles=_get(r, "tiles", list, "cube_tiles"))
-                     for r in _get(raw, "rows", list, "cube_tiles"))
-        cube = CubeRule(weight=_weight(raw, "cube_tiles"),
-                        sources=_sources(raw, sources, "cube_tiles"),
-                        note=_get(raw, "note", str, "cube_tiles"), rows=rows)
+        rows = tuple(
+            CubeRow(
+                m_min=_get(r, "m_min", int, "cube_tiles.rows"),
+                m_max=r.get("m_max"),
+                tiles=_get(r, "tiles", list, "cube_tiles"),
+            )
+            for r in _get(raw, "rows", list, "cube_tiles")
+        )
+        cube = CubeRule(
+            weight=_weight(raw, "cube_tiles"),
+            sources=_sources(raw, sources, "cube_tiles"),
+            note=_get(raw, "note", str, "cube_tiles"),
+            rows=rows,
+        )
     return Knowledge(sources=dict(sources), values=tuple(values), vec=vec, cube=cube)
 
 
@@ -239,11 +273,17 @@ def _canon(value: Any) -> str:
 
 def _value_priors(knowledge: Knowledge) -> list[Prior]:
     """One prior per typical value of the knowledge file."""
-    return [Prior(values={v.key: v.value}, kind="builtin", weight=v.weight,
-                  provenance=f"builtin: {v.key} {_canon(v.value)}, {v.note.split(';')[0]} "
-                  f"({', '.join(v.sources)})",
-                  reasons=(v.note, f"basis: {v.basis}", _cited(v.sources)))
-            for v in knowledge.values]
+    return [
+        Prior(
+            values={v.key: v.value},
+            kind="builtin",
+            weight=v.weight,
+            provenance=f"builtin: {v.key} {_canon(v.value)}, {v.note.split(';')[0]} "
+            f"({', '.join(v.sources)})",
+            reasons=(v.note, f"basis: {v.basis}", _cited(v.sources)),
+        )
+        for v in knowledge.values
+    ]
 
 
 def _cited(sources: Sequence[str]) -> str:
@@ -266,17 +306,20 @@ def _varied_axes(template: Sequence[int], op: OpProfile, limit: int) -> list[int
     return axes[-limit:] if limit > 0 else []
 
 
-def _vec_priors(rule: VecRule, best: Mapping[str, Any], op: OpProfile,
-                vec_max: int) -> tuple[list[Prior], list[str]]:
+def _vec_priors(
+    rule: VecRule, best: Mapping[str, Any], op: OpProfile, vec_max: int
+) -> tuple[list[Prior], list[str]]:
     template = _vec_template(best, op)
     if template is None:
-        return [], ["builtin vec tiles: no vec_tile_shape in the best config and no P0 shape "
-                    "in SPEC.md to tile"]
+        return [], [
+            "builtin vec tiles: no vec_tile_shape in the best config and no P0 shape "
+            "in SPEC.md to tile"
+        ]
     axes = _varied_axes(template, op, rule.max_varied_axes)
     sizes = set(rule.axis_values)
     relaxed = vec_max > VEC_DESIGN_MAX
     if relaxed:  # a recorded relaxation opens larger powers of two (R3)
-        sizes |= {2 ** e for e in range(7, int(math.log2(vec_max)) + 1)}
+        sizes |= {2**e for e in range(7, int(math.log2(vec_max)) + 1)}
     dims = op.shapes[0] if op.shapes and len(op.shapes[0]) == len(template) else None
     per_axis = [sorted({min(s, dims[i]) if dims else s for s in sizes}) for i in axes]
     tiles: list[tuple[list[int], int]] = []
@@ -291,13 +334,17 @@ def _vec_priors(rule: VecRule, best: Mapping[str, Any], op: OpProfile,
     for tile, volume in tiles:
         larger = math.log(volume) / math.log(top) if top > 1 else 1.0
         beyond = " (beyond 64 under the relaxed limit)" if max(tile) > VEC_DESIGN_MAX else ""
-        priors.append(Prior(
-            values={"vec_tile_shape": tile}, kind="builtin",
-            weight=rule.weight * (0.6 + 0.4 * larger),
-            provenance=f"builtin: vec_tile_shape {_canon(tile)}, tiled axes in "
-            f"{{{', '.join(str(s) for s in sorted(sizes))}}}{beyond} "
-            f"({', '.join(rule.sources)})",
-            reasons=(rule.note, _cited(rule.sources))))
+        priors.append(
+            Prior(
+                values={"vec_tile_shape": tile},
+                kind="builtin",
+                weight=rule.weight * (0.6 + 0.4 * larger),
+                provenance=f"builtin: vec_tile_shape {_canon(tile)}, tiled axes in "
+                f"{{{', '.join(str(s) for s in sorted(sizes))}}}{beyond} "
+                f"({', '.join(rule.sources)})",
+                reasons=(rule.note, _cited(rule.sources)),
+            )
+        )
     return priors, []
 
 
@@ -305,23 +352,36 @@ def _row_matches(row: CubeRow, cube_m: int) -> bool:
     return row.m_min <= cube_m and (row.m_max is None or cube_m <= row.m_max)
 
 
-def _cube_priors(rule: CubeRule, op: OpProfile,
-                 cube_m: int | None) -> tuple[list[Prior], list[str]]:
+def _cube_priors(
+    rule: CubeRule, op: OpProfile, cube_m: int | None
+) -> tuple[list[Prior], list[str]]:
     rows = [r for r in rule.rows if cube_m is None or _row_matches(r, cube_m)]
-    notes = [] if cube_m is not None else [
-        "builtin cube tiles: M is unknown (target sheet or SPEC cube_m), every row is offered"]
+    notes = (
+        []
+        if cube_m is not None
+        else [
+            "builtin cube tiles: M is unknown (target sheet or SPEC cube_m), every row is offered"
+        ]
+    )
     priors = []
     for row in rows:
         if any(v == "K" for pair in row.tiles for v in pair) and op.cube_k is None:
-            notes.append(f"builtin cube tiles: the row for M {_m_range(row)} needs K "
-                         "(SPEC front matter cube_k) and is left out")
+            notes.append(
+                f"builtin cube tiles: the row for M {_m_range(row)} needs K "
+                "(SPEC front matter cube_k) and is left out"
+            )
             continue
         tiles = [[op.cube_k if v == "K" else v for v in pair] for pair in row.tiles]
-        priors.append(Prior(
-            values={"cube_tile_shape": tiles}, kind="builtin", weight=rule.weight,
-            provenance=f"builtin: cube_tile_shape {_canon(tiles)}, the M-based table row for "
-            f"M {_m_range(row)} ({', '.join(rule.sources)})",
-            reasons=(rule.note, _cited(rule.sources))))
+        priors.append(
+            Prior(
+                values={"cube_tile_shape": tiles},
+                kind="builtin",
+                weight=rule.weight,
+                provenance=f"builtin: cube_tile_shape {_canon(tiles)}, the M-based table row for "
+                f"M {_m_range(row)} ({', '.join(rule.sources)})",
+                reasons=(rule.note, _cited(rule.sources)),
+            )
+        )
     return priors, notes
 
 
@@ -331,9 +391,15 @@ def _m_range(row: CubeRow) -> str:
     return str(row.m_min) if row.m_min == row.m_max else f"{row.m_min}-{row.m_max}"
 
 
-def builtin_priors(knowledge: Knowledge, best: Mapping[str, Any], op: OpProfile, *,
-                   keys: Collection[str], cube_m: int | None,
-                   vec_max: int) -> tuple[list[Prior], list[str]]:
+def builtin_priors(
+    knowledge: Knowledge,
+    best: Mapping[str, Any],
+    op: OpProfile,
+    *,
+    keys: Collection[str],
+    cube_m: int | None,
+    vec_max: int,
+) -> tuple[list[Prior], list[str]]:
     """Typical values, vec tiles within the design range, and the cube row for M (the tile
     rules only when `keys` has their key), with notes for what could not be offered."""
     priors = [p for p in _value_priors(knowledge) if set(p.values) & set(keys)]

@@ -96,8 +96,10 @@ def counts_text(state: State) -> str:
 def policy_number(policy: Mapping[str, Any], key: str, default: float) -> float:
     """A number of the effective policy; `default` when the key is missing or not a number."""
     value = policy.get(key, default)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else (
-        default
+    return (
+        float(value)
+        if isinstance(value, int | float) and not isinstance(value, bool)
+        else (default)
     )
 
 
@@ -116,8 +118,9 @@ def points_table(state: State, policy: Mapping[str, Any], limit: int | None = No
     """
     if not state.points:
         return "None opened yet (R7).\n"
-    points = sorted(state.points.values(),
-                    key=lambda p: _STAGE_INDEX.get(p.stage, len(_STAGE_INDEX)))
+    points = sorted(
+        state.points.values(), key=lambda p: _STAGE_INDEX.get(p.stage, len(_STAGE_INDEX))
+    )
     shown = points
     if limit is not None:
         current = [p for p in points if p.stage == state.stage or p.is_open]
@@ -128,8 +131,10 @@ def points_table(state: State, policy: Mapping[str, Any], limit: int | None = No
         rows,
         align="lllrrrr",
     )
-    text = ("A point is exhausted after N consecutive mutants without gain; failures do not "
-            "count (R7).\n\n" + table)
+    text = (
+        "A point is exhausted after N consecutive mutants without gain; failures do not "
+        "count (R7).\n\n" + table
+    )
     rest = [p for p in points if p not in shown]
     if rest:
         summary = []
@@ -200,8 +205,9 @@ def failed_groups(earlier: Sequence[Step], op: str) -> str:
     groups: dict[tuple[str, str], list[Step]] = {}
     for step in earlier:
         groups.setdefault(_group_key(step.attempt), []).append(step)
-    keys = sorted(groups, key=lambda k: (_STAGE_INDEX.get(k[0], len(_STAGE_INDEX)),
-                                         groups[k][0].attempt.seq))
+    keys = sorted(
+        groups, key=lambda k: (_STAGE_INDEX.get(k[0], len(_STAGE_INDEX)), groups[k][0].attempt.seq)
+    )
     shown, hidden = keys[:FAILED_GROUPS], keys[FAILED_GROUPS:]
     rows = []
     for key in shown:
@@ -209,8 +215,12 @@ def failed_groups(earlier: Sequence[Step], op: str) -> str:
         counts: dict[str, int] = {}
         for step in members:
             counts[outcome(step.attempt)] = counts.get(outcome(step.attempt), 0) + 1
-        outcomes = ", ".join(f"{k} {counts[k]}" for k in sorted(
-            counts, key=lambda k: (FAILURE_ORDER.index(k) if k in FAILURE_ORDER else 99, k)))
+        outcomes = ", ".join(
+            f"{k} {counts[k]}"
+            for k in sorted(
+                counts, key=lambda k: (FAILURE_ORDER.index(k) if k in FAILURE_ORDER else 99, k)
+            )
+        )
         distinct = list(dict.fromkeys(_idea(step) for step in reversed(members)))
         keep = _EXAMPLES.get(members[0].attempt.kind, 2)
         shown_steps: dict[str, Step] = {}
@@ -225,11 +235,12 @@ def failed_groups(earlier: Sequence[Step], op: str) -> str:
     text = (
         "### Earlier failed attempts, grouped\n\n"
         "By stage and what was changed; values most recent first.\n\n"
-        + md_table(["stage", "change", "count", "outcomes", "values tried"], rows,
-                   align="llrll")
+        + md_table(["stage", "change", "count", "outcomes", "values tried"], rows, align="llrll")
     )
     if hidden:
         count = sum(len(groups[k]) for k in hidden)
-        text += (f"\n{plural(len(hidden), 'more group')} ({plural(count, 'attempt')}) are in "
-                 f"`tune-ledger log {op} --verdict rollback`.\n")
+        text += (
+            f"\n{plural(len(hidden), 'more group')} ({plural(count, 'attempt')}) are in "
+            f"`tune-ledger log {op} --verdict rollback`.\n"
+        )
     return text

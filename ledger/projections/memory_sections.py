@@ -143,9 +143,9 @@ def render_activation(state: State, op: str = "OP") -> str:
         _evidence_row("E2E tensor compare", state.compare, state),
         _evidence_row("layout check", state.layout, state),
     ]
-    parts.append(md_table(
-        ["check", "result", "implementation", "detail", "event", "provenance"], rows
-    ))
+    parts.append(
+        md_table(["check", "result", "implementation", "detail", "event", "provenance"], rows)
+    )
     return _blocks(parts)
 
 
@@ -205,18 +205,30 @@ def render_target_sheet(state: State, op: str = "OP") -> str:
     reference = f" ({md_text(sheet.source_ref, CELL)})" if sheet.source_ref else ""
     vec = _vec_limit(state)
     rows = [
-        ["Baseline", fmt_time_us(sheet.baseline_us),
-         f"measured on the P0 shape {md_code(sheet.shape, 60)} with {tool} "
-         f"(provenance: {md_text(sheet.origin_level)})"],
-        ["Target", fmt_time_us(sheet.target_us),
-         f"{TARGET_SOURCES.get(sheet.target_source, md_text(sheet.target_source))}{reference}; "
-         "precedence: SPEC budget, else upstream kernel, else torch eager"],
-        ["Required speedup", fmt_speedup(sheet.required_speedup),
-         "Baseline / Target: how many times faster the kernel must become (the seed's "
-         "\"Target / Baseline\" is inverted)"],
+        [
+            "Baseline",
+            fmt_time_us(sheet.baseline_us),
+            f"measured on the P0 shape {md_code(sheet.shape, 60)} with {tool} "
+            f"(provenance: {md_text(sheet.origin_level)})",
+        ],
+        [
+            "Target",
+            fmt_time_us(sheet.target_us),
+            f"{TARGET_SOURCES.get(sheet.target_source, md_text(sheet.target_source))}{reference}; "
+            "precedence: SPEC budget, else upstream kernel, else torch eager",
+        ],
+        [
+            "Required speedup",
+            fmt_speedup(sheet.required_speedup),
+            "Baseline / Target: how many times faster the kernel must become (the seed's "
+            '"Target / Baseline" is inverted)',
+        ],
         ["Metric", md_text(sheet.metric, 60), "the execution time every verdict compares"],
-        ["Vec tile upper limit", vec,
-         f"each vec tile axis; design range [{VEC_DESIGN_RANGE[0]}, {VEC_DESIGN_RANGE[1]}]"],
+        [
+            "Vec tile upper limit",
+            vec,
+            f"each vec tile axis; design range [{VEC_DESIGN_RANGE[0]}, {VEC_DESIGN_RANGE[1]}]",
+        ],
         ["Cube tile shapes", _cube_limit(state), "M-based table (`[mL0,mL1]` etc.)"],
     ]
     parts.append(md_table(["field", "value", "source"], rows))
@@ -228,15 +240,22 @@ def render_target_sheet(state: State, op: str = "OP") -> str:
         )
     else:
         parts.append("Relaxations, each with its basis (R3):\n")
-        parts.append(md_table(
-            ["#", "tile", "new limit", "basis", "event"],
-            [
-                [str(i), md_text(r.what), md_json(r.limit, 60), md_text(r.basis, 200),
-                 md_code(short_id(r.event))]
-                for i, r in enumerate(state.relaxations, 1)
-            ],
-            align="rllll",
-        ))
+        parts.append(
+            md_table(
+                ["#", "tile", "new limit", "basis", "event"],
+                [
+                    [
+                        str(i),
+                        md_text(r.what),
+                        md_json(r.limit, 60),
+                        md_text(r.basis, 200),
+                        md_code(short_id(r.event)),
+                    ]
+                    for i, r in enumerate(state.relaxations, 1)
+                ],
+                align="rllll",
+            )
+        )
     return _blocks(parts)
 
 
@@ -291,11 +310,14 @@ def render_status(state: State, policy: Mapping[str, Any], op: str = "OP") -> st
     if state.best is not None:
         lines.append(f"- Best config: {md_json(state.best.config, CONFIG, in_table=False)}")
     if state.overrides:
-        lines.append(f"- Retry overrides (R9): {len(state.overrides)}, listed by "
-                     f"`tune-ledger audit {op}`")
+        lines.append(
+            f"- Retry overrides (R9): {len(state.overrides)}, listed by `tune-ledger audit {op}`"
+        )
     if state.repairs:
-        lines.append(f"- Ledger repairs: {plural(len(state.repairs), 'torn tail')} quarantined "
-                     f"(see `tune-ledger audit {op}`)")
+        lines.append(
+            f"- Ledger repairs: {plural(len(state.repairs), 'torn tail')} quarantined "
+            f"(see `tune-ledger audit {op}`)"
+        )
     lines.extend(f"- **Merge conflict**: {md_text(c, 200)}" for c in state.conflicts)
     lines.append(f"- Next: `tune-ledger resume {op}` lists the steps allowed now.")
     parts.append("\n".join(lines) + "\n")
@@ -326,8 +348,10 @@ def _pending_text(state: State) -> str:
         return md_code(state.pending)
     step = Step(attempt, state.best.config if state.best else {}, None)
     where = f" in point {point_cell(attempt.point)}" if attempt.point else ""
-    return (f"{md_code(attempt.id)}: {attempt.kind} {change_text(step)}{where}; verify, fail "
-            "or abandon it before anything else (R6)")
+    return (
+        f"{md_code(attempt.id)}: {attempt.kind} {change_text(step)}{where}; verify, fail "
+        "or abandon it before anything else (R6)"
+    )
 
 
 def _best_text(state: State) -> str:
@@ -340,9 +364,11 @@ def _best_text(state: State) -> str:
         speedup = fmt_speedup(state.target.baseline_us / best.time_us)
         text += f", a speed-up of {speedup} over the baseline"
     m = best.measurement
-    metrics = [f"{label} {fmt_pct(value)}" for label, value in
-               (("core utilization", m.util_pct), ("bubble rate", m.bubble_pct))
-               if value is not None]
+    metrics = [
+        f"{label} {fmt_pct(value)}"
+        for label, value in (("core utilization", m.util_pct), ("bubble rate", m.bubble_pct))
+        if value is not None
+    ]
     return text + "".join(f"; {metric}" for metric in metrics)
 
 
@@ -357,16 +383,20 @@ def _target_text(state: State) -> str:
     gap = change_pct(best, sheet.target_us)
     if best <= sheet.target_us:
         return f"{text}, **met** (best is {fmt_pct(-gap)} below it)"
-    return (f"{text}, not met: best is {fmt_pct(gap)} above it (a further "
-            f"{fmt_speedup(best / sheet.target_us)} is needed)")
+    return (
+        f"{text}, not met: best is {fmt_pct(gap)} above it (a further "
+        f"{fmt_speedup(best / sheet.target_us)} is needed)"
+    )
 
 
 def _stop_text(state: State, policy: Mapping[str, Any]) -> str:
     if state.stopped is None:
         util = policy_number(policy, "util_stop_pct", 80.0)
         bubble = policy_number(policy, "bubble_stop_pct", 10.0)
-        return (f"running; tuning stops when the target is met, when core utilization > "
-                f"{util:g}% and bubble rate < {bubble:g}%, or when the user stops it (R10)")
+        return (
+            f"running; tuning stops when the target is met, when core utilization > "
+            f"{util:g}% and bubble rate < {bubble:g}%, or when the user stops it (R10)"
+        )
     detail = f": {md_text(state.stop_detail, 200)}" if state.stop_detail else ""
     return f"**stopped ({md_text(state.stopped)})**{detail}; further tuning steps are refused"
 
@@ -383,9 +413,14 @@ def alternates(state: State, policy: Mapping[str, Any]) -> list[Attempt]:
     latest = max(candidates, key=lambda a: a.seq)
     best = state.best.attempt if state.best else None
     valid = [
-        a for a in candidates
-        if a.point == latest.point and a.stage == latest.stage and a.id != best
-        and a.status == "verified" and a.failure is None and a.measurement is not None
+        a
+        for a in candidates
+        if a.point == latest.point
+        and a.stage == latest.stage
+        and a.id != best
+        and a.status == "verified"
+        and a.failure is None
+        and a.measurement is not None
     ]
     valid.sort(key=lambda a: (a.measurement.median_us if a.measurement else 0.0, a.seq))
     return valid[:keep]
@@ -400,22 +435,36 @@ def _alternates_table(state: State, policy: Mapping[str, Any]) -> str:
     rows = []
     for attempt in chosen:
         step = Step(attempt, best_config, best_us)
-        rows.append([md_code(attempt.id), point_cell(attempt.point), time_text(step),
-                     md_code(config_diff(best_config, attempt.config), CELL)])
-    return ("### Alternates\n\nThe best valid candidates besides the best (R7), as changes to "
-            "the best config:\n\n"
-            + md_table(["attempt", "point", "time (vs best)", "config vs best"], rows))
+        rows.append(
+            [
+                md_code(attempt.id),
+                point_cell(attempt.point),
+                time_text(step),
+                md_code(config_diff(best_config, attempt.config), CELL),
+            ]
+        )
+    return (
+        "### Alternates\n\nThe best valid candidates besides the best (R7), as changes to "
+        "the best config:\n\n"
+        + md_table(["attempt", "point", "time (vs best)", "config vs best"], rows)
+    )
 
 
 def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | None = None) -> str:
     """Adopted changes from the baseline to the best, most recent last (R8)."""
     parts = [_heading("adopted")]
-    adopted = [s for s in (steps(state) if walk is None else walk)
-               if s.attempt.verdict in ("adopt", "target-reached") and s.attempt.failure is None]
+    adopted = [
+        s
+        for s in (steps(state) if walk is None else walk)
+        if s.attempt.verdict in ("adopt", "target-reached") and s.attempt.failure is None
+    ]
     sheet = state.target
     if not adopted:
-        parts.append(f"None yet: the best is still the baseline ({fmt_time_us(sheet.baseline_us)})."
-                     if sheet else "None yet.")
+        parts.append(
+            f"None yet: the best is still the baseline ({fmt_time_us(sheet.baseline_us)})."
+            if sheet
+            else "None yet."
+        )
         return _blocks(parts)
     if sheet is not None and state.best is not None:
         parts.append(
@@ -426,8 +475,16 @@ def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | None = N
     shown = adopted[-ADOPTED_ROWS:]
     rows = []
     if len(shown) == len(adopted):
-        rows.append(["0", "baseline", "-", "-", md_json(baseline_config(state), CELL),
-                     fmt_time_us(sheet.baseline_us if sheet else None)])
+        rows.append(
+            [
+                "0",
+                "baseline",
+                "-",
+                "-",
+                md_json(baseline_config(state), CELL),
+                fmt_time_us(sheet.baseline_us if sheet else None),
+            ]
+        )
     else:
         earlier = len(adopted) - len(shown)
         parts.append(
@@ -436,10 +493,23 @@ def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | None = N
         )
     first = len(adopted) - len(shown) + 1
     for number, step in enumerate(shown, first):
-        rows.append([str(number), md_code(step.attempt.id), step.attempt.stage,
-                     point_cell(step.attempt.point), change_text(step), time_text(step)])
-    parts.append(md_table(["#", "attempt", "stage", "point", "change", "time (vs best then)"],
-                          rows, align="rlllll"))
+        rows.append(
+            [
+                str(number),
+                md_code(step.attempt.id),
+                step.attempt.stage,
+                point_cell(step.attempt.point),
+                change_text(step),
+                time_text(step),
+            ]
+        )
+    parts.append(
+        md_table(
+            ["#", "attempt", "stage", "point", "change", "time (vs best then)"],
+            rows,
+            align="rlllll",
+        )
+    )
     return _blocks(parts)
 
 
@@ -448,31 +518,51 @@ def render_failed(state: State, op: str = "OP", walk: Sequence[Step] | None = No
     parts = [_heading("failed")]
     all_steps = steps(state) if walk is None else walk
     failed = [s for s in all_steps if is_failed(s.attempt)]
-    no_gain = sum(1 for s in all_steps if s.attempt.verdict == "no-gain"
-                  and s.attempt.failure is None)
+    no_gain = sum(
+        1 for s in all_steps if s.attempt.verdict == "no-gain" and s.attempt.failure is None
+    )
     if not failed:
-        parts.append("None yet. A failed or rolled-back attempt is listed here, and the ledger "
-                     "refuses to measure its config again (R9, exit 4).")
+        parts.append(
+            "None yet. A failed or rolled-back attempt is listed here, and the ledger "
+            "refuses to measure its config again (R9, exit 4)."
+        )
     else:
         shown = failed[-FAILED_ROWS:]
-        intro = (f"{plural(len(failed), 'attempt')} failed or were rolled back; the ledger "
-                 "refuses to measure the same config again (R9, exit 4).")
+        intro = (
+            f"{plural(len(failed), 'attempt')} failed or were rolled back; the ledger "
+            "refuses to measure the same config again (R9, exit 4)."
+        )
         if len(shown) < len(failed):
-            intro += (f" The {len(shown)} most recent are listed (oldest first), the "
-                      f"{len(failed) - len(shown)} earlier ones are grouped below; every one "
-                      f"is in `tune-ledger log {op} --verdict rollback`.")
+            intro += (
+                f" The {len(shown)} most recent are listed (oldest first), the "
+                f"{len(failed) - len(shown)} earlier ones are grouped below; every one "
+                f"is in `tune-ledger log {op} --verdict rollback`."
+            )
         parts.append(intro)
-        parts.append(md_table(
-            ["attempt", "stage", "point", "change", "outcome", "reason"],
-            [[md_code(s.attempt.id), s.attempt.stage, point_cell(s.attempt.point), change_text(s),
-              outcome(s.attempt), reason_text(s)] for s in shown],
-        ))
+        parts.append(
+            md_table(
+                ["attempt", "stage", "point", "change", "outcome", "reason"],
+                [
+                    [
+                        md_code(s.attempt.id),
+                        s.attempt.stage,
+                        point_cell(s.attempt.point),
+                        change_text(s),
+                        outcome(s.attempt),
+                        reason_text(s),
+                    ]
+                    for s in shown
+                ],
+            )
+        )
         earlier = failed[: len(failed) - len(shown)]
         if earlier:
             parts.append(failed_groups(earlier, op))
     if no_gain:
-        parts.append(f"Also measured without gain (not retried either, R9): "
-                     f"{plural(no_gain, 'attempt')}; `tune-ledger log {op} --verdict no-gain`.")
+        parts.append(
+            f"Also measured without gain (not retried either, R9): "
+            f"{plural(no_gain, 'attempt')}; `tune-ledger log {op} --verdict no-gain`."
+        )
     return _blocks(parts)
 
 
@@ -483,15 +573,28 @@ def render_history(state: State, op: str = "OP", walk: Sequence[Step] | None = N
     if not recent:
         parts.append("No attempts yet.")
     else:
-        parts.append(f"The {plural(len(recent), 'most recent attempt')} (oldest first); the "
-                     f"full history: `tune-ledger log {op}`.")
-        parts.append(md_table(
-            ["#", "attempt", "stage", "point", "change", "result", "time (vs best then)"],
-            [[str(s.attempt.seq), md_code(s.attempt.id), s.attempt.stage,
-              point_cell(s.attempt.point), change_text(s), outcome(s.attempt), time_text(s)]
-             for s in recent],
-            align="rllllll",
-        ))
+        parts.append(
+            f"The {plural(len(recent), 'most recent attempt')} (oldest first); the "
+            f"full history: `tune-ledger log {op}`."
+        )
+        parts.append(
+            md_table(
+                ["#", "attempt", "stage", "point", "change", "result", "time (vs best then)"],
+                [
+                    [
+                        str(s.attempt.seq),
+                        md_code(s.attempt.id),
+                        s.attempt.stage,
+                        point_cell(s.attempt.point),
+                        change_text(s),
+                        outcome(s.attempt),
+                        time_text(s),
+                    ]
+                    for s in recent
+                ],
+                align="rllllll",
+            )
+        )
     if state.notes:
         shown = state.notes[-NOTES:]
         head = "### Notes recorded in the ledger"

@@ -104,13 +104,22 @@ def _summary(state: State, walk: Sequence[Step]) -> str:
     best = state.best
     rows: list[list[str]] = []
     if sheet is not None:
-        rows.append(["Baseline", f"{fmt_time_us(sheet.baseline_us)} on the P0 shape "
-                                 f"{md_code(sheet.shape, 60)} ({md_text(sheet.metric, 40)})"])
+        rows.append(
+            [
+                "Baseline",
+                f"{fmt_time_us(sheet.baseline_us)} on the P0 shape "
+                f"{md_code(sheet.shape, 60)} ({md_text(sheet.metric, 40)})",
+            ]
+        )
         source = TARGET_SOURCES.get(sheet.target_source, md_text(sheet.target_source))
         rows.append(["Target", f"{fmt_time_us(sheet.target_us)} from {source}"])
-        rows.append(["Required speedup",
-                     f"{fmt_speedup(sheet.required_speedup)} (Baseline / Target; the seed's "
-                     "\"Target / Baseline\" is inverted)"])
+        rows.append(
+            [
+                "Required speedup",
+                f"{fmt_speedup(sheet.required_speedup)} (Baseline / Target; the seed's "
+                '"Target / Baseline" is inverted)',
+            ]
+        )
     if best is not None:
         source = f"attempt {md_code(best.attempt)}" if best.attempt else "the baseline"
         rows.append(["Best", f"{fmt_time_us(best.time_us)} from {source}"])
@@ -121,16 +130,21 @@ def _summary(state: State, walk: Sequence[Step]) -> str:
         if best.time_us <= sheet.target_us:
             rows.append(["Gap to target", f"met: best is {fmt_pct(-gap)} below the target"])
         else:
-            rows.append(["Gap to target",
-                         f"best is {fmt_pct(gap)} above the target; a further "
-                         f"{fmt_speedup(best.time_us / sheet.target_us)} is needed"])
+            rows.append(
+                [
+                    "Gap to target",
+                    f"best is {fmt_pct(gap)} above the target; a further "
+                    f"{fmt_speedup(best.time_us / sheet.target_us)} is needed",
+                ]
+            )
     stage = state.stage or "none"
     stop = f"stopped ({md_text(state.stopped)})" if state.stopped else "running"
     if state.stop_detail:
         stop += ": " + md_text(state.stop_detail, 200)
     rows.append(["Stage", f"{stage}; {stop}"])
-    rows.append(["Attempts", counts_text(state) if len(walk) == len(state.attempts)
-                 else str(len(walk))])
+    rows.append(
+        ["Attempts", counts_text(state) if len(walk) == len(state.attempts) else str(len(walk))]
+    )
     return md_table(["", "value"], rows)
 
 
@@ -142,26 +156,35 @@ def _chart_table(state: State, walk: Sequence[Step]) -> str:
     rows = []
     for start in range(0, len(walk), size):
         chunk = walk[start : start + size]
-        valid = [s.attempt.measurement.median_us for s in chunk
-                 if s.attempt.measurement is not None and s.attempt.failure is None]
+        valid = [
+            s.attempt.measurement.median_us
+            for s in chunk
+            if s.attempt.measurement is not None and s.attempt.failure is None
+        ]
         for step in chunk:
             best_us = _best_after(step, best_us)
         failed = sum(1 for s in chunk if s.attempt.failure is not None)
-        rows.append([
-            f"{chunk[0].attempt.seq}–{chunk[-1].attempt.seq}",
-            str(len(valid)),
-            str(failed),
-            fmt_time_us(min(valid)) if valid else "-",
-            fmt_time_us(best_us),
-        ])
-    return md_table(["attempts", "measured", "failed", "fastest", "best so far"], rows,
-                    align="lrrrr")
+        rows.append(
+            [
+                f"{chunk[0].attempt.seq}–{chunk[-1].attempt.seq}",
+                str(len(valid)),
+                str(failed),
+                fmt_time_us(min(valid)) if valid else "-",
+                fmt_time_us(best_us),
+            ]
+        )
+    return md_table(
+        ["attempts", "measured", "failed", "fastest", "best so far"], rows, align="lrrrr"
+    )
 
 
 def _best_after(step: Step, best_us: float | None) -> float | None:
     attempt = step.attempt
-    if (attempt.verdict in ("adopt", "target-reached") and attempt.failure is None
-            and attempt.measurement is not None):
+    if (
+        attempt.verdict in ("adopt", "target-reached")
+        and attempt.failure is None
+        and attempt.measurement is not None
+    ):
         return attempt.measurement.median_us
     return best_us
 
@@ -182,36 +205,71 @@ def _stage_table(state: State, walk: Sequence[Step]) -> str:
             key = "failed" if step.attempt.failure else outcome(step.attempt)
             counts[key] = counts.get(key, 0) + 1
         adopted = counts.get("adopt", 0) + counts.get("target-reached", 0)
-        gain = (fmt_pct(change_pct(best_us, start_us), signed=True)
-                if best_us and start_us else "-")
+        gain = fmt_pct(change_pct(best_us, start_us), signed=True) if best_us and start_us else "-"
         exit_condition = state.exited.get(stage, "current" if stage == state.stage else "-")
-        rows.append([stage, str(len(members)), str(adopted), str(counts.get("no-gain", 0)),
-                     str(counts.get("rollback", 0)), str(counts.get("failed", 0)),
-                     str(counts.get("abandoned", 0)), fmt_time_us(start_us),
-                     fmt_time_us(best_us), gain, md_text(exit_condition)])
+        rows.append(
+            [
+                stage,
+                str(len(members)),
+                str(adopted),
+                str(counts.get("no-gain", 0)),
+                str(counts.get("rollback", 0)),
+                str(counts.get("failed", 0)),
+                str(counts.get("abandoned", 0)),
+                fmt_time_us(start_us),
+                fmt_time_us(best_us),
+                gain,
+                md_text(exit_condition),
+            ]
+        )
     return md_table(
-        ["stage", "attempts", "adopted", "no-gain", "rollback", "failed", "abandoned",
-         "best at start", "best at end", "change", "exit"],
-        rows, align="lrrrrrrrrrl",
+        [
+            "stage",
+            "attempts",
+            "adopted",
+            "no-gain",
+            "rollback",
+            "failed",
+            "abandoned",
+            "best at start",
+            "best at end",
+            "change",
+            "exit",
+        ],
+        rows,
+        align="lrrrrrrrrrl",
     )
 
 
 def _adopted_table(state: State, walk: Sequence[Step]) -> str:
-    adopted = [s for s in walk if s.attempt.verdict in ("adopt", "target-reached")
-               and s.attempt.failure is None]
+    adopted = [
+        s
+        for s in walk
+        if s.attempt.verdict in ("adopt", "target-reached") and s.attempt.failure is None
+    ]
     if not adopted:
         return "None: the best is still the baseline.\n"
     baseline = state.target.baseline_us if state.target else None
     rows = []
     for number, step in enumerate(adopted, 1):
         measurement = step.attempt.measurement
-        total = (fmt_speedup(baseline / measurement.median_us)
-                 if baseline and measurement else "-")
-        rows.append([str(number), md_code(step.attempt.id), step.attempt.stage,
-                     md_code(step.attempt.point, 40) if step.attempt.point else "-",
-                     change_text(step), time_text(step), total])
-    return md_table(["#", "attempt", "stage", "point", "change", "time (vs best then)",
-                     "speed-up vs baseline"], rows, align="rllllll")
+        total = fmt_speedup(baseline / measurement.median_us) if baseline and measurement else "-"
+        rows.append(
+            [
+                str(number),
+                md_code(step.attempt.id),
+                step.attempt.stage,
+                md_code(step.attempt.point, 40) if step.attempt.point else "-",
+                change_text(step),
+                time_text(step),
+                total,
+            ]
+        )
+    return md_table(
+        ["#", "attempt", "stage", "point", "change", "time (vs best then)", "speed-up vs baseline"],
+        rows,
+        align="rllllll",
+    )
 
 
 def _failed_tables(walk: Sequence[Step], op: str) -> str:
@@ -221,14 +279,25 @@ def _failed_tables(walk: Sequence[Step], op: str) -> str:
     shown = failed[-REPORT_FAILED_ROWS:]
     text = ""
     if len(shown) < len(failed):
-        text += (f"The {len(shown)} most recent of {len(failed)} (oldest first); the earlier "
-                 f"ones are grouped below, and every one is in `tune-ledger log {op} "
-                 "--verdict rollback`.\n\n")
+        text += (
+            f"The {len(shown)} most recent of {len(failed)} (oldest first); the earlier "
+            f"ones are grouped below, and every one is in `tune-ledger log {op} "
+            "--verdict rollback`.\n\n"
+        )
     text += md_table(
         ["#", "attempt", "stage", "point", "change", "outcome", "reason"],
-        [[str(s.attempt.seq), md_code(s.attempt.id), s.attempt.stage,
-          md_code(s.attempt.point, 40) if s.attempt.point else "-", change_text(s),
-          outcome(s.attempt), reason_text(s)] for s in shown],
+        [
+            [
+                str(s.attempt.seq),
+                md_code(s.attempt.id),
+                s.attempt.stage,
+                md_code(s.attempt.point, 40) if s.attempt.point else "-",
+                change_text(s),
+                outcome(s.attempt),
+                reason_text(s),
+            ]
+            for s in shown
+        ],
         align="rllllll",
     )
     earlier = failed[: len(failed) - len(shown)]
@@ -285,8 +354,10 @@ def render_chart(state: State, walk: Sequence[Step]) -> str:
     ]
     sheet = state.target
     if sheet is None:
-        out.append(f'<text x="{LEFT}" y="{TOP + PLOT_H // 2}">No target sheet yet: nothing to '
-                   "chart.</text>")
+        out.append(
+            f'<text x="{LEFT}" y="{TOP + PLOT_H // 2}">No target sheet yet: nothing to '
+            "chart.</text>"
+        )
         out.append("</svg>")
         return "\n".join(out) + "\n"
     high = max(sheet.baseline_us, sheet.target_us) * 1.25
@@ -303,16 +374,20 @@ def render_chart(state: State, walk: Sequence[Step]) -> str:
     out.extend(_axes(high, step, count, x, y))
     out.append(_best_line(sheet.baseline_us, walk, x, y))
     out.extend(_points(walk, high, x, y))
-    for name, value, dash in (("baseline", sheet.baseline_us, "2 3"),
-                              ("target", sheet.target_us, "6 4")):
+    for name, value, dash in (
+        ("baseline", sheet.baseline_us, "2 3"),
+        ("target", sheet.target_us, "6 4"),
+    ):
         out.append(
             f'<line id="{name}-line" x1="{_f(LEFT)}" y1="{_f(y(value))}" '
             f'x2="{_f(LEFT + PLOT_W)}" y2="{_f(y(value))}" stroke="{COLORS[name]}" '
             f'stroke-width="1.5" stroke-dasharray="{dash}"/>'
         )
-        out.append(f'<text x="{_f(LEFT + PLOT_W - 4)}" y="{_f(y(value) - 4)}" '
-                   f'text-anchor="end" fill="{COLORS[name]}">'
-                   f"{name} {escape(fmt_time_us(value))}</text>")
+        out.append(
+            f'<text x="{_f(LEFT + PLOT_W - 4)}" y="{_f(y(value) - 4)}" '
+            f'text-anchor="end" fill="{COLORS[name]}">'
+            f"{name} {escape(fmt_time_us(value))}</text>"
+        )
     out.extend(_legend())
     out.append("</svg>")
     return "\n".join(out) + "\n"
@@ -328,16 +403,23 @@ def _axes(high: float, step: float, count: int, x: Axis, y: Axis) -> list[str]:
     ticks = round(high / step)
     for i in range(ticks + 1):
         value = i * step
-        lines.append(f'<line x1="{LEFT}" y1="{_f(y(value))}" x2="{LEFT + PLOT_W}" '
-                     f'y2="{_f(y(value))}" stroke="#e0e0e0"/>')
-        lines.append(f'<text x="{LEFT - 6}" y="{_f(y(value) + 4)}" text-anchor="end">'
-                     f"{fmt_num(value, decimals)}</text>")
+        lines.append(
+            f'<line x1="{LEFT}" y1="{_f(y(value))}" x2="{LEFT + PLOT_W}" '
+            f'y2="{_f(y(value))}" stroke="#e0e0e0"/>'
+        )
+        lines.append(
+            f'<text x="{LEFT - 6}" y="{_f(y(value) + 4)}" text-anchor="end">'
+            f"{fmt_num(value, decimals)}</text>"
+        )
     x_step = max(1, int(_nice_step(float(count), 8))) if count > 1 else 1
     for index in range(0, count + 1, x_step):
-        lines.append(f'<text x="{_f(x(index))}" y="{TOP + PLOT_H + 18}" '
-                     f'text-anchor="middle">{index}</text>')
-    lines.append(f'<text x="{LEFT + PLOT_W // 2}" y="{HEIGHT - 12}" text-anchor="middle">'
-                 "attempt (0 = baseline)</text>")
+        lines.append(
+            f'<text x="{_f(x(index))}" y="{TOP + PLOT_H + 18}" text-anchor="middle">{index}</text>'
+        )
+    lines.append(
+        f'<text x="{LEFT + PLOT_W // 2}" y="{HEIGHT - 12}" text-anchor="middle">'
+        "attempt (0 = baseline)</text>"
+    )
     return lines
 
 
@@ -347,8 +429,9 @@ def _points(walk: Sequence[Step], high: float, x: Axis, y: Axis) -> list[str]:
     for index, step in enumerate(walk, 1):
         attempt = step.attempt
         cx = _f(x(index))
-        if attempt.failure is not None or (attempt.measurement is None
-                                           and attempt.status == "failed"):
+        if attempt.failure is not None or (
+            attempt.measurement is None and attempt.status == "failed"
+        ):
             groups["failed"].append(
                 f'<path d="M{_f(x(index) - 3)} {_f(bottom - 9)}l6 6m0 -6l-6 6"/>'
             )
@@ -358,9 +441,7 @@ def _points(walk: Sequence[Step], high: float, x: Axis, y: Axis) -> list[str]:
         key = "adopt" if attempt.verdict in ("adopt", "target-reached") else attempt.verdict
         time_us = attempt.measurement.median_us
         if time_us > high:  # off the chart: a triangle on the top edge
-            groups.setdefault(key, []).append(
-                f'<path d="M{cx} {_f(TOP)}l-4 7h8z"/>'
-            )
+            groups.setdefault(key, []).append(f'<path d="M{cx} {_f(TOP)}l-4 7h8z"/>')
         else:
             groups.setdefault(key, []).append(f'<circle cx="{cx}" cy="{_f(y(time_us))}" r="3"/>')
     out = []
@@ -368,8 +449,11 @@ def _points(walk: Sequence[Step], high: float, x: Axis, y: Axis) -> list[str]:
         if not shapes:
             continue
         color = COLORS.get(key, "#000000")
-        paint = (f'fill="none" stroke="{color}" stroke-width="1.5"' if key == "failed"
-                 else f'fill="{color}" fill-opacity="0.75"')
+        paint = (
+            f'fill="none" stroke="{color}" stroke-width="1.5"'
+            if key == "failed"
+            else f'fill="{color}" fill-opacity="0.75"'
+        )
         out.append(f"<g id={quoteattr('attempts-' + key)} {paint}>")
         out.extend(shapes)
         out.append("</g>")
@@ -387,13 +471,20 @@ def _best_line(baseline_us: float, walk: Sequence[Step], x: Axis, y: Axis) -> st
             best = after
     coords.append((x(max(len(walk), 1)), y(best)))
     points = " ".join(f"{_f(px)},{_f(py)}" for px, py in coords)
-    return (f'<polyline id="best-so-far" points="{points}" fill="none" '
-            f'stroke="{COLORS["best"]}" stroke-width="2"/>')
+    return (
+        f'<polyline id="best-so-far" points="{points}" fill="none" '
+        f'stroke="{COLORS["best"]}" stroke-width="2"/>'
+    )
 
 
 def _legend() -> list[str]:
-    items = (("adopt", "adopted"), ("no-gain", "no gain"), ("rollback", "rolled back"),
-             ("failed", "failed (× on the axis)"), ("best", "best so far"))
+    items = (
+        ("adopt", "adopted"),
+        ("no-gain", "no gain"),
+        ("rollback", "rolled back"),
+        ("failed", "failed (× on the axis)"),
+        ("best", "best so far"),
+    )
     out = ['<g id="legend">']
     px = LEFT + 4
     for key, label in items:

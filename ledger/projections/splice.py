@@ -40,7 +40,6 @@ _BOM = "\ufeff"
 _FIX = "then run `tune-ledger render OP`"
 
 
-
 @functools.cache
 def _parser() -> Any:
     """The block-level Markdown parser, built on first use (status and log never splice, so
@@ -169,8 +168,7 @@ def find_sections(text: str) -> list[Section]:
                 )
             if name in seen:
                 _malformed(
-                    f"line {line}: section {name!r} appears twice (first at line "
-                    f"{seen[name] + 1})",
+                    f"line {line}: section {name!r} appears twice (first at line {seen[name] + 1})",
                     "delete one copy, markers included",
                     line,
                 )

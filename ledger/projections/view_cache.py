@@ -65,8 +65,9 @@ def disabled() -> bool:
     return os.environ.get(NO_CACHE_ENV, "") not in ("", "0")
 
 
-def cached_views(path: Path, op: str,
-                 compute: Callable[[], tuple[Rendered, list[str]]]) -> tuple[Rendered, list[str]]:
+def cached_views(
+    path: Path, op: str, compute: Callable[[], tuple[Rendered, list[str]]]
+) -> tuple[Rendered, list[str]]:
     """The rendered views of the ledger at `path` and the warnings about it: from the cache
     when its entry matches the ledger's position and the code, else from `compute()` (whose
     errors propagate untouched), which then becomes the entry.
@@ -98,7 +99,7 @@ def remember(path: Path, op: str, state: State, head: str) -> bool:
         return False
     try:
         rendered = render(state, [])
-    except Exception:
+    except Exception:  # noqa: BLE001 - see below
         # The command's events are durable already: a view that cannot be rendered must not
         # make it look failed. `status` renders on its own and reports the bug there.
         return False
@@ -123,8 +124,10 @@ def render(state: State, warnings: list[str]) -> Rendered:
 
 def torn_warning(path: Path | str, line: int, byte_count: int, reason: str) -> str:
     """The warning about a torn tail awaiting repair."""
-    return (f"{path}:{line}: torn tail of {byte_count} bytes ({reason}); the next "
-            "state-changing command quarantines it")
+    return (
+        f"{path}:{line}: torn tail of {byte_count} bytes ({reason}); the next "
+        "state-changing command quarantines it"
+    )
 
 
 # --- the key -------------------------------------------------------------------------------
@@ -147,9 +150,15 @@ def position(path: Path) -> dict[str, Any] | None:
     if stamp != _stamp(after) or len(tail) != before.st_size - start:
         return None  # written to meanwhile (a writer that does not take the lock)
     device, inode, size, mtime_ns, ctime_ns = stamp
-    return {"device": device, "inode": inode, "size": size, "mtime_ns": mtime_ns,
-            "ctime_ns": ctime_ns, "head": _last_id(tail),
-            "tail_sha256": hashlib.sha256(tail).hexdigest()}
+    return {
+        "device": device,
+        "inode": inode,
+        "size": size,
+        "mtime_ns": mtime_ns,
+        "ctime_ns": ctime_ns,
+        "head": _last_id(tail),
+        "tail_sha256": hashlib.sha256(tail).hexdigest(),
+    }
 
 
 def _stamp(stat: os.stat_result) -> tuple[int, int, int, int, int]:
@@ -165,7 +174,7 @@ def _last_id(tail: bytes) -> str | None:
     end = len(codec.ID_PREFIX) + codec.ID_HEX
     if not line.startswith(codec.ID_PREFIX) or len(line) < end:
         return None
-    return line[len(codec.ID_PREFIX):end].decode("ascii", errors="replace")
+    return line[len(codec.ID_PREFIX) : end].decode("ascii", errors="replace")
 
 
 def _key(op: str, where: dict[str, Any]) -> dict[str, Any]:
@@ -181,11 +190,13 @@ def code_fingerprint() -> str:
     global _fingerprint
     if _fingerprint is None:
         package = Path(__file__).resolve().parents[1]
-        digest = hashlib.sha256(
-            f"{FORMAT}|{__version__}|{sys.implementation.cache_tag}".encode())
+        digest = hashlib.sha256(f"{FORMAT}|{__version__}|{sys.implementation.cache_tag}".encode())
         # Every subpackage of the layout counts: a change in any layer may change a view.
-        folders = [package, *sorted(p for p in package.iterdir() if (p / "__init__.py").is_file()),
-                   package.parent / "stages"]
+        folders = [
+            package,
+            *sorted(p for p in package.iterdir() if (p / "__init__.py").is_file()),
+            package.parent / "stages",
+        ]
         for folder in folders:
             digest.update(repr((folder.name, _py_files(folder))).encode("utf-8"))
         _fingerprint = digest.hexdigest()

@@ -35,10 +35,14 @@ def resolve_attempt(state: State, text: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise BadInput(f"unknown attempt {text!r}",
-                       hint="see `tune-ledger log OP` for attempt ids, or use `pending`")
-    raise BadInput(f"attempt id {text!r} is ambiguous: {', '.join(sorted(matches))}",
-                   hint="give more characters of the id (see `tune-ledger log OP`)")
+        raise BadInput(
+            f"unknown attempt {text!r}",
+            hint="see `tune-ledger log OP` for attempt ids, or use `pending`",
+        )
+    raise BadInput(
+        f"attempt id {text!r} is ambiguous: {', '.join(sorted(matches))}",
+        hint="give more characters of the id (see `tune-ledger log OP`)",
+    )
 
 
 def _change(attempt: Attempt) -> str:
@@ -74,11 +78,18 @@ def attempt_row(attempt: Attempt) -> dict[str, Any]:
     }
 
 
-def attempt_rows(state: State, *, stage: str | None = None, verdict: str | None = None,
-                 failure: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+def attempt_rows(
+    state: State,
+    *,
+    stage: str | None = None,
+    verdict: str | None = None,
+    failure: str | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
     """The attempts in the order they were started, filtered."""
     rows = [
-        attempt_row(a) for a in sorted(state.attempts.values(), key=lambda a: a.seq)
+        attempt_row(a)
+        for a in sorted(state.attempts.values(), key=lambda a: a.seq)
         if (stage is None or a.stage == stage)
         and (verdict is None or a.verdict == verdict)
         and (failure is None or a.failure == failure)
@@ -89,10 +100,13 @@ def attempt_rows(state: State, *, stage: str | None = None, verdict: str | None 
 def _best(state: State) -> dict[str, Any] | None:
     if state.best is None:
         return None
-    return {"config": state.best.config, "time_us": state.best.time_us,
-            "attempt": state.best.attempt,
-            "util_pct": state.best.measurement.util_pct,
-            "bubble_pct": state.best.measurement.bubble_pct}
+    return {
+        "config": state.best.config,
+        "time_us": state.best.time_us,
+        "attempt": state.best.attempt,
+        "util_pct": state.best.measurement.util_pct,
+        "bubble_pct": state.best.measurement.bubble_pct,
+    }
 
 
 def status(state: State) -> dict[str, Any]:
@@ -116,8 +130,15 @@ def status(state: State) -> dict[str, Any]:
         "alternates": [attempt_row(state.attempts[a]) for a in alternates(state)],
         "open_point": state.open_point,
         "points": [
-            {"name": p.name, "stage": p.stage, "open": p.is_open, "outcome": p.outcome,
-             "streak": p.streak, "candidates": p.candidates, "mutations": p.mutations}
+            {
+                "name": p.name,
+                "stage": p.stage,
+                "open": p.is_open,
+                "outcome": p.outcome,
+                "streak": p.streak,
+                "candidates": p.candidates,
+                "mutations": p.mutations,
+            }
             for p in state.points.values()
         ],
         "attempts": len(state.attempts),
@@ -133,8 +154,11 @@ def status_text(data: dict[str, Any]) -> str:
     best = data["best"]
     lines = [
         f"op {data['op']}: "
-        + ("stopped (" + data["stopped"] + ")" if data["stopped"] else
-           f"stage {data['stage'] or '-'}"),
+        + (
+            "stopped (" + data["stopped"] + ")"
+            if data["stopped"]
+            else f"stage {data['stage'] or '-'}"
+        ),
         f"  activated: {'yes' if data['activated'] else 'no'}"
         f"   target sheet: {'yes' if data['target_sheet'] else 'no'}",
         f"  baseline {fmt_us(data['baseline_us'])}  target {fmt_us(data['target_us'])}"
@@ -161,15 +185,24 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
     op = state.op
     steps: list[str] = []
     if pending is not None:
-        steps.append(f"tune-ledger verify {op} {pending.id} ... (measure config: "
-                     f"{_change(pending)})")
-        steps.append(f"or, if it cannot be measured: tune-ledger abandon {op} {pending.id} "
-                     "--reason 'interrupted'")
+        steps.append(
+            f"tune-ledger verify {op} {pending.id} ... (measure config: {_change(pending)})"
+        )
+        steps.append(
+            f"or, if it cannot be measured: tune-ledger abandon {op} {pending.id} "
+            "--reason 'interrupted'"
+        )
     return {
         "reload_skills": list(state.skills),
         "pending_attempt": attempt_row(pending) if pending else None,
-        "point": {"name": point.name, "streak": point.streak,
-                  "candidates": point.candidates, "mutations": point.mutations} if point else None,
+        "point": {
+            "name": point.name,
+            "streak": point.streak,
+            "candidates": point.candidates,
+            "mutations": point.mutations,
+        }
+        if point
+        else None,
         "next": steps or [f"tune-ledger {name} {op} ..." for name in allowed],
     }
 
@@ -183,8 +216,10 @@ def resume_text(data: dict[str, Any]) -> str:
         lines.append(f"  in flight: attempt {pa['attempt']} ({pa['kind']}: {pa['change']})")
     if data["point"]:
         p = data["point"]
-        lines.append(f"  point {p['name']}: streak {p['streak']}, {p['candidates']} candidates,"
-                     f" {p['mutations']} mutations")
+        lines.append(
+            f"  point {p['name']}: streak {p['streak']}, {p['candidates']} candidates,"
+            f" {p['mutations']} mutations"
+        )
     lines.extend(f"  next: {step}" for step in data["next"])
     return "\n".join(lines)
 
@@ -203,15 +238,26 @@ def log_text(rows: list[dict[str, Any]]) -> str:
 
 def attempt_result(events: Sequence[Event]) -> dict[str, Any]:
     """`verify`/`fail` output: the verdict, failure, medians and whether the campaign stopped."""
-    result: dict[str, Any] = {"verdict": None, "failure": None, "stopped": None,
-                              "point_closed": None}
+    result: dict[str, Any] = {
+        "verdict": None,
+        "failure": None,
+        "stopped": None,
+        "point_closed": None,
+    }
     for event in events:
         data = event.data
         if event.type == "attempt.verdict":
-            result.update(verdict=data["verdict"], failure=data["failure"],
-                          method=data["method"], best_us=data["best_median_us"],
-                          time_us=data["attempt_median_us"], ratio=data["ratio"],
-                          low=data["low"], high=data["high"], threshold=data["threshold"])
+            result.update(
+                verdict=data["verdict"],
+                failure=data["failure"],
+                method=data["method"],
+                best_us=data["best_median_us"],
+                time_us=data["attempt_median_us"],
+                ratio=data["ratio"],
+                low=data["low"],
+                high=data["high"],
+                threshold=data["threshold"],
+            )
         elif event.type == "attempt.failed":
             result.update(verdict="rollback", failure=data["category"])
         elif event.type == "campaign.stopped":
@@ -239,12 +285,17 @@ def audit_text(report: dict[str, Any]) -> str:
     """One op's audit for humans: verdict, provenance summary, repairs, overrides, findings."""
     head = f"{report['op']}: {'clean' if not report['findings'] else 'PROBLEMS'}"
     prov = report.get("provenance", {})
-    lines = [head, f"  events: {report.get('events', 0)}",
-             "  measurements and evidence: "
-             + (", ".join(f"{k} {v}" for k, v in sorted(prov.items())) or "-")]
+    lines = [
+        head,
+        f"  events: {report.get('events', 0)}",
+        "  measurements and evidence: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(prov.items())) or "-"),
+    ]
     for repair in report.get("repairs", ()):
-        lines.append(f"  repaired: torn tail at line {repair.get('line')} "
-                     f"({repair.get('byte_count')} bytes) moved to {repair.get('quarantine')}")
+        lines.append(
+            f"  repaired: torn tail at line {repair.get('line')} "
+            f"({repair.get('byte_count')} bytes) moved to {repair.get('quarantine')}"
+        )
     for override in report.get("overrides", ()):
         lines.append(f"  retry override: attempt {override['attempt']}: {override['reason']}")
     for conflict in report.get("conflicts", ()):

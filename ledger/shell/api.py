@@ -184,8 +184,9 @@ class OpLedger:
         try:
             self.render_memory(state)
         except BadInput as e:
-            return (f"MEMORY.md not updated: {e.message}; fix it, then `tune-ledger render "
-                    f"{self.op}`",)
+            return (
+                f"MEMORY.md not updated: {e.message}; fix it, then `tune-ledger render {self.op}`",
+            )
         return ()
 
     def render_memory(self, state: State | None = None) -> bool:
@@ -257,8 +258,9 @@ _NOT_THE_COMMANDS = frozenset({"ledger.repaired"})
 
 def _events_for_key(events: Sequence[Event], key: str, request: str) -> tuple[Event, ...]:
     """The events an earlier command with this idempotency key appended (DESIGN §5)."""
-    found = tuple(e for e in events
-                  if e.provenance.get("key") == key and e.type not in _NOT_THE_COMMANDS)
+    found = tuple(
+        e for e in events if e.provenance.get("key") == key and e.type not in _NOT_THE_COMMANDS
+    )
     if found and found[0].provenance.get("request") != request:
         raise BadInput(
             f"idempotency key {key!r} was used before for a different command",

@@ -36,29 +36,43 @@ def _origin(data: Any) -> Origin | None:
 
 def _started(d: dict[str, Any]) -> Any:
     if d["kind"] == "candidate":
-        return cmd.ProposeCandidate(config=d["config"], prior=d["prior"],
-                                    override=d["retry_override"])
+        return cmd.ProposeCandidate(
+            config=d["config"], prior=d["prior"], override=d["retry_override"]
+        )
     if d["kind"] == "mutation":
         return cmd.TryMutation(param=d["param"], value=d["value"], override=d["retry_override"])
-    return cmd.TryAlgorithm(description=d["description"], impl_digest=d["impl_digest"],
-                            override=d["retry_override"])
+    return cmd.TryAlgorithm(
+        description=d["description"], impl_digest=d["impl_digest"], override=d["retry_override"]
+    )
 
 
 def _target(d: dict[str, Any]) -> Any:
     return cmd.SetTarget(
-        baseline_us=d["baseline_us"], shape=d["shape"], target_us=d["target_us"],
-        target_source=d["target_source"], source_ref=d["source_ref"], config=d["config"],
-        origin=converter.structure(d["origin"], Origin), metric=d["metric"],
-        cube_m=d["cube_m"], baseline_samples_us=tuple(d["baseline_samples_us"]),
-        util_pct=d["util_pct"], bubble_pct=d["bubble_pct"],
+        baseline_us=d["baseline_us"],
+        shape=d["shape"],
+        target_us=d["target_us"],
+        target_source=d["target_source"],
+        source_ref=d["source_ref"],
+        config=d["config"],
+        origin=converter.structure(d["origin"], Origin),
+        metric=d["metric"],
+        cube_m=d["cube_m"],
+        baseline_samples_us=tuple(d["baseline_samples_us"]),
+        util_pct=d["util_pct"],
+        bubble_pct=d["bubble_pct"],
     )
 
 
 def _measured(d: dict[str, Any]) -> Any:
     return cmd.Verify(
-        attempt=d["attempt"], outputs=_outputs(d), layout_exit=d["layout_exit"],
-        times_us=tuple(d["times_us"]), origin=converter.structure(d["origin"], Origin),
-        util_pct=d["util_pct"], bubble_pct=d["bubble_pct"], metrics=d["metrics"],
+        attempt=d["attempt"],
+        outputs=_outputs(d),
+        layout_exit=d["layout_exit"],
+        times_us=tuple(d["times_us"]),
+        origin=converter.structure(d["origin"], Origin),
+        util_pct=d["util_pct"],
+        bubble_pct=d["bubble_pct"],
+        metrics=d["metrics"],
     )
 
 
@@ -66,11 +80,17 @@ def _measured(d: dict[str, Any]) -> Any:
 _COMMAND_OF: dict[str, Callable[[dict[str, Any]], Any]] = {
     "op.initialized": lambda d: cmd.Init(op=d["op"]),
     "evidence.compare": lambda d: cmd.RecordCompare(
-        outputs=_outputs(d), impl_path=d["impl_path"], impl_digest=d["impl_digest"],
-        origin=converter.structure(d["origin"], Origin)),
+        outputs=_outputs(d),
+        impl_path=d["impl_path"],
+        impl_digest=d["impl_digest"],
+        origin=converter.structure(d["origin"], Origin),
+    ),
     "evidence.layout": lambda d: cmd.RecordLayout(
-        exit_code=d["exit_code"], impl_path=d["impl_path"], impl_digest=d["impl_digest"],
-        origin=converter.structure(d["origin"], Origin)),
+        exit_code=d["exit_code"],
+        impl_path=d["impl_path"],
+        impl_digest=d["impl_digest"],
+        origin=converter.structure(d["origin"], Origin),
+    ),
     "activation.passed": lambda d: cmd.Activate(impl_digest=d["impl_digest"]),
     "activation.failed": lambda d: cmd.Activate(impl_digest=d["impl_digest"]),
     "skill.loaded": lambda d: cmd.LoadSkill(name=d["name"]),
@@ -78,15 +98,21 @@ _COMMAND_OF: dict[str, Callable[[dict[str, Any]], Any]] = {
     "target.set": _target,
     "limit.relaxed": lambda d: cmd.Relax(what=d["what"], limit=d["limit"], basis=d["basis"]),
     "stage.entered": lambda d: cmd.EnterStage(stage=d["stage"]),
-    "stage.exited": lambda d: cmd.ExitStage(stage=d["stage"], reason=d["reason"],
-                                            by_user=d["condition"] == "user"),
+    "stage.exited": lambda d: cmd.ExitStage(
+        stage=d["stage"], reason=d["reason"], by_user=d["condition"] == "user"
+    ),
     "point.opened": lambda d: cmd.OpenPoint(name=d["name"]),
-    "point.closed": lambda d: cmd.ClosePoint(name=d["name"], reason=d["reason"],
-                                             not_applicable=d["outcome"] == "not-applicable"),
+    "point.closed": lambda d: cmd.ClosePoint(
+        name=d["name"], reason=d["reason"], not_applicable=d["outcome"] == "not-applicable"
+    ),
     "attempt.started": _started,
     "attempt.measured": _measured,
-    "attempt.failed": lambda d: cmd.Fail(attempt=d["attempt"], category=d["category"],
-                                         detail=d["detail"], origin=_origin(d["origin"])),
+    "attempt.failed": lambda d: cmd.Fail(
+        attempt=d["attempt"],
+        category=d["category"],
+        detail=d["detail"],
+        origin=_origin(d["origin"]),
+    ),
     "attempt.abandoned": lambda d: cmd.Abandon(attempt=d["attempt"], reason=d["reason"]),
     "campaign.stopped": lambda d: cmd.Stop(reason=d["detail"]),
     "report.generated": lambda d: cmd.RecordReport(path=d["path"], digest=d["digest"]),
@@ -143,8 +169,9 @@ def legality_findings(events: Sequence[Event], lines: Sequence[int] | None = Non
     return findings
 
 
-def _check_batch(state: State, batch: list[Event], where: str, decide: Any,
-                 refusal_type: Any) -> list[str]:
+def _check_batch(
+    state: State, batch: list[Event], where: str, decide: Any, refusal_type: Any
+) -> list[str]:
     try:
         command = _COMMAND_OF[batch[0].type](batch[0].data)
     except (KeyError, TypeError, ValueError) as e:
@@ -193,7 +220,7 @@ def schema_findings(events: Sequence[Event], lines: Sequence[int] | None = None)
         try:
             event.payload()
             event.written_by()
-        except Exception as e:  # cattrs raises several error types; each becomes a finding
+        except Exception as e:  # noqa: BLE001 - cattrs raises several types; each is a finding
             line = lines[index] if lines else index + 1
             findings.append(f"line {line} ({event.id[:12]} {event.type}): schema: {e}")
     return findings
@@ -203,9 +230,12 @@ def provenance_summary(events: Sequence[Event]) -> dict[str, int]:
     """How many measurements and evidence were run by the ledger, parsed, or only reported."""
     counts: Counter[str] = Counter()
     for event in events:
-        origin = event.data.get("origin") if event.type in (
-            "attempt.measured", "evidence.compare", "evidence.layout", "target.set"
-        ) else None
+        origin = (
+            event.data.get("origin")
+            if event.type
+            in ("attempt.measured", "evidence.compare", "evidence.layout", "target.set")
+            else None
+        )
         if origin:
             counts[origin["level"]] += 1
     return {level: counts.get(level, 0) for level in ("measured", "artefact", "reported")}

@@ -117,9 +117,18 @@ def load_others(root: Path, op: str, extra: Iterable[Path]) -> tuple[list[OtherO
     return others, notes
 
 
-def gather(root: Path, op: str, *, ledgers: Sequence[Path] = (), sources: Sequence[Path] = (),
-           point: str | None = None, stage: str | None = None, keys: Sequence[str] = (),
-           count: int | None = None, builtin: bool = True) -> Gathered:
+def gather(
+    root: Path,
+    op: str,
+    *,
+    ledgers: Sequence[Path] = (),
+    sources: Sequence[Path] = (),
+    point: str | None = None,
+    stage: str | None = None,
+    keys: Sequence[str] = (),
+    count: int | None = None,
+    builtin: bool = True,
+) -> Gathered:
     """Read every source of priors for `op` and propose its candidates (R7)."""
     ledger = OpLedger(root, op)
     state = ledger.load().state
@@ -136,11 +145,17 @@ def gather(root: Path, op: str, *, ledgers: Sequence[Path] = (), sources: Sequen
         keys_used, _ = applicable_keys(focus, state.best.config)
         cube_m = state.target.cube_m if state.target and state.target.cube_m else current.cube_m
         from_knowledge, knowledge_notes = builtin_priors(
-            knowledge, state.best.config, current, keys=keys_used, cube_m=cube_m,
-            vec_max=vec_limit(state))
+            knowledge,
+            state.best.config,
+            current,
+            keys=keys_used,
+            cube_m=cube_m,
+            vec_max=vec_limit(state),
+        )
         priors.extend(from_knowledge)
         notes.extend(knowledge_notes)
         cited = knowledge.sources
     proposal = propose(state, focus, priors, failures, count=count, notes=notes)
-    return Gathered(proposal=proposal, scan=scan, ledgers=tuple(o.where for o in others),
-                    builtin_sources=cited)
+    return Gathered(
+        proposal=proposal, scan=scan, ledgers=tuple(o.where for o in others), builtin_sources=cited
+    )

@@ -8,8 +8,9 @@ if TYPE_CHECKING:
     from ledger.shell.api import OpLedger
 
 
-def write_report(ledger: OpLedger, *, key: str | None = None,
-                 command_line: str | None = None) -> dict[str, Any]:
+def write_report(
+    ledger: OpLedger, *, key: str | None = None, command_line: str | None = None
+) -> dict[str, Any]:
     """Render custom/OP/OP_tuning_report.md and its SVG chart, then record a report event."""
     command = ledger.write_report_files()
     outcome = ledger.execute(command, key=key, command_line=command_line)

@@ -120,8 +120,10 @@ def failure_of(doc: dict[str, Any]) -> tuple[str, str] | None:
     else:
         category, detail = failure, str(doc.get("detail", ""))
     if category not in FAILURES:
-        raise BadInput(f"measurement reports unknown failure {category!r}",
-                       hint=f"use one of {', '.join(FAILURES)}")
+        raise BadInput(
+            f"measurement reports unknown failure {category!r}",
+            hint=f"use one of {', '.join(FAILURES)}",
+        )
     return str(category), detail
 
 
@@ -131,8 +133,10 @@ def times_of(doc: dict[str, Any], source: str) -> tuple[float, ...]:
     if raw is None and doc.get("time_us") is not None:
         raw = [doc["time_us"]]
     if not isinstance(raw, list) or not raw:
-        raise BadInput(f"{source} has no times_us list or time_us value",
-                       hint="a measurement gives times_us: [µs, ...] (or time_us: µs)")
+        raise BadInput(
+            f"{source} has no times_us list or time_us value",
+            hint="a measurement gives times_us: [µs, ...] (or time_us: µs)",
+        )
     try:
         return tuple(float(t) for t in raw)
     except (TypeError, ValueError) as e:
@@ -195,8 +199,10 @@ def run_document(run: CommandRun, what: str) -> Document:
 def _refuse_reported_error(doc: dict[str, Any], source: str) -> None:
     # The adapter prints {"error": ...} for bad arguments: nothing was measured.
     if "error" in doc and not any(k in doc for k in ("times_us", "time_us", "failure")):
-        raise BadInput(f"{source} reported an error: {doc['error']}",
-                       hint="fix the verifier's arguments and run it again")
+        raise BadInput(
+            f"{source} reported an error: {doc['error']}",
+            hint="fix the verifier's arguments and run it again",
+        )
 
 
 def percent_of(doc: dict[str, Any], key: str, given: float | None = None) -> float | None:
@@ -214,37 +220,56 @@ def verify_command(attempt: str, document: Document) -> cmd.Verify | cmd.Fail:
         return cmd.Fail(attempt=attempt, category=failure[0], detail=failure[1], origin=origin)
     layout = doc.get("layout_exit")
     if not isinstance(layout, int) or isinstance(layout, bool):
-        raise BadInput(f"{source} has no integer layout_exit",
-                       hint="the measurement needs layout_exit (the layout check's exit code)")
+        raise BadInput(
+            f"{source} has no integer layout_exit",
+            hint="the measurement needs layout_exit (the layout check's exit code)",
+        )
     return cmd.Verify(
-        attempt=attempt, outputs=inputs.outputs_from_document(doc, source), layout_exit=layout,
-        times_us=times_of(doc, source), origin=origin,
-        util_pct=percent_of(doc, "util_pct"), bubble_pct=percent_of(doc, "bubble_pct"),
+        attempt=attempt,
+        outputs=inputs.outputs_from_document(doc, source),
+        layout_exit=layout,
+        times_us=times_of(doc, source),
+        origin=origin,
+        util_pct=percent_of(doc, "util_pct"),
+        bubble_pct=percent_of(doc, "bubble_pct"),
         metrics=_metrics(doc, source),
     )
 
 
-def run_verifier(attempt: str, command: str, cwd: Path,
-                 timeout_s: float | None) -> cmd.Verify | cmd.Fail:
+def run_verifier(
+    attempt: str, command: str, cwd: Path, timeout_s: float | None
+) -> cmd.Verify | cmd.Fail:
     """Run the verifier; a timeout or a run without a result becomes a failure (R8, R11)."""
     run = run_command(command, cwd, timeout_s)
     if run.timed_out:
-        return cmd.Fail(attempt=attempt, category="timeout",
-                        detail=f"no result within {timeout_s} s", origin=origin_of_run(run))
+        return cmd.Fail(
+            attempt=attempt,
+            category="timeout",
+            detail=f"no result within {timeout_s} s",
+            origin=origin_of_run(run),
+        )
     doc = last_json_object(run.output)
     if doc is None:
-        return cmd.Fail(attempt=attempt, category="runtime", origin=origin_of_run(run),
-                        detail=f"exit {run.exit_code}: {_tail(run.output, OUTPUT_TAIL)}")
-    return verify_command(attempt, Document(doc=doc, origin=origin_of_run(run, doc),
-                                            source=command))
+        return cmd.Fail(
+            attempt=attempt,
+            category="runtime",
+            origin=origin_of_run(run),
+            detail=f"exit {run.exit_code}: {_tail(run.output, OUTPUT_TAIL)}",
+        )
+    return verify_command(
+        attempt, Document(doc=doc, origin=origin_of_run(run, doc), source=command)
+    )
 
 
 def _metrics(doc: dict[str, Any], source: str) -> dict[str, float]:
     raw = doc.get("metrics") or {}
     if not isinstance(raw, dict):
         raise BadInput(f"{source}: metrics must be an object of numbers")
-    return {str(k): float(v) for k, v in raw.items()
-            if isinstance(v, int | float) and not isinstance(v, bool)}
+    return {
+        str(k): float(v)
+        for k, v in raw.items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    }
 
 
 def _tail(text: str, size: int) -> str:

@@ -47,12 +47,11 @@ def verifying_replay(path: Path) -> list[Any]:
         for line in path.read_bytes().split(b"\n"):
             if not line:
                 continue
-            event_id = sha256(b"{" + line[codec.BODY_START:]).hexdigest()[:codec.ID_HEX]
+            event_id = sha256(b"{" + line[codec.BODY_START :]).hexdigest()[: codec.ID_HEX]
             record = loads(line)
             parents = record["parents"]
             lamport = record["lamport"]
-            if (record["id"] != event_id
-                    or (parents and lamports[parents[0]] >= lamport)):
+            if record["id"] != event_id or (parents and lamports[parents[0]] >= lamport):
                 raise ValueError(f"{path}: event {record['id']} does not verify")
             lamports[event_id] = lamport
             handlers.get(record["type"], _count)(counts, record)
@@ -108,9 +107,14 @@ def _lines(records: Sequence[dict[str, Any]]) -> list[bytes]:
         if record["provenance"] != shared[0]:
             shared = (record["provenance"], codec.canonical_json(record["provenance"]))
         body = record_mod.envelope_body(
-            record["lamport"], record["parents"], tuple(record["part"]),
-            codec.canonical_json(record["payload"]), shared[1], record["schema"],
-            record["type"])
+            record["lamport"],
+            record["parents"],
+            tuple(record["part"]),
+            codec.canonical_json(record["payload"]),
+            shared[1],
+            record["schema"],
+            record["type"],
+        )
         lines.append(codec.encode_body(body)[1])
     return lines
 

@@ -64,13 +64,63 @@ BASE_CONFIG: dict[str, Any] = {
 }
 _VEC_AXES = (8, 16, 24, 32, 40, 48, 56, 64)
 _UNROLLS = (32, 16, 8, 4, 2, 1)
-_PRIORS = ("production kernel softmax_fwd", "production kernel layernorm", "ledger of op rmsnorm",
-           "ledger of op gelu_tanh", "upstream kernel flash_attn_v2", "pypto sample add_rms")
-_WORDS = ("fuse", "split", "reorder", "the", "reduction", "loop", "into", "two", "passes",
-          "cache", "row", "max", "in", "l1", "use", "online", "softmax", "merge", "exp", "and",
-          "sum", "tile", "by", "rows", "vectorize", "tail", "handling", "hoist", "scale", "out",
-          "of", "inner", "double", "buffer", "input", "transpose", "before", "matmul",
-          "prefetch", "next", "block", "skip", "masked", "lanes", "unroll", "k", "dimension")
+_PRIORS = (
+    "production kernel softmax_fwd",
+    "production kernel layernorm",
+    "ledger of op rmsnorm",
+    "ledger of op gelu_tanh",
+    "upstream kernel flash_attn_v2",
+    "pypto sample add_rms",
+)
+_WORDS = (
+    "fuse",
+    "split",
+    "reorder",
+    "the",
+    "reduction",
+    "loop",
+    "into",
+    "two",
+    "passes",
+    "cache",
+    "row",
+    "max",
+    "in",
+    "l1",
+    "use",
+    "online",
+    "softmax",
+    "merge",
+    "exp",
+    "and",
+    "sum",
+    "tile",
+    "by",
+    "rows",
+    "vectorize",
+    "tail",
+    "handling",
+    "hoist",
+    "scale",
+    "out",
+    "of",
+    "inner",
+    "double",
+    "buffer",
+    "input",
+    "transpose",
+    "before",
+    "matmul",
+    "prefetch",
+    "next",
+    "block",
+    "skip",
+    "masked",
+    "lanes",
+    "unroll",
+    "k",
+    "dimension",
+)
 _FAILURES = ("compile", "timeout", "oom", "runtime")
 _FAILURE_DETAIL = {
     "compile": "pypto compile error: tile exceeds UB capacity (synthetic)",
@@ -89,9 +139,13 @@ ATTEMPT_EVENTS = 3
 
 
 def _origin(rng: random.Random) -> Origin:
-    return Origin(level="reported", tool=SYNTHETIC_HOST, tool_version=__version__,
-                  command=SYNTHETIC,
-                  output_digest="sha256:" + f"{rng.getrandbits(256):064x}")
+    return Origin(
+        level="reported",
+        tool=SYNTHETIC_HOST,
+        tool_version=__version__,
+        command=SYNTHETIC,
+        output_digest="sha256:" + f"{rng.getrandbits(256):064x}",
+    )
 
 
 class Campaign:
@@ -163,33 +217,55 @@ class Campaign:
         """The commands of the whole campaign; `send` the events of each (None: refused R9)."""
         rng = self.rng
         yield cmd.Init(op=OP)
-        outputs = (OutputCheck(name="y", all_close=True, max_diff=3.1e-06),
-                   OutputCheck(name="lse", all_close=True, max_diff=0.0))
-        yield cmd.RecordCompare(outputs=outputs, impl_path=f"custom/{OP}/{OP}_impl.py",
-                                impl_digest=IMPL_DIGEST, origin=_origin(rng))
-        yield cmd.RecordLayout(exit_code=0, impl_path=f"custom/{OP}/{OP}_impl.py",
-                               impl_digest=IMPL_DIGEST, origin=_origin(rng))
+        outputs = (
+            OutputCheck(name="y", all_close=True, max_diff=3.1e-06),
+            OutputCheck(name="lse", all_close=True, max_diff=0.0),
+        )
+        yield cmd.RecordCompare(
+            outputs=outputs,
+            impl_path=f"custom/{OP}/{OP}_impl.py",
+            impl_digest=IMPL_DIGEST,
+            origin=_origin(rng),
+        )
+        yield cmd.RecordLayout(
+            exit_code=0,
+            impl_path=f"custom/{OP}/{OP}_impl.py",
+            impl_digest=IMPL_DIGEST,
+            origin=_origin(rng),
+        )
         yield cmd.Activate(impl_digest=IMPL_DIGEST)
         yield cmd.LoadSkill(name="pypto-op-perf-tune")
         yield cmd.LoadSkill(name="perf-analyzer")
-        yield cmd.SetTarget(baseline_us=BASELINE_US, shape="32x1x4096", target_us=TARGET_US,
-                            target_source="spec", source_ref="SPEC.md perf_target (synthetic)",
-                            config=dict(BASE_CONFIG), origin=_origin(rng),
-                            baseline_samples_us=(99.2, 100.0, 100.4, 99.8, 100.9),
-                            util_pct=41.5, bubble_pct=33.0)
+        yield cmd.SetTarget(
+            baseline_us=BASELINE_US,
+            shape="32x1x4096",
+            target_us=TARGET_US,
+            target_source="spec",
+            source_ref="SPEC.md perf_target (synthetic)",
+            config=dict(BASE_CONFIG),
+            origin=_origin(rng),
+            baseline_samples_us=(99.2, 100.0, 100.4, 99.8, 100.9),
+            util_pct=41.5,
+            bubble_pct=33.0,
+        )
         algorithm_events = min(int(self.planned * _ALGORITHM_EVENTS[0]), _ALGORITHM_EVENTS[1])
         config_events = self.planned - algorithm_events - self.state.event_count
         end = self.state.event_count
         for stage, share in _STAGE_SHARES.items():
             end += int(config_events * share)
             yield from self._stage(stage, end)
-        yield cmd.RecordReport(path=f"custom/{OP}/{OP}_tuning_report.md",
-                               digest="sha256:" + f"{rng.getrandbits(256):064x}")
+        yield cmd.RecordReport(
+            path=f"custom/{OP}/{OP}_tuning_report.md",
+            digest="sha256:" + f"{rng.getrandbits(256):064x}",
+        )
         yield cmd.EnterStage(stage="algorithm")
         while True:  # runs on past the plan for as long as the caller drives it
-            yield from self._attempt(lambda: cmd.TryAlgorithm(
-                description=self._idea(),
-                impl_digest="sha256:" + f"{self.rng.getrandbits(256):064x}"))
+            yield from self._attempt(
+                lambda: cmd.TryAlgorithm(
+                    description=self._idea(),
+                    impl_digest="sha256:" + f"{self.rng.getrandbits(256):064x}",
+                )
+            )
 
     def _stage(self, stage: str, end: int) -> Generator[object, tuple[Event, ...] | None, None]:
         rng = self.rng
@@ -201,15 +277,20 @@ class Campaign:
             name = f"{_PREFIX[stage]}-{number}"
             yield cmd.OpenPoint(name=name)
             if rng.random() < 0.05:
-                yield cmd.ClosePoint(name=name, reason="not applicable to this kernel "
-                                     "(synthetic)", not_applicable=True)
+                yield cmd.ClosePoint(
+                    name=name,
+                    reason="not applicable to this kernel (synthetic)",
+                    not_applicable=True,
+                )
                 continue
             for _ in range(rng.randint(8, 12)):
-                yield from self._attempt(lambda: cmd.ProposeCandidate(
-                    config=self._config(), prior=rng.choice(_PRIORS)))
+                yield from self._attempt(
+                    lambda: cmd.ProposeCandidate(config=self._config(), prior=rng.choice(_PRIORS))
+                )
             self.stuck = False
-            while (self.state.points[name].is_open and self.state.event_count < end
-                   and not self.stuck):
+            while (
+                self.state.points[name].is_open and self.state.event_count < end and not self.stuck
+            ):
                 yield from self._attempt(self._mutation)
             if self.state.points[name].is_open:
                 yield cmd.ClosePoint(name=name, reason="moving on (synthetic)")
@@ -238,23 +319,38 @@ class Campaign:
         draw = rng.random()
         if draw < 0.06:
             category = rng.choice(_FAILURES)
-            yield cmd.Fail(attempt=attempt, category=category, detail=_FAILURE_DETAIL[category],
-                           origin=_origin(rng))
+            yield cmd.Fail(
+                attempt=attempt,
+                category=category,
+                detail=_FAILURE_DETAIL[category],
+                origin=_origin(rng),
+            )
             return
         if draw < 0.065:
-            yield cmd.Abandon(attempt=attempt, reason="session restarted before the verifier "
-                              "finished (synthetic)")
+            yield cmd.Abandon(
+                attempt=attempt, reason="session restarted before the verifier finished (synthetic)"
+            )
             return
         candidate = isinstance(command, cmd.ProposeCandidate)
         accurate = draw >= 0.08
-        outputs = (OutputCheck(name="y", all_close=accurate,
-                               max_diff=round(rng.uniform(0, 2e-5 if accurate else 0.5), 9)),
-                   OutputCheck(name="lse", all_close=True, max_diff=0.0))
-        yield cmd.Verify(attempt=attempt, outputs=outputs, layout_exit=0,
-                         times_us=self._times(candidate), origin=_origin(rng),
-                         util_pct=round(rng.uniform(30, 78), 2),
-                         bubble_pct=round(rng.uniform(12, 45), 2),
-                         metrics={"cycles": float(rng.randint(10**5, 10**6))})
+        outputs = (
+            OutputCheck(
+                name="y",
+                all_close=accurate,
+                max_diff=round(rng.uniform(0, 2e-5 if accurate else 0.5), 9),
+            ),
+            OutputCheck(name="lse", all_close=True, max_diff=0.0),
+        )
+        yield cmd.Verify(
+            attempt=attempt,
+            outputs=outputs,
+            layout_exit=0,
+            times_us=self._times(candidate),
+            origin=_origin(rng),
+            util_pct=round(rng.uniform(30, 78), 2),
+            bubble_pct=round(rng.uniform(12, 45), 2),
+            metrics={"cycles": float(rng.randint(10**5, 10**6))},
+        )
 
 
 # --- sinks: where the decided events land ------------------------------------------------------
@@ -299,9 +395,14 @@ def provenance(batch: int, command: object, seed: int) -> Provenance:
     """The fixed, clearly synthetic provenance of the `batch`-th command of a bench campaign."""
     seconds = 1_700_000_000 + 41 * batch  # one command every 41 s, from a fixed start
     at = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(seconds))
-    return Provenance(at=at, tool="tune-ledger", version=__version__, host=SYNTHETIC_HOST,
-                      pid=0, command=f"tune-ledger {type(command).__name__} "
-                      f"[{SYNTHETIC}, seed {seed}]")
+    return Provenance(
+        at=at,
+        tool="tune-ledger",
+        version=__version__,
+        host=SYNTHETIC_HOST,
+        pid=0,
+        command=f"tune-ledger {type(command).__name__} [{SYNTHETIC}, seed {seed}]",
+    )
 
 
 class Driver:
@@ -402,8 +503,9 @@ def cache_root(size: int, seed: int, cache: Path = DEFAULT_CACHE, unit: str = "e
     return cache / f"{size}{unit}-seed{seed}-{code_digest()}"
 
 
-def write_ledger(root: Path, events: int, seed: int, *, attempts: int | None = None
-                 ) -> dict[str, Any]:
+def write_ledger(
+    root: Path, events: int, seed: int, *, attempts: int | None = None
+) -> dict[str, Any]:
     """Generate a campaign of `events` events (or `attempts` ended attempts, planned as
     `events` events) into `root/custom/bench/events.jsonl`, atomically; its metadata."""
     folder = root / "custom" / OP
@@ -433,8 +535,14 @@ def write_ledger(root: Path, events: int, seed: int, *, attempts: int | None = N
     return meta
 
 
-def cached_ledger(events: int, seed: int = 1, cache: Path = DEFAULT_CACHE, log: Any = None,
-                  *, attempts: int | None = None) -> tuple[Path, dict[str, Any]]:
+def cached_ledger(
+    events: int,
+    seed: int = 1,
+    cache: Path = DEFAULT_CACHE,
+    log: Any = None,
+    *,
+    attempts: int | None = None,
+) -> tuple[Path, dict[str, Any]]:
     """The root of a generated campaign of `events` events (or of `attempts` attempts),
     generating it on a cache miss."""
     if attempts is None:
@@ -459,8 +567,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     args = parser.parse_args(argv)
     for events in args.events:
-        root, meta = cached_ledger(events, args.seed, args.cache,
-                                   log=lambda m: print(m, file=sys.stderr))
+        root, meta = cached_ledger(
+            events, args.seed, args.cache, log=lambda m: print(m, file=sys.stderr)
+        )
         print(json.dumps({"root": str(root), **meta}, sort_keys=True))
 
 

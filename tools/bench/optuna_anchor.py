@@ -24,8 +24,11 @@ from ledger.log.store import FileStore
 
 STUDY = "bench"
 # The integer parameters of the bench campaigns and their ranges (tools/bench/generate.py).
-_INT_RANGES = {"stitch_function_max_num": (1, 4096), "mg_copy_cycles": (64, 16384),
-               "l0c_reuse_depth": (1, 64)}
+_INT_RANGES = {
+    "stitch_function_max_num": (1, 4096),
+    "mg_copy_cycles": (64, 16384),
+    "l0c_reuse_depth": (1, 64),
+}
 
 
 def version() -> str:
@@ -41,22 +44,28 @@ def _trials(ledger: Path) -> list[Any]:
         for key, value in attempt.config.items():
             if key not in _INT_RANGES:
                 choices.setdefault(key, set()).add(codec.canonical_json(value))
-    distributions: dict[str, Any] = {key: IntDistribution(*_INT_RANGES[key])
-                                     for key in _INT_RANGES}
-    distributions.update({key: CategoricalDistribution(sorted(values))
-                          for key, values in choices.items()})
+    distributions: dict[str, Any] = {key: IntDistribution(*_INT_RANGES[key]) for key in _INT_RANGES}
+    distributions.update(
+        {key: CategoricalDistribution(sorted(values)) for key, values in choices.items()}
+    )
     trials = []
     for attempt in attempts:
         if attempt.status == "pending":
             continue
-        params = {key: value if key in _INT_RANGES else codec.canonical_json(value)
-                  for key, value in attempt.config.items()}
+        params = {
+            key: value if key in _INT_RANGES else codec.canonical_json(value)
+            for key, value in attempt.config.items()
+        }
         used = {key: distributions[key] for key in params}
         ok = attempt.measurement is not None and attempt.failure is None
-        trials.append(create_trial(
-            params=params, distributions=used,
-            value=attempt.measurement.median_us if ok and attempt.measurement else None,
-            state=TrialState.COMPLETE if ok else TrialState.FAIL))
+        trials.append(
+            create_trial(
+                params=params,
+                distributions=used,
+                value=attempt.measurement.median_us if ok and attempt.measurement else None,
+                state=TrialState.COMPLETE if ok else TrialState.FAIL,
+            )
+        )
     return trials
 
 
@@ -86,13 +95,15 @@ def load_trials(journal: Path) -> list[Any]:
 
 def best_trial_argv(journal: Path) -> list[str]:
     """A new python process that loads the study and prints its best trial."""
-    code = ("import optuna\n"
-            "from optuna.storages import JournalStorage\n"
-            "from optuna.storages.journal import JournalFileBackend\n"
-            "optuna.logging.set_verbosity(optuna.logging.WARNING)\n"
-            f"storage = JournalStorage(JournalFileBackend({json.dumps(str(journal))}))\n"
-            f"study = optuna.load_study(study_name={STUDY!r}, storage=storage)\n"
-            "print(study.best_trial.number, study.best_trial.value)\n")
+    code = (
+        "import optuna\n"
+        "from optuna.storages import JournalStorage\n"
+        "from optuna.storages.journal import JournalFileBackend\n"
+        "optuna.logging.set_verbosity(optuna.logging.WARNING)\n"
+        f"storage = JournalStorage(JournalFileBackend({json.dumps(str(journal))}))\n"
+        f"study = optuna.load_study(study_name={STUDY!r}, storage=storage)\n"
+        "print(study.best_trial.number, study.best_trial.value)\n"
+    )
     return [sys.executable, "-c", code]
 
 

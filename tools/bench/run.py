@@ -51,17 +51,42 @@ from tools.bench.generate import DEFAULT_CACHE, OP  # noqa: E402
 
 def summary(samples: Sequence[float]) -> dict[str, Any]:
     """min / median / max of repeated samples, and how many there were."""
-    return {"min": min(samples), "median": statistics.median(samples), "max": max(samples),
-            "n": len(samples)}
+    return {
+        "min": min(samples),
+        "median": statistics.median(samples),
+        "max": max(samples),
+        "n": len(samples),
+    }
 
 
-def figure(*, value: float | None, reference: float | None, unit: str, ratio: float | None,
-           ratio_is: str, goal: str, met: bool | None, what: str, reference_is: str,
-           noise: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+def figure(
+    *,
+    value: float | None,
+    reference: float | None,
+    unit: str,
+    ratio: float | None,
+    ratio_is: str,
+    goal: str,
+    met: bool | None,
+    what: str,
+    reference_is: str,
+    noise: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     """One figure of the report."""
-    return {"what": what, "value": _round(value), "reference": _round(reference),
-            "reference_is": reference_is, "unit": unit, "ratio": _round(ratio),
-            "ratio_is": ratio_is, "goal": goal, "met": met, "noise": noise or {}, **extra}
+    return {
+        "what": what,
+        "value": _round(value),
+        "reference": _round(reference),
+        "reference_is": reference_is,
+        "unit": unit,
+        "ratio": _round(ratio),
+        "ratio_is": ratio_is,
+        "goal": goal,
+        "met": met,
+        "noise": noise or {},
+        **extra,
+    }
 
 
 def _round(value: float | None) -> float | None:
@@ -119,6 +144,7 @@ def full_replay(path: Path) -> State:
 def bench_replay(path: Path, repeats: int, events: int) -> dict[str, Any]:
     """Full replay vs the bare parse loop over the same file (goal: ratio ≥ 0.5), with the
     floor any verifying replay in Python stays above (tools/bench/floors.py)."""
+
     def run_replay() -> float:
         return timed(lambda: full_replay(path))
 
@@ -137,22 +163,37 @@ def bench_replay(path: Path, repeats: int, events: int) -> dict[str, Any]:
     gc.collect()
     return figure(
         what=f"FileStore.stream (every id and chain link verified) folding each event into "
-             f"the state (what OpLedger.load does), {events} events",
-        value=value, reference=reference, unit="s", ratio=reference / value,
-        ratio_is="parse_time / replay_time", goal="≥ 0.5", met=reference / value >= 0.5,
+        f"the state (what OpLedger.load does), {events} events",
+        value=value,
+        reference=reference,
+        unit="s",
+        ratio=reference / value,
+        ratio_is="parse_time / replay_time",
+        goal="≥ 0.5",
+        met=reference / value >= 0.5,
         reference_is="bare orjson.loads over the same file's lines",
-        noise={"value": summary(replay_s), "reference": summary(parse_s),
-               "floor": summary(floor_s)},
-        events=events, bytes=path.stat().st_size,
-        floor={"value": _round(floor), "ratio": _round(reference / floor),
-               "is": "the barest verifying replay (floors.verifying_replay: content id, one "
-                     "parse, one Lamport check, one dict insert and one handler call per "
-                     "event, payloads kept); no replay can reach a better ratio than this"},
-        per_event_us={"replay": _round(value / events * 1e6),
-                      "parse": _round(reference / events * 1e6),
-                      "floor": _round(floor / events * 1e6),
-                      "of_which_verify": _round(verify_s / events * 1e6),
-                      "of_which_fold": _round((value - verify_s) / events * 1e6)})
+        noise={
+            "value": summary(replay_s),
+            "reference": summary(parse_s),
+            "floor": summary(floor_s),
+        },
+        events=events,
+        bytes=path.stat().st_size,
+        floor={
+            "value": _round(floor),
+            "ratio": _round(reference / floor),
+            "is": "the barest verifying replay (floors.verifying_replay: content id, one "
+            "parse, one Lamport check, one dict insert and one handler call per "
+            "event, payloads kept); no replay can reach a better ratio than this",
+        },
+        per_event_us={
+            "replay": _round(value / events * 1e6),
+            "parse": _round(reference / events * 1e6),
+            "floor": _round(floor / events * 1e6),
+            "of_which_verify": _round(verify_s / events * 1e6),
+            "of_which_fold": _round((value - verify_s) / events * 1e6),
+        },
+    )
 
 
 # --- 3. one command's durable append ----------------------------------------------------------
@@ -227,20 +268,29 @@ def bench_append(scratch: Path, seed: int, events: int, repeats: int) -> dict[st
     floor_median = statistics.median(floor_s)
     return figure(
         what=f"FileStore.append of one command's batch (lock, check the tip, seal, write, "
-             f"fsync) on "
-             f"a {events}-event ledger",
-        value=value, reference=reference, unit="s", ratio=value / reference,
-        ratio_is="append_time / bare_write_time", goal="≤ 1.3", met=value / reference <= 1.3,
+        f"fsync) on "
+        f"a {events}-event ledger",
+        value=value,
+        reference=reference,
+        unit="s",
+        ratio=value / reference,
+        ratio_is="append_time / bare_write_time",
+        goal="≤ 1.3",
+        met=value / reference <= 1.3,
         reference_is="os.write + os.fsync of the same bytes to a file in the same directory",
-        noise={"value": summary(store_s), "reference": summary(bare_s),
-               "floor": summary(floor_s)},
-        floor={"value": _round(floor_median), "ratio": _round(floor_median / reference),
-               "is": "the barest locked, canonical, durable append of the same records "
-                     "(floors.DurableAppend: flock, a size check, each payload and the shared "
-                     "provenance in the standard library's canonical JSON inside the fixed "
-                     "envelope, sha256, one write, fsync); no append that writes canonical "
-                     "bytes under a lock can reach a better ratio than this"},
-        batch_events={"min": min(sizes), "max": max(sizes)}, events=events)
+        noise={"value": summary(store_s), "reference": summary(bare_s), "floor": summary(floor_s)},
+        floor={
+            "value": _round(floor_median),
+            "ratio": _round(floor_median / reference),
+            "is": "the barest locked, canonical, durable append of the same records "
+            "(floors.DurableAppend: flock, a size check, each payload and the shared "
+            "provenance in the standard library's canonical JSON inside the fixed "
+            "envelope, sha256, one write, fsync); no append that writes canonical "
+            "bytes under a lock can reach a better ratio than this",
+        },
+        batch_events={"min": min(sizes), "max": max(sizes)},
+        events=events,
+    )
 
 
 def bench_execute(scratch: Path, seed: int, events: int, repeats: int) -> dict[str, Any]:
@@ -273,14 +323,20 @@ def bench_execute(scratch: Path, seed: int, events: int, repeats: int) -> dict[s
     value, reference = statistics.median(exec_s), statistics.median(bare_s)
     return figure(
         what=f"OpLedger.execute of one command (load, decide, append, render MEMORY.md) on a "
-             f"{events}-event ledger",
-        value=value, reference=reference, unit="s", ratio=value / reference,
+        f"{events}-event ledger",
+        value=value,
+        reference=reference,
+        unit="s",
+        ratio=value / reference,
         ratio_is="execute_time / bare_write_time",
         # No goal of its own: the issue's ≤ 1.3× is the append's (figure `append`); a new
         # OpLedger per command (as the CLI makes) verifies and replays the whole ledger first.
-        goal="(none: shown beside `append`; grows with the ledger)", met=None,
+        goal="(none: shown beside `append`; grows with the ledger)",
+        met=None,
         reference_is="os.write + os.fsync of the same bytes to a file in the same directory",
-        noise={"value": summary(exec_s), "reference": summary(bare_s)}, events=events)
+        noise={"value": summary(exec_s), "reference": summary(bare_s)},
+        events=events,
+    )
 
 
 # --- 4. startup, and 5. the incremental cost of a long ledger -----------------------------------
@@ -300,12 +356,19 @@ def cli_command() -> list[str]:
 PROCESS_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def process_time(argv: Sequence[str], cwd: Path | None = None,
-                 env: dict[str, str] | None = None) -> float:
+def process_time(
+    argv: Sequence[str], cwd: Path | None = None, env: dict[str, str] | None = None
+) -> float:
     """The wall time of one process, start to exit; it must succeed."""
     started = time.perf_counter()
-    subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, env=PROCESS_ENV if env is None else env)
+    subprocess.run(
+        argv,
+        cwd=cwd,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=PROCESS_ENV if env is None else env,
+    )
     return time.perf_counter() - started
 
 
@@ -321,16 +384,31 @@ def status_argv(root: Path) -> list[str]:
 def import_costs(root: Path, top: int = 12) -> dict[str, Any]:
     """What `status` imports (python -X importtime): total, and self time by top package."""
     code = "import sys; from ledger.cli import main; sys.argv[0] = 'tune-ledger'; main()"
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", code, "--root", str(root),
-                           "--json", "status", OP], capture_output=True, text=True, check=True,
-                          env=PROCESS_ENV)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-c",
+            code,
+            "--root",
+            str(root),
+            "--json",
+            "status",
+            OP,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=PROCESS_ENV,
+    )
     by_package: dict[str, float] = {}
     modules = []
     total = 0.0
     for line in done.stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
             continue
-        self_us, cumulative_us, name = line[len("import time:"):].split("|")
+        self_us, cumulative_us, name = line[len("import time:") :].split("|")
         depth = (len(name) - len(name.lstrip()) - 1) // 2
         module = name.strip()
         if depth == 0:
@@ -340,9 +418,11 @@ def import_costs(root: Path, top: int = 12) -> dict[str, Any]:
         modules.append((int(cumulative_us) / 1000, module))
     ranked = sorted(by_package.items(), key=lambda item: -item[1])[:top]
     heaviest = sorted(modules, reverse=True)[:top]
-    return {"total_ms": round(total, 1),
-            "self_ms_by_package": {name: round(ms, 1) for name, ms in ranked},
-            "heaviest_cumulative_ms": {name: round(ms, 1) for ms, name in heaviest}}
+    return {
+        "total_ms": round(total, 1),
+        "self_ms_by_package": {name: round(ms, 1) for name, ms in ranked},
+        "heaviest_cumulative_ms": {name: round(ms, 1) for ms, name in heaviest},
+    }
 
 
 def bench_startup(root: Path, repeats: int) -> dict[str, Any]:
@@ -350,19 +430,27 @@ def bench_startup(root: Path, repeats: int) -> dict[str, Any]:
     status = status_argv(root)
     click = [sys.executable, "-c", "import click"]
     process_time(status)
-    status_s, click_s = alternate(lambda: process_time(status), lambda: process_time(click),
-                                  repeats=repeats)
+    status_s, click_s = alternate(
+        lambda: process_time(status), lambda: process_time(click), repeats=repeats
+    )
     value, reference = min(status_s), min(click_s)
     uncached_s = [process_time(status, env=UNCACHED) for _ in range(repeats)]
     return figure(
         what="tune-ledger --json status OP on a small ledger, whole process (best of N; the "
-             "first run wrote the view cache, so these are hits)",
+        "first run wrote the view cache, so these are hits)",
         uncached_s=_round(min(uncached_s)),
-        value=value, reference=reference, unit="s", ratio=value / reference,
-        ratio_is="status_time / import_click_time", goal="≤ 2", met=value / reference <= 2,
+        value=value,
+        reference=reference,
+        unit="s",
+        ratio=value / reference,
+        ratio_is="status_time / import_click_time",
+        goal="≤ 2",
+        met=value / reference <= 2,
         reference_is='python -c "import click" (same interpreter)',
         noise={"value": summary(status_s), "reference": summary(click_s)},
-        events=_count_lines(ledger_file(root)), import_costs=import_costs(root))
+        events=_count_lines(ledger_file(root)),
+        import_costs=import_costs(root),
+    )
 
 
 def bench_incremental(small: Path, big: Path, repeats: int) -> dict[str, Any]:
@@ -370,18 +458,27 @@ def bench_incremental(small: Path, big: Path, repeats: int) -> dict[str, Any]:
     small_argv, big_argv = status_argv(small), status_argv(big)
     first_big = process_time(big_argv)  # the first run may build a snapshot
     process_time(small_argv)
-    big_s, small_s = alternate(lambda: process_time(big_argv),
-                               lambda: process_time(small_argv), repeats=repeats)
+    big_s, small_s = alternate(
+        lambda: process_time(big_argv), lambda: process_time(small_argv), repeats=repeats
+    )
     value, reference = min(big_s), min(small_s)
     big_events, small_events = _count_lines(ledger_file(big)), _count_lines(ledger_file(small))
     return figure(
         what=f"tune-ledger --json status OP on a {big_events}-event ledger (best of N)",
-        value=value, reference=reference, unit="s", ratio=value / reference,
-        ratio_is="status_time(big) / status_time(small)", goal="≤ 2", met=value / reference <= 2,
+        value=value,
+        reference=reference,
+        unit="s",
+        ratio=value / reference,
+        ratio_is="status_time(big) / status_time(small)",
+        goal="≤ 2",
+        met=value / reference <= 2,
         reference_is=f"the same on a {small_events}-event ledger",
         noise={"value": summary(big_s), "reference": summary(small_s)},
-        first_run_s=_round(first_big), events=big_events, reference_events=small_events,
-        snapshot=_snapshot_note(big))
+        first_run_s=_round(first_big),
+        events=big_events,
+        reference_events=small_events,
+        snapshot=_snapshot_note(big),
+    )
 
 
 def _snapshot_note(root: Path) -> str:
@@ -448,9 +545,11 @@ def bench_memory(path: Path, marks: Sequence[int], repeats: int) -> dict[str, An
         samples = [timed(lambda s=state: _render(s)) for _ in range(repeats)]
         text = _render(state)
         lines, changed = changed_bytes(_render(before), text)
-        rows[str(attempts)] = {"render_s": summary(samples),
-                               "size_bytes": len(text.encode()),
-                               "changed_by_next_attempt": {"lines": lines, "bytes": changed}}
+        rows[str(attempts)] = {
+            "render_s": summary(samples),
+            "size_bytes": len(text.encode()),
+            "changed_by_next_attempt": {"lines": lines, "bytes": changed},
+        }
     sizes = sorted(rows, key=int)
     low, high = sizes[0], sizes[-1]
     t_low = rows[low]["render_s"]["median"]
@@ -461,21 +560,38 @@ def bench_memory(path: Path, marks: Sequence[int], repeats: int) -> dict[str, An
     return {
         "render_time": figure(
             what=f"MEMORY.md render time from {low} to {high} attempts (scaling exponent)",
-            value=t_high, reference=t_low, unit="s", ratio=exponent,
+            value=t_high,
+            reference=t_low,
+            unit="s",
+            ratio=exponent,
             ratio_is=f"log(t({high})/t({low})) / log({high}/{low}): 1 is linear",
-            goal="≤ 1 (linear or better)", met=exponent <= 1.0,
-            reference_is=f"render time at {low} attempts", per_size=rows),
+            goal="≤ 1 (linear or better)",
+            met=exponent <= 1.0,
+            reference_is=f"render time at {low} attempts",
+            per_size=rows,
+        ),
         "size": figure(
-            what="MEMORY.md size, largest over the sizes", value=largest, reference=32 * 1024,
-            unit="bytes", ratio=largest / (32 * 1024), ratio_is="size / 32 KiB",
+            what="MEMORY.md size, largest over the sizes",
+            value=largest,
+            reference=32 * 1024,
+            unit="bytes",
+            ratio=largest / (32 * 1024),
+            ratio_is="size / 32 KiB",
             goal="≤ 1 (bounded: stays under 32 KiB however long the campaign)",
-            met=largest <= 32 * 1024, reference_is="32 KiB, the bound memory_sections.py promises"),
+            met=largest <= 32 * 1024,
+            reference_is="32 KiB, the bound memory_sections.py promises",
+        ),
         "changed_per_attempt": figure(
             what="bytes of MEMORY.md changed by one new attempt, largest over the sizes",
-            value=most_changed, reference=largest, unit="bytes",
-            ratio=most_changed / largest, ratio_is="changed bytes / file size",
-            goal="≤ 0.25 (a few lines, not a rewrite)", met=most_changed / largest <= 0.25,
-            reference_is="the file's size"),
+            value=most_changed,
+            reference=largest,
+            unit="bytes",
+            ratio=most_changed / largest,
+            ratio_is="changed bytes / file size",
+            goal="≤ 0.25 (a few lines, not a rewrite)",
+            met=most_changed / largest <= 0.25,
+            reference_is="the file's size",
+        ),
     }
 
 
@@ -494,38 +610,57 @@ def bench_optuna(root: Path, scratch: Path, repeats: int) -> dict[str, Any]:
     ledger_s, optuna_s, floor_s = alternate(
         lambda: timed(lambda: full_replay(path)),
         lambda: timed(lambda: optuna_anchor.load_trials(journal)),
-        lambda: timed(lambda: floors.verifying_replay(path)), repeats=repeats)
+        lambda: timed(lambda: floors.verifying_replay(path)),
+        repeats=repeats,
+    )
     value, reference = statistics.median(ledger_s), statistics.median(optuna_s)
     floor = statistics.median(floor_s)
     in_process = figure(
         what=f"in-process replay of a {trials}-attempt campaign (read + verify + replay)",
-        value=value, reference=reference, unit="s", ratio=reference / value,
-        ratio_is="optuna_time / ledger_time (times faster)", goal="≥ 20",
+        value=value,
+        reference=reference,
+        unit="s",
+        ratio=reference / value,
+        ratio_is="optuna_time / ledger_time (times faster)",
+        goal="≥ 20",
         met=reference / value >= 20,
         reference_is=f"Optuna JournalStorage(JournalFileBackend) load + study.trials, "
-                     f"{trials} trials with the same parameters and values",
-        noise={"value": summary(ledger_s), "reference": summary(optuna_s),
-               "floor": summary(floor_s)},
-        floor={"value": _round(floor), "ratio": _round(reference / floor),
-               "is": "the barest verifying replay of the same ledger (floors.verifying_replay, "
-                     "as in the replay figures); no replay that verifies every content id can "
-                     "be more times faster than this"})
+        f"{trials} trials with the same parameters and values",
+        noise={
+            "value": summary(ledger_s),
+            "reference": summary(optuna_s),
+            "floor": summary(floor_s),
+        },
+        floor={
+            "value": _round(floor),
+            "ratio": _round(reference / floor),
+            "is": "the barest verifying replay of the same ledger (floors.verifying_replay, "
+            "as in the replay figures); no replay that verifies every content id can "
+            "be more times faster than this",
+        },
+    )
     status = status_argv(root)
     best = optuna_anchor.best_trial_argv(journal)
     process_time(status)
     process_time(best)
-    status_s, best_s = alternate(lambda: process_time(status), lambda: process_time(best),
-                                 repeats=repeats)
+    status_s, best_s = alternate(
+        lambda: process_time(status), lambda: process_time(best), repeats=repeats
+    )
     value, reference = min(status_s), min(best_s)
     processes = figure(
         what=f"whole process: tune-ledger --json status on the {trials}-attempt campaign "
-             "(best of N)",
-        value=value, reference=reference, unit="s", ratio=reference / value,
-        ratio_is="optuna_time / ledger_time (times faster)", goal="≥ 5",
+        "(best of N)",
+        value=value,
+        reference=reference,
+        unit="s",
+        ratio=reference / value,
+        ratio_is="optuna_time / ledger_time (times faster)",
+        goal="≥ 5",
         met=reference / value >= 5,
         reference_is="a new python process that loads the Optuna study and reads best_trial",
         noise={"value": summary(status_s), "reference": summary(best_s)},
-        note="fresh processes with a warm OS page cache on both sides")
+        note="fresh processes with a warm OS page cache on both sides",
+    )
     return {"replay": in_process, "process": processes, "optuna_version": optuna_anchor.version()}
 
 
@@ -538,10 +673,14 @@ def autopilot_share(log: Path | None) -> dict[str, Any]:
     pypto_runs, ledger_share}`), passed as `--autopilot-log FILE`: the campaign takes minutes
     of real PyPTO runs, so the bench reads its record instead of running it."""
     if log is None or not log.exists():
-        return {"what": "ledger time / wall time of an autopilot campaign", "value": None,
-                "unit": "fraction", "status": "todo",
-                "how": "python -m tools.autopilot --op OP > /tmp/autopilot.log; then "
-                       "python tools/bench/run.py --autopilot-log /tmp/autopilot.log"}
+        return {
+            "what": "ledger time / wall time of an autopilot campaign",
+            "value": None,
+            "unit": "fraction",
+            "status": "todo",
+            "how": "python -m tools.autopilot --op OP > /tmp/autopilot.log; then "
+            "python tools/bench/run.py --autopilot-log /tmp/autopilot.log",
+        }
     timing = None
     for line in log.read_text().splitlines():
         with contextlib.suppress(ValueError):
@@ -551,11 +690,19 @@ def autopilot_share(log: Path | None) -> dict[str, Any]:
     if timing is None:
         return {"value": None, "status": f"no timing summary found in {log}"}
     share = timing.get("ledger_share")
-    return figure(what="ledger time / wall time of an autopilot campaign",
-                  value=timing.get("ledger_s"), reference=timing.get("wall_s"), unit="s",
-                  ratio=share, ratio_is="ledger_s / wall_s", goal="≤ 0.05",
-                  met=None if share is None else share <= 0.05,
-                  reference_is="the campaign's wall time", timing=timing, source=str(log))
+    return figure(
+        what="ledger time / wall time of an autopilot campaign",
+        value=timing.get("ledger_s"),
+        reference=timing.get("wall_s"),
+        unit="s",
+        ratio=share,
+        ratio_is="ledger_s / wall_s",
+        goal="≤ 0.05",
+        met=None if share is None else share <= 0.05,
+        reference_is="the campaign's wall time",
+        timing=timing,
+        source=str(log),
+    )
 
 
 # --- the report --------------------------------------------------------------------------------
@@ -575,19 +722,36 @@ def machine() -> dict[str, Any]:
         memory_gib = round(int(first.split()[1]) / 2**20, 1)
     import orjson
 
-    return {"python": platform.python_version(), "implementation": platform.python_implementation(),
-            "platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(),
-            "memory_gib": memory_gib, "orjson": orjson.__version__, "tune_ledger": __version__,
-            "bench_tmp": tempfile.gettempdir()}
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": memory_gib,
+        "orjson": orjson.__version__,
+        "tune_ledger": __version__,
+        "bench_tmp": tempfile.gettempdir(),
+    }
 
 
 SIZES = {
-    "full": {"replay": (10_000, 100_000, 1_000_000), "incremental": 1_000_000,
-             "repeats": {10_000: 7, 100_000: 5, 1_000_000: 3}, "append": 40, "startup": 10,
-             "process_repeats": 3},
-    "quick": {"replay": (10_000, 100_000), "incremental": 100_000,
-              "repeats": {10_000: 5, 100_000: 2}, "append": 20, "startup": 5,
-              "process_repeats": 2},
+    "full": {
+        "replay": (10_000, 100_000, 1_000_000),
+        "incremental": 1_000_000,
+        "repeats": {10_000: 7, 100_000: 5, 1_000_000: 3},
+        "append": 40,
+        "startup": 10,
+        "process_repeats": 3,
+    },
+    "quick": {
+        "replay": (10_000, 100_000),
+        "incremental": 100_000,
+        "repeats": {10_000: 5, 100_000: 2},
+        "append": 20,
+        "startup": 5,
+        "process_repeats": 2,
+    },
 }
 SMALL_EVENTS = 1_000
 APPEND_EVENTS = 10_000
@@ -595,25 +759,31 @@ MEMORY_MARKS = (100, 1_000, 10_000)
 OPTUNA_ATTEMPTS = 10_000
 
 
-def build_report(mode: str, seed: int, cache: Path, autopilot_log: Path | None,
-                 log: Callable[[str], None]) -> dict[str, Any]:
+def build_report(
+    mode: str, seed: int, cache: Path, autopilot_log: Path | None, log: Callable[[str], None]
+) -> dict[str, Any]:
     """Run every figure of `mode` ("full" or "quick") and return the report."""
     plan = SIZES[mode]
     started = time.perf_counter()
-    report: dict[str, Any] = {"mode": mode, "seed": seed, "machine": machine(),
-                              "data": generate.SYNTHETIC, "figures": {}}
+    report: dict[str, Any] = {
+        "mode": mode,
+        "seed": seed,
+        "machine": machine(),
+        "data": generate.SYNTHETIC,
+        "figures": {},
+    }
     figures = report["figures"]
     ledgers = {}
     for events in sorted({SMALL_EVENTS, *plan["replay"], plan["incremental"]}):
         ledgers[events], _meta = generate.cached_ledger(events, seed, cache, log)
-    campaign, campaign_meta = generate.cached_ledger(0, seed, cache, log,
-                                                     attempts=OPTUNA_ATTEMPTS)
+    campaign, campaign_meta = generate.cached_ledger(0, seed, cache, log, attempts=OPTUNA_ATTEMPTS)
     with tempfile.TemporaryDirectory(prefix="tune-ledger-bench-") as tmp:
         scratch = Path(tmp)
         for events in plan["replay"]:
             log(f"replay vs parse, {events} events")
-            figures[f"replay_{events}"] = bench_replay(ledger_file(ledgers[events]),
-                                                       plan["repeats"][events], events)
+            figures[f"replay_{events}"] = bench_replay(
+                ledger_file(ledgers[events]), plan["repeats"][events], events
+            )
         log("durable append")
         figures["append"] = bench_append(scratch, seed, APPEND_EVENTS, plan["append"])
         log("OpLedger.execute")
@@ -621,9 +791,9 @@ def build_report(mode: str, seed: int, cache: Path, autopilot_log: Path | None,
         log("startup")
         figures["startup"] = bench_startup(ledgers[SMALL_EVENTS], plan["startup"])
         log("incremental status")
-        figures["incremental"] = bench_incremental(ledgers[SMALL_EVENTS],
-                                                   ledgers[plan["incremental"]],
-                                                   plan["process_repeats"])
+        figures["incremental"] = bench_incremental(
+            ledgers[SMALL_EVENTS], ledgers[plan["incremental"]], plan["process_repeats"]
+        )
         log("MEMORY.md")
         figures["memory"] = bench_memory(ledger_file(campaign), MEMORY_MARKS, 5)
         log("optuna")
@@ -656,13 +826,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="tune-ledger core benchmark")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, < 2 minutes")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
-                        help="where generated ledgers are kept (default %(default)s)")
-    parser.add_argument("--autopilot-log", type=Path, default=None,
-                        help="an autopilot run's output, for the ledger's share of wall time")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=DEFAULT_CACHE,
+        help="where generated ledgers are kept (default %(default)s)",
+    )
+    parser.add_argument(
+        "--autopilot-log",
+        type=Path,
+        default=None,
+        help="an autopilot run's output, for the ledger's share of wall time",
+    )
     args = parser.parse_args(argv)
-    report = build_report("quick" if args.quick else "full", args.seed, args.cache,
-                          args.autopilot_log, lambda m: print(m, file=sys.stderr, flush=True))
+    report = build_report(
+        "quick" if args.quick else "full",
+        args.seed,
+        args.cache,
+        args.autopilot_log,
+        lambda m: print(m, file=sys.stderr, flush=True),
+    )
     print(json.dumps(report, indent=1, sort_keys=True, ensure_ascii=False))
 
 

@@ -46,8 +46,10 @@ def find_run_folder(directory: Path) -> Path:
         return runs[0]
     if not runs:
         raise ArtefactError(f"{directory}: no run folder with {SIM}/ in it")
-    raise ArtefactError(f"{directory}: {len(runs)} run folders, name one of them: "
-                        + ", ".join(p.name for p in runs))
+    raise ArtefactError(
+        f"{directory}: {len(runs)} run folders, name one of them: "
+        + ", ".join(p.name for p in runs)
+    )
 
 
 def read_run_folder(folder: Path) -> RunArtefacts:
@@ -77,17 +79,28 @@ def read_run_folder(folder: Path) -> RunArtefacts:
         cores = metrics.cores_from_swim(swim, topo)
         source = "_simulate.swim.json" + (" + tmp_topo_json.json" if topo else "")
         if bad:
-            source += (f" (bubble_analysis.log has impossible schedule waits on {len(bad)} "
-                       f"cores, e.g. {bad[0]})")
+            source += (
+                f" (bubble_analysis.log has impossible schedule waits on {len(bad)} "
+                f"cores, e.g. {bad[0]})"
+            )
     figures = metrics.summarize(cores, total_cycles)
     span = metrics.swim_span_us(swim)
     diff = abs(span - figures["max_work_time_us"])
-    crosscheck = {"swim_span_us": float(f"{span:.12g}"), "abs_diff_us": float(f"{diff:.6g}"),
-                  "ok": diff <= CROSSCHECK_TOLERANCE_US}
+    crosscheck = {
+        "swim_span_us": float(f"{span:.12g}"),
+        "abs_diff_us": float(f"{diff:.6g}"),
+        "ok": diff <= CROSSCHECK_TOLERANCE_US,
+    }
     csvs = sorted(folder.glob("verify_*/verify_result_brief.csv"))
     rows = parse_verify_csv(read(csvs[-1]).decode()) if csvs else None
-    return RunArtefacts(folder=folder, metrics=figures, metrics_source=source,
-                        crosscheck=crosscheck, verify_rows=rows, digests=digests)
+    return RunArtefacts(
+        folder=folder,
+        metrics=figures,
+        metrics_source=source,
+        crosscheck=crosscheck,
+        verify_rows=rows,
+        digests=digests,
+    )
 
 
 def _json(data: bytes, path: Path) -> Any:

@@ -68,7 +68,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
             result["numerics_patch"] = host_verify_patch.activate()
         except host_verify_patch.PatchRefused as e:
             return {**result, "status": "numerics-error", "error": str(e)}
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - pypto internals: any error is a numerics error
             return {**result, "status": "numerics-error", "error": error_chain(e)}
 
     op_dir = Path(request["op_dir"])
@@ -80,8 +80,10 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         result["config"] = impl.resolve_config(config, rank=len(shape))
     except ValueError as e:
         return {**result, "status": "config-error", "error": str(e)}
-    result["config"] = {k: ({str(a): b for a, b in v.items()} if isinstance(v, dict) else v)
-                        for k, v in result["config"].items()}
+    result["config"] = {
+        k: ({str(a): b for a, b in v.items()} if isinstance(v, dict) else v)
+        for k, v in result["config"].items()
+    }
 
     inputs = gold.make_inputs(shape, dtype, int(request["seed"]))
     goldens = gold.golden(*inputs)
@@ -98,24 +100,30 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     try:
         kernel = impl.build_kernel(shape, dtype, config, verify_options=verify_options)
         kernel(*inputs, *outputs)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - the kernel's own failure, classified by the parent
         result.update(error=error_chain(e), traceback=traceback.format_exc()[-4000:])
         result["run_s"] = round(time.monotonic() - run_started, 3)
         return result
     result["run_s"] = round(time.monotonic() - run_started, 3)
 
     compares = []
-    for index, (name_out, out, ref) in enumerate(zip(impl.OUTPUT_NAMES, outputs, goldens,
-                                                     strict=True)):
+    for index, (name_out, out, ref) in enumerate(
+        zip(impl.OUTPUT_NAMES, outputs, goldens, strict=True)
+    ):
         diff = (out.double() - ref.double()).abs().max().item() if out.numel() else 0.0
-        compares.append({
-            "name": name_out,
-            "index": len(inputs) + index,
-            "all_close": bool(torch.allclose(out, ref, rtol=float(request["rtol"]),
-                                             atol=float(request["atol"]))),
-            "max_diff": float(diff),
-            "nonzero": bool(out.count_nonzero().item() > 0),
-        })
+        compares.append(
+            {
+                "name": name_out,
+                "index": len(inputs) + index,
+                "all_close": bool(
+                    torch.allclose(
+                        out, ref, rtol=float(request["rtol"]), atol=float(request["atol"])
+                    )
+                ),
+                "max_diff": float(diff),
+                "nonzero": bool(out.count_nonzero().item() > 0),
+            }
+        )
     result.update(status="ok", compares=compares if numerics else [])
     return result
 
@@ -124,9 +132,12 @@ def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[1]).read_text())
     try:
         result = run(request)
-    except Exception as e:  # a bug in an op file or here: still hand the parent a result
-        result = {"status": "error", "error": error_chain(e),
-                  "traceback": traceback.format_exc()[-4000:]}
+    except Exception as e:  # noqa: BLE001 - a bug in an op file or here: still hand a result
+        result = {
+            "status": "error",
+            "error": error_chain(e),
+            "traceback": traceback.format_exc()[-4000:],
+        }
     Path(request["result_path"]).write_text(json.dumps(result, sort_keys=True))
     return 0 if result["status"] == "ok" else 3
 

@@ -24,24 +24,36 @@ class Failure:
     detail: str
 
 
-def classify(*, timed_out: bool, over_memory: bool, returncode: int | None,
-             error_text: str, wall_limit_s: float, memory_limit_mb: float,
-             peak_rss_mb: float) -> Failure | None:
+def classify(
+    *,
+    timed_out: bool,
+    over_memory: bool,
+    returncode: int | None,
+    error_text: str,
+    wall_limit_s: float,
+    memory_limit_mb: float,
+    peak_rss_mb: float,
+) -> Failure | None:
     """The failure of a run that did not complete normally, or None when it did."""
     text = error_text.strip()
     if timed_out:
         return Failure("timeout", f"no result within the wall-time limit of {wall_limit_s:g} s")
     if over_memory:
-        return Failure("oom", f"resident memory reached {peak_rss_mb:.0f} MB, over the limit "
-                              f"of {memory_limit_mb:.0f} MB; the run was stopped")
+        return Failure(
+            "oom",
+            f"resident memory reached {peak_rss_mb:.0f} MB, over the limit "
+            f"of {memory_limit_mb:.0f} MB; the run was stopped",
+        )
     if any(marker in text for marker in COMPILE_MARKERS):
         return Failure("compile", _excerpt(text, COMPILE_MARKERS))
     if any(marker in text for marker in OOM_MARKERS):
         return Failure("oom", _excerpt(text, OOM_MARKERS))
     if returncode == -signal.SIGKILL:
         # We did not send it (no limit was hit): on Linux that is the kernel's OOM killer.
-        return Failure("oom", "the run was killed by SIGKILL (kernel OOM killer?) at "
-                              f"{peak_rss_mb:.0f} MB resident")
+        return Failure(
+            "oom",
+            f"the run was killed by SIGKILL (kernel OOM killer?) at {peak_rss_mb:.0f} MB resident",
+        )
     if returncode not in (0, None) or text:
         return Failure("runtime", _excerpt(text, ()) or f"the run exited with {returncode}")
     return None
@@ -53,5 +65,5 @@ def _excerpt(text: str, markers: tuple[str, ...], width: int = 600) -> str:
         at = text.find(marker)
         if at >= 0:
             start = max(0, text.rfind("\n", 0, max(0, at - 200)) + 1)
-            return text[start:start + width].strip()
+            return text[start : start + width].strip()
     return text[-width:].strip()

@@ -41,14 +41,18 @@ CALCULATOR_LIB = "lib/libtile_fwk_calculator.so"
 # sha256 of inspect.getsource(...) of each pypto function this module replaces or relies on,
 # taken from pypto 0.2.0. A change means the workaround must be re-checked, not re-applied.
 FINGERPRINTS = {
-    "frontend.parser.entry.JitCallableWrapper._setup_verify_data":
-        "ac411d5078cfb2e4b62c1c240e378e42884f60fcca52260d79a9f7b039e823f2",
-    "frontend.parser.entry._pto_to_tensor_data":
-        "2a9041406d58583553b3b1ab85e765cab471e3f5e314f3064b70045efed8a9cb",
-    "_utils.BuildOnlineManager.build_and_load_calculator":
-        "31990c4974df4fe570965a90a0a7de04cb2e93bc45f8239bbcf88be7479bb145",
-    "runtime._CachedVerifyData.get_data":
-        "9d98164301cd66d8898ef5422919c52e6e897dfd8598479fb2d1394458552902",
+    "frontend.parser.entry.JitCallableWrapper._setup_verify_data": (
+        "ac411d5078cfb2e4b62c1c240e378e42884f60fcca52260d79a9f7b039e823f2"
+    ),
+    "frontend.parser.entry._pto_to_tensor_data": (
+        "2a9041406d58583553b3b1ab85e765cab471e3f5e314f3064b70045efed8a9cb"
+    ),
+    "_utils.BuildOnlineManager.build_and_load_calculator": (
+        "31990c4974df4fe570965a90a0a7de04cb2e93bc45f8239bbcf88be7479bb145"
+    ),
+    "runtime._CachedVerifyData.get_data": (
+        "9d98164301cd66d8898ef5422919c52e6e897dfd8598479fb2d1394458552902"
+    ),
 }
 
 
@@ -73,20 +77,23 @@ def _targets() -> dict[str, Any]:
     wrapper = entry.JitCallableWrapper
     setup = getattr(wrapper, "_tune_ledger_original", None)  # pypto's own, once patched
     return {
-        "frontend.parser.entry.JitCallableWrapper._setup_verify_data":
-            setup or wrapper.__dict__["_setup_verify_data"].__func__,
+        "frontend.parser.entry.JitCallableWrapper._setup_verify_data": setup
+        or wrapper.__dict__["_setup_verify_data"].__func__,
         "frontend.parser.entry._pto_to_tensor_data": entry._pto_to_tensor_data,
-        "_utils.BuildOnlineManager.build_and_load_calculator":
-            getattr(wrapper, "_tune_ledger_original_build", None)
-            or _utils.BuildOnlineManager.build_and_load_calculator,
+        "_utils.BuildOnlineManager.build_and_load_calculator": getattr(
+            wrapper, "_tune_ledger_original_build", None
+        )
+        or _utils.BuildOnlineManager.build_and_load_calculator,
         "runtime._CachedVerifyData.get_data": runtime._CachedVerifyData.get_data,
     }
 
 
 def current_fingerprints() -> dict[str, str]:
     """sha256 of the source of each relied-on pypto function, as installed now."""
-    return {name: hashlib.sha256(inspect.getsource(obj).encode()).hexdigest()
-            for name, obj in _targets().items()}
+    return {
+        name: hashlib.sha256(inspect.getsource(obj).encode()).hexdigest()
+        for name, obj in _targets().items()
+    }
 
 
 def check_supported() -> None:
@@ -96,13 +103,16 @@ def check_supported() -> None:
         raise PatchRefused(
             f"host_verify_patch was written for pypto {SUPPORTED_VERSION}, found {version}: "
             "pass-verify numerics are disabled. Re-check PYPTO.md's workaround against this "
-            "version (tests/test_pypto_patch.py), then update SUPPORTED_VERSION/FINGERPRINTS.")
-    changed = sorted(name for name, digest in current_fingerprints().items()
-                     if FINGERPRINTS.get(name) != digest)
+            "version (tests/test_pypto_patch.py), then update SUPPORTED_VERSION/FINGERPRINTS."
+        )
+    changed = sorted(
+        name for name, digest in current_fingerprints().items() if FINGERPRINTS.get(name) != digest
+    )
     if changed:
         raise PatchRefused(
             f"pypto {version} internals differ from the ones host_verify_patch relies on: "
-            f"{', '.join(changed)}; pass-verify numerics are disabled.")
+            f"{', '.join(changed)}; pass-verify numerics are disabled."
+        )
 
 
 def cache_root() -> Path:
@@ -156,13 +166,15 @@ def _verify_with_host_buffers(original: Callable[[Any], None]) -> Callable[[Any]
 
         BuildOnlineManager().build_and_load_calculator()
         # The tensors are host memory already: give the verifier the buffers themselves.
-        pypto_impl.SetVerifyData(entry._pto_to_tensor_data(pto_tensors), [],
-                                 _pto_verify_datas.get_data())
+        pypto_impl.SetVerifyData(
+            entry._pto_to_tensor_data(pto_tensors), [], _pto_verify_datas.get_data()
+        )
 
     return setup
 
 
 # ---------------------------------------------------------------- the calculator cache
+
 
 def _calculator_sources() -> Path:
     import pypto
@@ -174,8 +186,10 @@ def _cache_key(sources: Path) -> str:
     import torch
 
     digest = hashlib.sha256()
-    digest.update(f"pypto={installed_version()};torch={torch.__version__};"
-                  f"abi={int(torch._C._GLIBCXX_USE_CXX11_ABI)}".encode())
+    digest.update(
+        f"pypto={installed_version()};torch={torch.__version__};"
+        f"abi={int(torch._C._GLIBCXX_USE_CXX11_ABI)}".encode()
+    )
     for path in sorted(p for p in sources.rglob("*") if p.is_file()):
         digest.update(path.relative_to(sources).as_posix().encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
@@ -212,26 +226,37 @@ def _build_calculator(sources: Path, target: Path) -> None:
 
     cmake = shutil.which("cmake")
     if cmake is None:
-        raise RuntimeError("cmake not found: pass-verify needs cmake and g++ to build pypto's "
-                           "calculator library once (apt-get install cmake g++)")
+        raise RuntimeError(
+            "cmake not found: pass-verify needs cmake and g++ to build pypto's "
+            "calculator library once (apt-get install cmake g++)"
+        )
     work = Path(tempfile.mkdtemp(prefix="calculator-build-", dir=target.parent))
     try:
         build, install = work / "build", work / "install"
         torch_root = Path(torch.__file__).resolve().parent
         commands = [
-            [cmake, "-S", os.fspath(sources), "-B", os.fspath(build),
-             "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_INSTALL_PREFIX={install}",
-             f"-DPY3_MOD_TORCH_VERSION={torch.__version__}",
-             f"-DPY3_MOD_TORCH_ROOT_PATH={torch_root}",
-             f"-DPY3_MOD_TORCH_C_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"],
+            [
+                cmake,
+                "-S",
+                os.fspath(sources),
+                "-B",
+                os.fspath(build),
+                "-DCMAKE_BUILD_TYPE=Release",
+                f"-DCMAKE_INSTALL_PREFIX={install}",
+                f"-DPY3_MOD_TORCH_VERSION={torch.__version__}",
+                f"-DPY3_MOD_TORCH_ROOT_PATH={torch_root}",
+                f"-DPY3_MOD_TORCH_C_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+            ],
             [cmake, "--build", os.fspath(build), "-j", str(os.cpu_count() or 2)],
             [cmake, "--install", os.fspath(build), "--prefix", os.fspath(install)],
         ]
         for command in commands:
             done = subprocess.run(command, capture_output=True, text=True, check=False)
             if done.returncode != 0:
-                raise RuntimeError(f"building pypto's calculator failed: {' '.join(command)}\n"
-                                   f"{(done.stdout + done.stderr)[-2000:]}")
+                raise RuntimeError(
+                    f"building pypto's calculator failed: {' '.join(command)}\n"
+                    f"{(done.stdout + done.stderr)[-2000:]}"
+                )
         if not (install / CALCULATOR_LIB).is_file():
             raise RuntimeError(f"the calculator build produced no {CALCULATOR_LIB}")
         os.replace(install, target)  # atomic: readers see the whole library or none

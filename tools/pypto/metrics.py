@@ -67,8 +67,10 @@ class CoreTimes:
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 # The header of a core; upstream's own regex misses the ", Fake Task: N" variant.
-_HEADER = re.compile(r"^\[(?P<name>[^\]]+)\] Execute task num:\s*(?P<tasks>\d+)"
-                     r"(?:, Fake Task:\s*(?P<fake>\d+))?\s*$")
+_HEADER = re.compile(
+    r"^\[(?P<name>[^\]]+)\] Execute task num:\s*(?P<tasks>\d+)"
+    r"(?:, Fake Task:\s*(?P<fake>\d+))?\s*$"
+)
 _FIELDS = (
     ("work_us", "Core Total Work Time"),
     ("wait_us", "Total Wait Time"),
@@ -98,11 +100,19 @@ def parse_bubble_log(text: str) -> list[CoreTimes]:
             if field is None or field["label"].strip() != label:
                 raise ArtefactError(
                     f"bubble_analysis.log:{where + 1}: expected '{label}: N' after the header "
-                    f"of {header['name']} on line {index + 1}")
+                    f"of {header['name']} on line {index + 1}"
+                )
             values[key] = float(field["value"])
         name = header["name"]
-        cores.append(CoreTimes(name=name, kind=core_kind(name), tasks=int(header["tasks"]),
-                               fake_tasks=int(header["fake"] or 0), **values))
+        cores.append(
+            CoreTimes(
+                name=name,
+                kind=core_kind(name),
+                tasks=int(header["tasks"]),
+                fake_tasks=int(header["fake"] or 0),
+                **values,
+            )
+        )
     if not cores:
         raise ArtefactError("bubble_analysis.log: no core blocks ('[NAME] Execute task num:')")
     return cores
@@ -127,6 +137,7 @@ def parse_stat_report(text: str) -> dict[str, float]:
 
 # ---------------------------------------------------------------- _simulate.swim.json
 
+
 def _task_key(task: Mapping[str, Any]) -> tuple[int, int]:
     return int(task.get("seqNo", 0)), int(task["taskId"])
 
@@ -140,8 +151,9 @@ def swim_span_us(swim: Sequence[Mapping[str, Any]]) -> float:
     return float(span) / CYCLES_PER_US
 
 
-def cores_from_swim(swim: Sequence[Mapping[str, Any]],
-                    topo: Sequence[Mapping[str, Any]] | None) -> list[CoreTimes]:
+def cores_from_swim(
+    swim: Sequence[Mapping[str, Any]], topo: Sequence[Mapping[str, Any]] | None
+) -> list[CoreTimes]:
     """The bubble log's per-core figures recomputed from the swimlane and the task graph.
 
     Used when the simulator did not write bubble_analysis.log (it skips it for some stitch
@@ -173,23 +185,34 @@ def cores_from_swim(swim: Sequence[Mapping[str, Any]],
             wait += gap
             wait_schedule += min(max(schedule, 0.0), max(gap, 0.0))
             last_end = float(task["execEnd"])
-        cores.append(CoreTimes(
-            name=f"{kind}_{int(lane['blockIdx']) + 1}", kind=kind, tasks=len(tasks),
-            fake_tasks=0, work_us=(last_end - start0) / CYCLES_PER_US,
-            wait_us=wait / CYCLES_PER_US, wait_schedule_us=wait_schedule / CYCLES_PER_US,
-            wait_predecessor_us=(wait - wait_schedule) / CYCLES_PER_US))
+        cores.append(
+            CoreTimes(
+                name=f"{kind}_{int(lane['blockIdx']) + 1}",
+                kind=kind,
+                tasks=len(tasks),
+                fake_tasks=0,
+                work_us=(last_end - start0) / CYCLES_PER_US,
+                wait_us=wait / CYCLES_PER_US,
+                wait_schedule_us=wait_schedule / CYCLES_PER_US,
+                wait_predecessor_us=(wait - wait_schedule) / CYCLES_PER_US,
+            )
+        )
     return cores
 
 
 def inconsistent_cores(cores: Sequence[CoreTimes]) -> list[str]:
     """Cores whose schedule wait is negative or larger than their total wait."""
-    return [c.name for c in cores
-            if c.wait_schedule_us < -1e-9 or c.wait_schedule_us > c.wait_us + 1e-9]
+    return [
+        c.name for c in cores if c.wait_schedule_us < -1e-9 or c.wait_schedule_us > c.wait_us + 1e-9
+    ]
 
 
-def _ready_times(topo: Iterable[Mapping[str, Any]], start_of: Mapping[tuple[int, int], float],
-                 end_of: Mapping[tuple[int, int], float], start0: float,
-                 ) -> dict[tuple[int, int], float]:
+def _ready_times(
+    topo: Iterable[Mapping[str, Any]],
+    start_of: Mapping[tuple[int, int], float],
+    end_of: Mapping[tuple[int, int], float],
+    start0: float,
+) -> dict[tuple[int, int], float]:
     predecessors: dict[tuple[int, int], list[tuple[int, int]]] = {}
     successors: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for node in topo:
@@ -208,11 +231,13 @@ def _ready_times(topo: Iterable[Mapping[str, Any]], start_of: Mapping[tuple[int,
         earlier = [end_of[p] for p in predecessors.get(key, []) if p in end_of]
         return max(earlier) if earlier else start0
 
-    return {key: max([start0, *(finished(p) for p in preds)])
-            for key, preds in predecessors.items()}
+    return {
+        key: max([start0, *(finished(p) for p in preds)]) for key, preds in predecessors.items()
+    }
 
 
 # ---------------------------------------------------------------- aggregates
+
 
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
@@ -247,8 +272,9 @@ def summarize(cores: Sequence[CoreTimes], total_cycles: float) -> dict[str, floa
         "util_pct_upstream": _mean([c.utilization_pct for c in compute]),
         "bubble_pct_upstream": _mean([c.bubble_pct for c in compute]),
         "load_balance_pct": _balance_pct([c.aicore_us for c in of_used]),
-        "load_balance_pct_upstream": _balance_pct([c.aicore_us for c in compute
-                                                   if c.kind == "AIC"]),
+        "load_balance_pct_upstream": _balance_pct(
+            [c.aicore_us for c in compute if c.kind == "AIC"]
+        ),
         "cores_aic": float(sum(1 for c in compute if c.kind == "AIC")),
         "cores_aiv": float(sum(1 for c in compute if c.kind == "AIV")),
         "cores_used_aic": float(sum(1 for c in active if c.kind == "AIC")),

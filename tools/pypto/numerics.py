@@ -60,9 +60,15 @@ def parse_verify_csv(text: str) -> list[VerifyRow]:
             diff = float(row["maxAbsDiff"])
         except ValueError as e:
             raise ArtefactError(f"verify_result_brief.csv:{line_no}: bad maxAbsDiff") from e
-        rows.append(VerifyRow(stage=row["passName"], reference=row["referPassName"],
-                              ioflag=row["ioflag"], result=row["verifyResult"],
-                              max_abs_diff=diff))
+        rows.append(
+            VerifyRow(
+                stage=row["passName"],
+                reference=row["referPassName"],
+                ioflag=row["ioflag"],
+                result=row["verifyResult"],
+                max_abs_diff=diff,
+            )
+        )
     return rows
 
 
@@ -72,58 +78,72 @@ def pass_summary(rows: Sequence[VerifyRow]) -> dict[str, dict[str, float]]:
     for row in rows:
         if row.result == "NO_COMPARE":
             continue
-        entry = summary.setdefault(row.stage, {"checked": 0.0, "failed": 0.0,
-                                               "max_abs_diff": 0.0})
+        entry = summary.setdefault(row.stage, {"checked": 0.0, "failed": 0.0, "max_abs_diff": 0.0})
         entry["checked"] += 1
         entry["failed"] += 0 if row.result == "PASS" else 1
         entry["max_abs_diff"] = max(entry["max_abs_diff"], row.max_abs_diff)
     return summary
 
 
-def output_evidence(compares: Sequence[OutputCompare], rows: Sequence[VerifyRow],
-                    rtol: float, atol: float) -> list[dict[str, Any]]:
+def output_evidence(
+    compares: Sequence[OutputCompare], rows: Sequence[VerifyRow], rtol: float, atol: float
+) -> list[dict[str, Any]]:
     """One `{name, all_close, max_diff, ...}` entry per output (see the module docstring)."""
-    failed_passes = sorted({r.stage for r in rows
-                            if r.stage != "tensor_graph" and r.result not in ("PASS",
-                                                                              "NO_COMPARE")})
+    failed_passes = sorted(
+        {
+            r.stage
+            for r in rows
+            if r.stage != "tensor_graph" and r.result not in ("PASS", "NO_COMPARE")
+        }
+    )
     evidence = []
     for out in compares:
-        graph_rows = [r for r in rows if r.stage == "tensor_graph"
-                      and r.ioflag == f"output{out.index}"]
+        graph_rows = [
+            r for r in rows if r.stage == "tensor_graph" and r.ioflag == f"output{out.index}"
+        ]
         graph_ok = bool(graph_rows) and all(r.result == "PASS" for r in graph_rows)
         reasons = []
         if not out.nonzero:
             reasons.append("output buffer never written")
         if not out.all_close:
-            reasons.append(f"max |out - golden| {out.max_diff:.3g} beyond rtol={rtol:g}, "
-                           f"atol={atol:g}")
+            reasons.append(
+                f"max |out - golden| {out.max_diff:.3g} beyond rtol={rtol:g}, atol={atol:g}"
+            )
         if not graph_rows:
             reasons.append("no tensor_graph verdict in verify_result_brief.csv")
         elif not graph_ok:
             reasons.append("pass-verify: tensor_graph differs from the golden")
         if failed_passes:
             reasons.append("pass-verify: " + ", ".join(failed_passes) + " differ from the graph")
-        evidence.append({
-            "name": out.name,
-            "all_close": not reasons,
-            "max_diff": out.max_diff,
-            "rtol": rtol,
-            "atol": atol,
-            "source": "pypto pass-verify (host interpretation) + torch compare",
-            "reason": "; ".join(reasons) or None,
-        })
+        evidence.append(
+            {
+                "name": out.name,
+                "all_close": not reasons,
+                "max_diff": out.max_diff,
+                "rtol": rtol,
+                "atol": atol,
+                "source": "pypto pass-verify (host interpretation) + torch compare",
+                "reason": "; ".join(reasons) or None,
+            }
+        )
     return evidence
 
 
-def evidence_from_rows(rows: Sequence[VerifyRow],
-                       names: tuple[list[str], list[str]] | None) -> list[dict[str, Any]]:
+def evidence_from_rows(
+    rows: Sequence[VerifyRow], names: tuple[list[str], list[str]] | None
+) -> list[dict[str, Any]]:
     """Per-output evidence from the verifier's verdicts alone (for an existing artefact folder).
 
     The CSV gives the max diff with 6 decimals only; outputs are named from the impl's
     INPUT_NAMES/OUTPUT_NAMES when known, else `output<index>`.
     """
-    failed_passes = sorted({r.stage for r in rows if r.stage != "tensor_graph"
-                            and r.result not in ("PASS", "NO_COMPARE")})
+    failed_passes = sorted(
+        {
+            r.stage
+            for r in rows
+            if r.stage != "tensor_graph" and r.result not in ("PASS", "NO_COMPARE")
+        }
+    )
     graph = [r for r in rows if r.stage == "tensor_graph" and r.result != "NO_COMPARE"]
     evidence = []
     for flag in sorted({r.ioflag for r in graph}, key=lambda f: int(f.removeprefix("output"))):
@@ -132,11 +152,18 @@ def evidence_from_rows(rows: Sequence[VerifyRow],
         if names is not None and len(names[0]) <= index < len(names[0]) + len(names[1]):
             name = names[1][index - len(names[0])]
         mine = [r for r in graph if r.ioflag == flag]
-        reasons = [f"pass-verify: tensor_graph {r.result} vs golden" for r in mine
-                   if r.result != "PASS"]
+        reasons = [
+            f"pass-verify: tensor_graph {r.result} vs golden" for r in mine if r.result != "PASS"
+        ]
         if failed_passes:
             reasons.append("pass-verify: " + ", ".join(failed_passes) + " differ from the graph")
-        evidence.append({"name": name, "all_close": not reasons,
-                         "max_diff": max(r.max_abs_diff for r in mine),
-                         "source": "verify_result_brief.csv", "reason": "; ".join(reasons) or None})
+        evidence.append(
+            {
+                "name": name,
+                "all_close": not reasons,
+                "max_diff": max(r.max_abs_diff for r in mine),
+                "source": "verify_result_brief.csv",
+                "reason": "; ".join(reasons) or None,
+            }
+        )
     return evidence

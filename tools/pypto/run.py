@@ -38,69 +38,130 @@ def _emit(doc: dict[str, Any], as_json: bool) -> None:
         return
     failure = doc.get("failure")
     if doc.get("time_us") is not None:
-        click.echo(f"time {doc['time_us']:.3f} µs ({doc['time_metric']}), "
-                   f"total cycles {doc['metrics'].get('total_cycles', 0):.0f}, "
-                   f"util {doc['util_pct']:.1f}%, bubble {doc['bubble_pct']:.1f}%")
+        click.echo(
+            f"time {doc['time_us']:.3f} µs ({doc['time_metric']}), "
+            f"total cycles {doc['metrics'].get('total_cycles', 0):.0f}, "
+            f"util {doc['util_pct']:.1f}%, bubble {doc['bubble_pct']:.1f}%"
+        )
     for out in doc.get("outputs", []):
-        click.echo(f"output {out['name']}: all_close={out['all_close']} "
-                   f"max_diff={out['max_diff']:.3g}")
+        click.echo(
+            f"output {out['name']}: all_close={out['all_close']} max_diff={out['max_diff']:.3g}"
+        )
     if "layout_exit" in doc:
         click.echo(f"layout check exit {doc['layout_exit']}")
-    click.echo(f"failure: {failure['category']}: {failure['detail']}" if failure
-               else "measured")
+    click.echo(f"failure: {failure['category']}: {failure['detail']}" if failure else "measured")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--op-dir", type=click.Path(path_type=Path, file_okay=False),
-              help="The op folder (SPEC.md, <op>_impl.py, <op>_golden.py, layout_check.py).")
-@click.option("--config", "config_text", default="{}", show_default=True,
-              help="The config to measure, a JSON object (missing keys: the impl's defaults).")
-@click.option("--perf-dir", type=click.Path(path_type=Path, exists=True, file_okay=False),
-              help="Parse this existing artefact folder instead of running anything.")
+@click.option(
+    "--op-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The op folder (SPEC.md, <op>_impl.py, <op>_golden.py, layout_check.py).",
+)
+@click.option(
+    "--config",
+    "config_text",
+    default="{}",
+    show_default=True,
+    help="The config to measure, a JSON object (missing keys: the impl's defaults).",
+)
+@click.option(
+    "--perf-dir",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    help="Parse this existing artefact folder instead of running anything.",
+)
 @click.option("--shape", help="Input shape as JSON (default: the first p0_shapes entry).")
 @click.option("--dtype", help="Input dtype (default: the first supported_dtypes entry).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the inputs.")
-@click.option("--timeout", "wall_s", type=float, default=300.0, show_default=True,
-              help="Wall-time limit of the run, seconds.")
-@click.option("--memory-mb", type=float, default=6144.0, show_default=True,
-              help="Resident-memory limit of the run (child and its helpers), MB.")
-@click.option("--no-numerics", is_flag=True,
-              help="Skip pass-verify: time only, no accuracy evidence (faster).")
-@click.option("--verify-passes", type=click.Choice(["all", "last", "graph"]), default="all",
-              show_default=True,
-              help="Compiler passes pass-verify re-checks: pypto's six, the last, or none "
-                   "(tensor graph vs golden only; fastest).")
+@click.option(
+    "--timeout",
+    "wall_s",
+    type=float,
+    default=300.0,
+    show_default=True,
+    help="Wall-time limit of the run, seconds.",
+)
+@click.option(
+    "--memory-mb",
+    type=float,
+    default=6144.0,
+    show_default=True,
+    help="Resident-memory limit of the run (child and its helpers), MB.",
+)
+@click.option(
+    "--no-numerics",
+    is_flag=True,
+    help="Skip pass-verify: time only, no accuracy evidence (faster).",
+)
+@click.option(
+    "--verify-passes",
+    type=click.Choice(["all", "last", "graph"]),
+    default="all",
+    show_default=True,
+    help="Compiler passes pass-verify re-checks: pypto's six, the last, or none "
+    "(tensor graph vs golden only; fastest).",
+)
 @click.option("--no-layout", is_flag=True, help="Do not run the op's layout_check.py.")
-@click.option("--keep-artefacts", type=click.Path(path_type=Path, file_okay=False),
-              help="Move the run folder here (with measurement.json) instead of deleting it.")
-@click.option("--python", "python", default=sys.executable, show_default=True,
-              help="Interpreter with pypto and torch installed, for the child process.")
+@click.option(
+    "--keep-artefacts",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Move the run folder here (with measurement.json) instead of deleting it.",
+)
+@click.option(
+    "--python",
+    "python",
+    default=sys.executable,
+    show_default=True,
+    help="Interpreter with pypto and torch installed, for the child process.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the measurement JSON document.")
-def main(op_dir: Path | None, config_text: str, perf_dir: Path | None, shape: str | None,
-         dtype: str | None, seed: int, wall_s: float, memory_mb: float, no_numerics: bool,
-         verify_passes: str, no_layout: bool, keep_artefacts: Path | None, python: str,
-         as_json: bool) -> None:
+def main(
+    op_dir: Path | None,
+    config_text: str,
+    perf_dir: Path | None,
+    shape: str | None,
+    dtype: str | None,
+    seed: int,
+    wall_s: float,
+    memory_mb: float,
+    no_numerics: bool,
+    verify_passes: str,
+    no_layout: bool,
+    keep_artefacts: Path | None,
+    python: str,
+    as_json: bool,
+) -> None:
     """Measure one config of a PyPTO op in SIM mode, or parse an artefact folder."""
     config = _config(config_text)
     shape_value = _config_shape(shape)
     try:
         if perf_dir is not None:
             spec = load_spec(op_dir, shape_value, dtype) if op_dir is not None else None
-            request = runner.Request(op_dir=op_dir or perf_dir, config=config,
-                                     layout=not no_layout, python=python)
+            request = runner.Request(
+                op_dir=op_dir or perf_dir, config=config, layout=not no_layout, python=python
+            )
             doc, code = runner.parse_perf_dir(perf_dir, spec, request)
         else:
             if op_dir is None:
                 raise click.UsageError("give --op-dir (to run) or --perf-dir (to parse)")
             request = runner.Request(
-                op_dir=op_dir, config=config, shape=shape_value, dtype=dtype, seed=seed,
-                numerics=not no_numerics, verify_passes=verify_passes, layout=not no_layout,
+                op_dir=op_dir,
+                config=config,
+                shape=shape_value,
+                dtype=dtype,
+                seed=seed,
+                numerics=not no_numerics,
+                verify_passes=verify_passes,
+                layout=not no_layout,
                 limits=runner.Limits(wall_s=wall_s, memory_mb=memory_mb),
-                keep_dir=keep_artefacts, python=python)
+                keep_dir=keep_artefacts,
+                python=python,
+            )
             doc, code = runner.measure(request)
             if doc.get("artefact_dir"):
                 Path(doc["artefact_dir"], "measurement.json").write_text(
-                    json.dumps(doc, sort_keys=True, allow_nan=False) + "\n")
+                    json.dumps(doc, sort_keys=True, allow_nan=False) + "\n"
+                )
     except (runner.UsageError, SpecError) as e:
         if as_json:
             click.echo(json.dumps({"error": str(e), "code": runner.EXIT_USAGE}))

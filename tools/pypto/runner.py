@@ -93,27 +93,50 @@ def measure(request: Request) -> tuple[dict[str, Any], int]:
 def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
     output_dir = work / "output"
     output_dir.mkdir()  # pypto refuses an output folder whose parent is missing
-    request_path, result_path, log_path = (work / "request.json", work / "result.json",
-                                           work / "child.log")
-    request_path.write_text(json.dumps({
-        "op_dir": os.fspath(spec.op_dir.resolve()), "op_name": spec.op_name,
-        "shape": spec.p0_shape, "dtype": spec.dtype, "config": request.config,
-        "seed": request.seed, "numerics": request.numerics,
-        "verify_passes": request.verify_passes, "rtol": spec.rtol,
-        "atol": spec.atol, "result_path": os.fspath(result_path),
-    }))
+    request_path, result_path, log_path = (
+        work / "request.json",
+        work / "result.json",
+        work / "child.log",
+    )
+    request_path.write_text(
+        json.dumps(
+            {
+                "op_dir": os.fspath(spec.op_dir.resolve()),
+                "op_name": spec.op_name,
+                "shape": spec.p0_shape,
+                "dtype": spec.dtype,
+                "config": request.config,
+                "seed": request.seed,
+                "numerics": request.numerics,
+                "verify_passes": request.verify_passes,
+                "rtol": spec.rtol,
+                "atol": spec.atol,
+                "result_path": os.fspath(result_path),
+            }
+        )
+    )
     home = work / "home"  # pypto also logs under ~/.pypto and ~/ascend: keep that in `work`
     home.mkdir()
-    env = {**os.environ, "TILE_FWK_OUTPUT_DIR": os.fspath(output_dir), "HOME": os.fspath(home),
-           "TUNE_LEDGER_PYPTO_CACHE": os.fspath(host_verify_patch.cache_root()),
-           "PYTHONPATH": os.pathsep.join(p for p in (os.fspath(REPO_ROOT),
-                                                     os.environ.get("PYTHONPATH")) if p)}
+    env = {
+        **os.environ,
+        "TILE_FWK_OUTPUT_DIR": os.fspath(output_dir),
+        "HOME": os.fspath(home),
+        "TUNE_LEDGER_PYPTO_CACHE": os.fspath(host_verify_patch.cache_root()),
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (os.fspath(REPO_ROOT), os.environ.get("PYTHONPATH")) if p
+        ),
+    }
     started = time.monotonic()
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [request.python, "-m", "tools.pypto.child", os.fspath(request_path)],
-            cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True)  # its own process group: the limits cover its children
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # its own process group: the limits cover its children
         timed_out = over_memory = False
         peak = 0.0
         while process.poll() is None:
@@ -132,9 +155,15 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
     wall = time.monotonic() - started
     result = json.loads(result_path.read_text()) if result_path.is_file() else None
     tail = log_path.read_bytes()[-OUTPUT_TAIL:].decode("utf-8", errors="replace")
-    return ChildRun(result=result, returncode=process.returncode, timed_out=timed_out,
-                    over_memory=over_memory, peak_rss_mb=round(peak, 1),
-                    wall_s=round(wall, 3), output_tail=tail)
+    return ChildRun(
+        result=result,
+        returncode=process.returncode,
+        timed_out=timed_out,
+        over_memory=over_memory,
+        peak_rss_mb=round(peak, 1),
+        wall_s=round(wall, 3),
+        output_tail=tail,
+    )
 
 
 def _group_members(pgid: int) -> dict[int, int]:
@@ -178,24 +207,31 @@ def _document(spec: OpSpec, request: Request, child: ChildRun, work: Path) -> di
     elif status != "ok" or child.timed_out or child.over_memory:
         error_text = str(result.get("error") or "") or child.output_tail
         failure = classify.classify(
-            timed_out=child.timed_out, over_memory=child.over_memory,
-            returncode=child.returncode, error_text=error_text,
-            wall_limit_s=request.limits.wall_s, memory_limit_mb=request.limits.memory_mb,
-            peak_rss_mb=child.peak_rss_mb) or classify.Failure(
-                "runtime", f"the run ended without a result (exit {child.returncode})")
+            timed_out=child.timed_out,
+            over_memory=child.over_memory,
+            returncode=child.returncode,
+            error_text=error_text,
+            wall_limit_s=request.limits.wall_s,
+            memory_limit_mb=request.limits.memory_mb,
+            peak_rss_mb=child.peak_rss_mb,
+        ) or classify.Failure(
+            "runtime", f"the run ended without a result (exit {child.returncode})"
+        )
     else:
         failure = _measured(doc, spec, request, result, work)
     if request.layout:
         doc["layout_exit"], doc["layout_output"] = run_layout_check(spec, request)
         if failure is None and doc["layout_exit"] != 0:
             failure = classify.Failure("layout", f"layout_check.py exited {doc['layout_exit']}")
-    doc["failure"] = None if failure is None else {"category": failure.category,
-                                                   "detail": failure.detail}
+    doc["failure"] = (
+        None if failure is None else {"category": failure.category, "detail": failure.detail}
+    )
     return doc
 
 
-def _skeleton(spec: OpSpec, request: Request, child: ChildRun,
-              result: dict[str, Any]) -> dict[str, Any]:
+def _skeleton(
+    spec: OpSpec, request: Request, child: ChildRun, result: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": TOOL,
@@ -213,18 +249,27 @@ def _skeleton(spec: OpSpec, request: Request, child: ChildRun,
         "metrics": {},
         "outputs": [],
         "artefacts": {},
-        "env": {"host": platform.node(), "python": request.python,
-                "torch": result.get("torch_version"),
-                "numerics_patch": result.get("numerics_patch")},
-        "run": {"wall_s": child.wall_s, "peak_rss_mb": child.peak_rss_mb,
-                "import_s": result.get("import_s"), "run_s": result.get("run_s"),
-                "exit_code": child.returncode, "wall_limit_s": request.limits.wall_s,
-                "memory_limit_mb": request.limits.memory_mb},
+        "env": {
+            "host": platform.node(),
+            "python": request.python,
+            "torch": result.get("torch_version"),
+            "numerics_patch": result.get("numerics_patch"),
+        },
+        "run": {
+            "wall_s": child.wall_s,
+            "peak_rss_mb": child.peak_rss_mb,
+            "import_s": result.get("import_s"),
+            "run_s": result.get("run_s"),
+            "exit_code": child.returncode,
+            "wall_limit_s": request.limits.wall_s,
+            "memory_limit_mb": request.limits.memory_mb,
+        },
     }
 
 
-def _measured(doc: dict[str, Any], spec: OpSpec, request: Request, result: dict[str, Any],
-              work: Path) -> classify.Failure | None:
+def _measured(
+    doc: dict[str, Any], spec: OpSpec, request: Request, result: dict[str, Any], work: Path
+) -> classify.Failure | None:
     """Fill the document from the artefacts of a completed run; the failure it shows, if any."""
     try:
         run = artefacts.read_run_folder(artefacts.find_run_folder(work / "output"))
@@ -237,15 +282,15 @@ def _measured(doc: dict[str, Any], spec: OpSpec, request: Request, result: dict[
         doc["numerics"] = "skipped (--no-numerics): no accuracy evidence"
         return None
     if run.verify_rows is None:
-        return classify.Failure("runtime", "pass-verify wrote no verify_result_brief.csv: "
-                                           "no accuracy evidence")
+        return classify.Failure(
+            "runtime", "pass-verify wrote no verify_result_brief.csv: no accuracy evidence"
+        )
     compares = [numerics.OutputCompare(**c) for c in result.get("compares", [])]
     doc["numerics"] = f"pass-verify on the host, passes checked: {request.verify_passes}"
     doc["outputs"] = numerics.output_evidence(compares, run.verify_rows, spec.rtol, spec.atol)
     bad = [o for o in doc["outputs"] if not o["all_close"]]
     if bad:
-        return classify.Failure("accuracy", "; ".join(f"{o['name']}: {o['reason']}"
-                                                      for o in bad))
+        return classify.Failure("accuracy", "; ".join(f"{o['name']}: {o['reason']}" for o in bad))
     return None
 
 
@@ -256,8 +301,9 @@ def fill_from_artefacts(doc: dict[str, Any], run: artefacts.RunArtefacts) -> Non
     doc["times_us"] = [figures[TIME_METRIC]]  # one sample: the simulator is deterministic
     doc["util_pct"] = figures["util_pct"]
     doc["bubble_pct"] = figures["bubble_pct"]
-    doc["metrics"] = {k: v for k, v in figures.items()
-                      if k not in (TIME_METRIC, "util_pct", "bubble_pct")}
+    doc["metrics"] = {
+        k: v for k, v in figures.items() if k not in (TIME_METRIC, "util_pct", "bubble_pct")
+    }
     doc["metrics_source"] = run.metrics_source
     doc["crosscheck"] = run.crosscheck
     doc["artefacts"] = run.digests
@@ -278,13 +324,19 @@ def run_layout_check(spec: OpSpec, request: Request) -> tuple[int, str]:
         return 1, f"{spec.layout_check_path} is missing"
     # An op folder may live under any root; its checks import tools.pypto from this repository.
     repo = os.fspath(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p),
+    }
     done = subprocess.run(
-        [request.python, os.fspath(spec.layout_check_path), "--config",
-         json.dumps(request.config)],
-        capture_output=True, text=True, check=False, timeout=120, stdin=subprocess.DEVNULL,
-        env=env)
+        [request.python, os.fspath(spec.layout_check_path), "--config", json.dumps(request.config)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
     return done.returncode, (done.stdout + done.stderr)[-OUTPUT_TAIL:]
 
 
@@ -292,20 +344,30 @@ def _pypto_version(python: str) -> str | None:
     """pypto's version as installed for `python` (read from metadata, without importing it)."""
     done = subprocess.run(
         [python, "-c", "from importlib import metadata; print(metadata.version('pypto'))"],
-        capture_output=True, text=True, check=False, timeout=60)
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     return done.stdout.strip() or None
 
 
-def parse_perf_dir(directory: Path, spec: OpSpec | None = None,
-                   request: Request | None = None) -> tuple[dict[str, Any], int]:
+def parse_perf_dir(
+    directory: Path, spec: OpSpec | None = None, request: Request | None = None
+) -> tuple[dict[str, Any], int]:
     """The document of an existing artefact folder (no run; outputs from pass-verify only)."""
     try:
         run = artefacts.read_run_folder(artefacts.find_run_folder(directory))
     except (ArtefactError, OSError) as e:
         raise UsageError(str(e)) from e
-    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "tool": TOOL,
-                           "tool_version": None, "time_metric": TIME_METRIC,
-                           "artefact_dir": os.fspath(run.folder), "outputs": []}
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": TOOL,
+        "tool_version": None,
+        "time_metric": TIME_METRIC,
+        "artefact_dir": os.fspath(run.folder),
+        "outputs": [],
+    }
     fill_from_artefacts(doc, run)
     failure = None
     if run.verify_rows is not None:
@@ -314,12 +376,14 @@ def parse_perf_dir(directory: Path, spec: OpSpec | None = None,
         doc["numerics"] = "from verify_result_brief.csv (6-decimal max diffs)"
         bad = [o for o in doc["outputs"] if not o["all_close"]]
         if bad:
-            failure = classify.Failure("accuracy", "; ".join(
-                f"{o['name']}: {o['reason']}" for o in bad))
+            failure = classify.Failure(
+                "accuracy", "; ".join(f"{o['name']}: {o['reason']}" for o in bad)
+            )
     if spec is not None and request is not None and request.layout:
         doc["layout_exit"], doc["layout_output"] = run_layout_check(spec, request)
         if failure is None and doc["layout_exit"] != 0:
             failure = classify.Failure("layout", f"layout_check.py exited {doc['layout_exit']}")
-    doc["failure"] = None if failure is None else {"category": failure.category,
-                                                   "detail": failure.detail}
+    doc["failure"] = (
+        None if failure is None else {"category": failure.category, "detail": failure.detail}
+    )
     return doc, EXIT_OK if failure is None else EXIT_FAILED

@@ -52,9 +52,12 @@ class OpSpec:
         values = {}
         tree = ast.parse(self.impl_path.read_text(encoding="utf-8"))
         for node in tree.body:
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                    and isinstance(node.targets[0], ast.Name)
-                    and node.targets[0].id in ("INPUT_NAMES", "OUTPUT_NAMES")):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in ("INPUT_NAMES", "OUTPUT_NAMES")
+            ):
                 values[node.targets[0].id] = list(ast.literal_eval(node.value))
         if set(values) != {"INPUT_NAMES", "OUTPUT_NAMES"}:
             raise SpecError(f"{self.impl_path}: needs literal INPUT_NAMES and OUTPUT_NAMES")
@@ -80,8 +83,10 @@ def parse_front_matter(text: str, source: str = "SPEC.md") -> dict[str, Any]:
             value = json.loads(raw)
         except ValueError:
             if not _BARE.match(raw):
-                raise SpecError(f"{source}:{number}: value of {match['key']} is neither JSON "
-                                f"nor a bare word: {raw!r}") from None
+                raise SpecError(
+                    f"{source}:{number}: value of {match['key']} is neither JSON "
+                    f"nor a bare word: {raw!r}"
+                ) from None
             value = raw
         values[match["key"]] = value
     raise SpecError(f"{source}: front matter is not closed with '---'")
@@ -100,17 +105,27 @@ def load_spec(op_dir: Path, shape: list[int] | None = None, dtype: str | None = 
         tolerance = front["tolerance"]
         rtol, atol = float(tolerance["rtol"]), float(tolerance["atol"])
     except (KeyError, TypeError, ValueError) as e:
-        raise SpecError(f"{path}: front matter needs op_name, p0_shapes, supported_dtypes and "
-                        f"tolerance {{rtol, atol}} ({e!r})") from e
+        raise SpecError(
+            f"{path}: front matter needs op_name, p0_shapes, supported_dtypes and "
+            f"tolerance {{rtol, atol}} ({e!r})"
+        ) from e
     chosen_shape = shape if shape is not None else shapes[0]
     chosen_dtype = dtype if dtype is not None else dtypes[0]
-    if (not isinstance(chosen_shape, list)
-            or not all(isinstance(d, int) and d > 0 for d in chosen_shape)):
+    if not isinstance(chosen_shape, list) or not all(
+        isinstance(d, int) and d > 0 for d in chosen_shape
+    ):
         raise SpecError(f"{path}: shape {chosen_shape!r} is not a list of positive ints")
     if chosen_dtype not in dtypes:
         raise SpecError(f"{path}: dtype {chosen_dtype!r} not in supported_dtypes {dtypes}")
-    spec = OpSpec(op_dir=op_dir, op_name=op_name, p0_shape=list(chosen_shape),
-                  dtype=str(chosen_dtype), rtol=rtol, atol=atol, front_matter=front)
+    spec = OpSpec(
+        op_dir=op_dir,
+        op_name=op_name,
+        p0_shape=list(chosen_shape),
+        dtype=str(chosen_dtype),
+        rtol=rtol,
+        atol=atol,
+        front_matter=front,
+    )
     for needed in (spec.impl_path, spec.golden_path):
         if not needed.is_file():
             raise SpecError(f"{op_dir} has no {needed.name}")

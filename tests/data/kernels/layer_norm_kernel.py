@@ -19,7 +19,7 @@ class LayerNorm:
         def body(rows: int):
             set_vec_tile_shapes(1, rows, LIMIT)
             for b, p in pypto.loop_unroll(0, 32, 1, unroll_list=UNROLL):
-                y[b:b + p] = pypto.layer_norm(x[b:b + p])
+                y[b : b + p] = pypto.layer_norm(x[b : b + p])
 
         return body
 
