@@ -1,0 +1,42 @@
+"""One canonical form of a config, so configs are compared by value, never by spelling.
+
+`128`, `128.0`, `1.28e2` are one number, and `0` and `-0.0` are one number: a float that
+holds an integer value becomes that integer (R9: a retried idea must not pass as new by
+being spelt differently; R11: a measurement is bound to its attempt by this form). Other
+floats keep their value; NaN and the infinities are not values of a config.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ledger.log import codec
+
+
+def canonical_value(value: Any) -> Any:
+    """`value` with every integral float turned into its int, recursively (keys sorted)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} is not a finite number")
+        return int(value) if value.is_integer() else value
+    if isinstance(value, Mapping):
+        return {str(k): canonical_value(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, list | tuple):
+        return [canonical_value(v) for v in value]
+    raise ValueError(f"{value!r} is not a JSON value")
+
+
+def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A config in its canonical form (see the module docstring)."""
+    return {str(k): canonical_value(config[k]) for k in sorted(config, key=str)}
+
+
+def config_key(config: Mapping[str, Any]) -> str:
+    """The canonical JSON text of a config: equal texts, equal configs."""
+    return codec.canonical_json(canonical_config(config))

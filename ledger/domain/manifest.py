@@ -1,0 +1,439 @@
+"""The op manifest: what SPEC.md's YAML front matter declares about an op (DESIGN §4).
+
+`parse_manifest` is pure (text in, `Manifest` or `BadInput` with file:line out). The front
+matter is read by a real YAML parser (PyYAML's safe loader); every error names the line of
+the key it is about, so a person fixes SPEC.md without guessing.
+
+A manifest declares the P0 shapes, the performance target, the tolerance, the baseline config,
+the knobs (each with its stage, its kind or domain, and its default) and the verifier: the
+command that measures one config and prints one measurement JSON. The ledger fills a config
+with the knobs' defaults before comparing it (R6, R9, R11), so `{}` and the defaults spelt
+out are one config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Mapping
+from typing import Any, TypeGuard
+
+from attrs import frozen
+
+from ledger.domain.configs import canonical_config
+from ledger.errors import BadInput
+from ledger.log import codec
+from ledger.schema.events import CONFIG_STAGES
+
+# Placeholders a verifier template may use; each is substituted into one argument, never
+# through a shell, so the ledger does the quoting and a config cannot inject a command.
+PLACEHOLDERS = {
+    "python": "the interpreter running tune-ledger (sys.executable)",
+    "root": "the folder that holds custom/",
+    "op": "the op's name",
+    "op_dir": "the op's folder, custom/<op>",
+    "config": "the attempt's full config as canonical JSON (defaults filled in)",
+    "shape": "the P0 shape as a JSON list",
+    "timeout_s": "the wall-time limit in seconds",
+    "memory_mb": "the memory limit in MB",
+}
+KNOB_KINDS = ("int", "float", "bool", "str", "tile", "int-list", "json")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_MEMORY_MB = 8192.0
+
+
+@frozen
+class Knob:
+    """One config key the op declares: the stage that may change it (R5) and its values."""
+
+    name: str
+    stage: str
+    kind: str
+    default: Any
+    domain: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+    def refusal(self, value: Any) -> str | None:
+        """Why `value` is not a value of this knob, or None when it is."""
+        kind_error = _kind_error(self.kind, value)
+        if kind_error:
+            return f"{self.name}={codec.canonical_json(value)} is not {kind_error}"
+        if self.domain is not None and canonical_config({"v": value}) not in [
+            canonical_config({"v": allowed}) for allowed in self.domain
+        ]:
+            allowed = ", ".join(codec.canonical_json(v) for v in self.domain)
+            return f"{self.name}={codec.canonical_json(value)} is outside its domain [{allowed}]"
+        for number in _numbers(value):
+            shown = codec.canonical_json(value)
+            if self.minimum is not None and number < self.minimum:
+                return f"{self.name}={shown} is below its minimum {self.minimum:g}"
+            if self.maximum is not None and number > self.maximum:
+                return f"{self.name}={shown} is above its maximum {self.maximum:g}"
+        return None
+
+
+@frozen
+class Verifier:
+    """The command template that measures one config, and the limits it runs under."""
+
+    argv: tuple[str, ...]
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    memory_mb: float = DEFAULT_MEMORY_MB
+
+    def command(self, values: Mapping[str, str]) -> tuple[str, ...]:
+        """The argument vector with every placeholder replaced by its value."""
+        return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)], token) for token in self.argv)
+
+
+@frozen
+class Manifest:
+    """An op's declarations, as SPEC.md's front matter gives them."""
+
+    source: str
+    op_name: str | None
+    p0_shapes: tuple[tuple[int, ...], ...]
+    target_us: float | None
+    metric: str | None
+    tool: str | None
+    rtol: float | None
+    atol: float | None
+    baseline_config: dict[str, Any]
+    knobs: dict[str, Knob]
+    verifier: Verifier | None
+    digest: str
+
+    @property
+    def p0_shape(self) -> tuple[int, ...] | None:
+        """The representative shape the target sheet is measured on (the first P0 shape)."""
+        return self.p0_shapes[0] if self.p0_shapes else None
+
+    def defaults(self) -> dict[str, Any]:
+        """Each knob's default value (R6: a change to a default is no change)."""
+        return {name: knob.default for name, knob in self.knobs.items()}
+
+    def filled(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """`config` with every knob it leaves out set to the knob's default, canonical."""
+        return canonical_config({**self.defaults(), **config})
+
+
+def parse_manifest(text: str, source: str = "SPEC.md") -> Manifest:
+    """The manifest in the YAML front matter of `text` (BadInput naming file:line if not)."""
+    front, first_line = _front_matter(text, source)
+    import yaml  # lazily: only commands that read SPEC.md pay for the parser
+
+    try:
+        node = yaml.compose(front, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(front)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = first_line + mark.line if mark is not None else first_line
+        raise BadInput(
+            f"{source}:{line}: the front matter is not valid YAML ({_one_line(e)})",
+            hint="fix the YAML between the two '---' lines at the top of SPEC.md",
+        ) from e
+    if not isinstance(data, dict):
+        raise BadInput(
+            f"{source}:{first_line}: the front matter must be a mapping of keys to values",
+            hint="write `key: value` lines between the two '---' lines",
+        )
+    lines = _key_lines(node, first_line)
+    try:
+        return _Reader(source, lines).manifest(data)
+    except ValueError as e:  # a non-finite number (.inf, .nan) anywhere in a value
+        raise BadInput(
+            f"{source}:{first_line}: the front matter holds {e}",
+            hint="numbers in the manifest must be finite",
+        ) from e
+
+
+def _front_matter(text: str, source: str) -> tuple[str, int]:
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise BadInput(
+            f"{source}:1: no front matter (SPEC.md must start with a '---' line)",
+            hint="put the op manifest (p0_shapes, perf_target, knobs, verifier, ...) "
+            "between two '---' lines at the top of SPEC.md",
+        )
+    for number, line in enumerate(lines[1:], start=1):
+        if line.strip() in ("---", "..."):
+            return "\n".join(lines[1:number]) + "\n", 2
+    raise BadInput(
+        f"{source}: the front matter is not closed with a '---' line",
+        hint="end the front matter with a line holding only '---'",
+    )
+
+
+def _key_lines(node: Any, first_line: int) -> dict[tuple[str, ...], int]:
+    """The line of every mapping key, by its path of keys (for file:line errors)."""
+    import yaml
+
+    found: dict[tuple[str, ...], int] = {}
+
+    def walk(mapping: Any, path: tuple[str, ...]) -> None:
+        for key_node, value_node in mapping.value:
+            key = (*path, str(key_node.value))
+            found[key] = first_line + key_node.start_mark.line
+            if isinstance(value_node, yaml.MappingNode):
+                walk(value_node, key)
+
+    if isinstance(node, yaml.MappingNode):
+        walk(node, ())
+    return found
+
+
+class _Reader:
+    """Validates one front matter, naming the line of the key each error is about."""
+
+    def __init__(self, source: str, lines: dict[tuple[str, ...], int]) -> None:
+        self.source = source
+        self.lines = lines
+
+    def fail(self, path: tuple[str, ...], problem: str, hint: str) -> BadInput:
+        line = next(
+            (self.lines[path[:n]] for n in range(len(path), 0, -1) if path[:n] in self.lines),
+            1,
+        )
+        return BadInput(f"{self.source}:{line}: {'.'.join(path)}: {problem}", hint=hint)
+
+    def manifest(self, data: dict[str, Any]) -> Manifest:
+        target_us, metric, tool = self.perf_target(data.get("perf_target"))
+        rtol, atol = self.tolerance(data.get("tolerance"))
+        knobs = self.knobs(data.get("knobs"))
+        baseline = self.baseline(data.get("baseline_config"), knobs)
+        declared = {
+            key: data[key]
+            for key in (
+                "op_name",
+                "p0_shapes",
+                "perf_target",
+                "tolerance",
+                "baseline_config",
+                "knobs",
+                "verifier",
+            )
+            if key in data
+        }
+        return Manifest(
+            source=self.source,
+            op_name=None if data.get("op_name") is None else str(data["op_name"]),
+            p0_shapes=self.shapes(data.get("p0_shapes")),
+            target_us=target_us,
+            metric=metric,
+            tool=tool,
+            rtol=rtol,
+            atol=atol,
+            baseline_config=baseline,
+            knobs=knobs,
+            verifier=self.verifier(data.get("verifier")),
+            digest=hashlib.sha256(codec.canonical_json(_jsonable(declared)).encode()).hexdigest()[
+                :16
+            ],
+        )
+
+    def shapes(self, value: Any) -> tuple[tuple[int, ...], ...]:
+        if value is None:
+            return ()
+        hint = "p0_shapes is a list of shapes, e.g. p0_shapes: [[32, 32, 1, 256]]"
+        if not isinstance(value, list) or not value:
+            raise self.fail(("p0_shapes",), "must be a non-empty list of shapes", hint)
+        for shape in value:
+            if not isinstance(shape, list) or not shape or not all(_positive_int(d) for d in shape):
+                raise self.fail(
+                    ("p0_shapes",), f"{shape!r} is not a list of positive integers", hint
+                )
+        return tuple(tuple(shape) for shape in value)
+
+    def perf_target(self, value: Any) -> tuple[float | None, str | None, str | None]:
+        if value is None:
+            return None, None, None
+        hint = 'e.g. perf_target: {time_us: 5.0, metric: "max_work_time_us"}'
+        if not isinstance(value, dict):
+            raise self.fail(("perf_target",), "must be a mapping", hint)
+        time_us = value.get("time_us")
+        if not _finite_positive(time_us):
+            raise self.fail(
+                ("perf_target", "time_us"), f"{time_us!r} is not a finite time > 0 µs", hint
+            )
+        metric, tool = value.get("metric"), value.get("tool")
+        return float(time_us), None if metric is None else str(metric), _opt(tool)
+
+    def tolerance(self, value: Any) -> tuple[float | None, float | None]:
+        if value is None:
+            return None, None
+        hint = "e.g. tolerance: {rtol: 1.0e-5, atol: 1.0e-6}"
+        if not isinstance(value, dict):
+            raise self.fail(("tolerance",), "must be a mapping of rtol and atol", hint)
+        for key in ("rtol", "atol"):
+            bound = value.get(key)
+            if not (_number(bound) and math.isfinite(bound) and bound >= 0):
+                raise self.fail(("tolerance", key), f"{bound!r} is not a number ≥ 0", hint)
+        return float(value["rtol"]), float(value["atol"])
+
+    def knobs(self, value: Any) -> dict[str, Knob]:
+        if value is None:
+            return {}
+        hint = (
+            "knobs maps each config key to {stage: frontend|swimlane|incore, kind: "
+            f"{'|'.join(KNOB_KINDS)} (or domain: [values]), default: VALUE}}"
+        )
+        if not isinstance(value, dict):
+            raise self.fail(("knobs",), "must be a mapping of config keys", hint)
+        return {str(name): self.knob(str(name), spec, hint) for name, spec in value.items()}
+
+    def knob(self, name: str, spec: Any, hint: str) -> Knob:
+        path = ("knobs", name)
+        if not isinstance(spec, dict):
+            raise self.fail(path, "must be a mapping with stage, kind or domain, default", hint)
+        unknown = sorted(set(spec) - {"stage", "kind", "domain", "default", "min", "max"})
+        if unknown:
+            raise self.fail((*path, unknown[0]), f"unknown field {unknown[0]!r}", hint)
+        stage = spec.get("stage")
+        if stage not in CONFIG_STAGES:
+            raise self.fail(
+                (*path, "stage"),
+                f"{stage!r} is not a configuration stage ({', '.join(CONFIG_STAGES)})",
+                hint,
+            )
+        if "default" not in spec:
+            raise self.fail(path, "has no default (the value the kernel uses unset)", hint)
+        domain = spec.get("domain")
+        if domain is not None and (not isinstance(domain, list) or not domain):
+            raise self.fail((*path, "domain"), "must be a non-empty list of values", hint)
+        kind = spec.get("kind", "json")
+        if kind not in KNOB_KINDS:
+            raise self.fail((*path, "kind"), f"{kind!r} is not one of {KNOB_KINDS}", hint)
+        bounds = []
+        for key in ("min", "max"):
+            bound = spec.get(key)
+            if bound is not None and not (_number(bound) and math.isfinite(bound)):
+                raise self.fail((*path, key), f"{bound!r} is not a finite number", hint)
+            bounds.append(None if bound is None else float(bound))
+        knob = Knob(
+            name=name,
+            stage=str(stage),
+            kind=str(kind),
+            default=_jsonable(spec["default"]),
+            domain=None if domain is None else tuple(_jsonable(v) for v in domain),
+            minimum=bounds[0],
+            maximum=bounds[1],
+        )
+        problem = knob.refusal(knob.default)
+        if problem:
+            raise self.fail((*path, "default"), f"the default {problem}", hint)
+        return knob
+
+    def baseline(self, value: Any, knobs: Mapping[str, Knob]) -> dict[str, Any]:
+        if value is None:
+            return {}
+        hint = "e.g. baseline_config: {vec_tile_shape: [1, 4, 1, 64], unroll_list: [1]}"
+        if not isinstance(value, dict):
+            raise self.fail(("baseline_config",), "must be a mapping (a config)", hint)
+        config = _jsonable(value)
+        for key, knob_value in config.items():
+            knob = knobs.get(key)
+            problem = knob.refusal(knob_value) if knob else None
+            if problem:
+                raise self.fail(("baseline_config", key), problem, hint)
+        return canonical_config(config)
+
+    def verifier(self, value: Any) -> Verifier | None:
+        if value is None:
+            return None
+        hint = (
+            'verifier: {command: ["{python}", "-m", "my.verifier", "--config", '
+            '"{config}"], timeout_s: 600, memory_mb: 8192}; placeholders: '
+            + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+        )
+        spec = {"command": value} if isinstance(value, str | list) else value
+        if not isinstance(spec, dict):
+            raise self.fail(("verifier",), "must be a command or a mapping with command", hint)
+        command = spec.get("command")
+        if isinstance(command, str):
+            import shlex
+
+            command = shlex.split(command)
+        if (
+            not isinstance(command, list)
+            or not command
+            or not all(isinstance(token, str) for token in command)
+        ):
+            raise self.fail(("verifier", "command"), "must be a non-empty list of strings", hint)
+        for token in command:
+            for name in _PLACEHOLDER.findall(token):
+                if name not in PLACEHOLDERS:
+                    raise self.fail(
+                        ("verifier", "command"), f"unknown placeholder {{{name}}}", hint
+                    )
+        limits = []
+        for key, default in (("timeout_s", DEFAULT_TIMEOUT_S), ("memory_mb", DEFAULT_MEMORY_MB)):
+            limit = spec.get(key, default)
+            if not _finite_positive(limit):
+                raise self.fail(("verifier", key), f"{limit!r} is not a number > 0", hint)
+            limits.append(float(limit))
+        return Verifier(argv=tuple(command), timeout_s=limits[0], memory_mb=limits[1])
+
+
+def _kind_error(kind: str, value: Any) -> str | None:
+    checks = {
+        "int": (_integral, "an integer"),
+        "float": (_number, "a number"),
+        "bool": (lambda v: isinstance(v, bool), "true or false"),
+        "str": (lambda v: isinstance(v, str), "a string"),
+        "tile": (
+            lambda v: isinstance(v, list) and bool(v) and all(_positive_int(d) for d in v),
+            "a list of positive integers (one per axis)",
+        ),
+        "int-list": (
+            lambda v: isinstance(v, list) and all(_integral(d) for d in v),
+            "a list of integers",
+        ),
+        "json": (lambda v: True, ""),
+    }
+    accepts, what = checks[kind]
+    return None if accepts(value) else what
+
+
+def _number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _integral(value: Any) -> bool:
+    return _number(value) and math.isfinite(value) and float(value).is_integer()
+
+
+def _positive_int(value: Any) -> bool:
+    return _integral(value) and value > 0
+
+
+def _finite_positive(value: object) -> TypeGuard[int | float]:
+    return _number(value) and math.isfinite(value) and value > 0
+
+
+def _numbers(value: Any) -> list[float]:
+    if _number(value):
+        return [float(value)]
+    if isinstance(value, list):
+        return [n for item in value for n in _numbers(item)]
+    return []
+
+
+def _opt(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _jsonable(value: Any) -> Any:
+    """YAML values as JSON values: keys become strings (YAML allows `-1: 2`)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return value
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())
