@@ -222,8 +222,8 @@ def test_clean_exit_is_no_failure() -> None:
     )
 
 
-def test_front_matter_reads_json_values_and_bare_words() -> None:
-    """SPEC.md front matter: JSON (YAML flow) values or bare words; anything else refused."""
+def test_front_matter_reads_yaml() -> None:
+    """SPEC.md front matter is YAML (flow and block style); invalid YAML names its line."""
     text = (
         '---\nop_name: softmax\np0_shapes: [[32, 32, 1, 256]]\ntolerance: {"rtol": 1.0e-5}\n---\n'
     )
@@ -233,8 +233,10 @@ def test_front_matter_reads_json_values_and_bare_words() -> None:
         "p0_shapes": [[32, 32, 1, 256]],
         "tolerance": {"rtol": 1e-5},
     }
-    with pytest.raises(spec.SpecError, match=r"SPEC\.md:2"):
-        spec.parse_front_matter("---\nop_name: two words\n---\n")
+    block = spec.parse_front_matter("---\nknobs:\n  unroll_list: {stage: frontend}\n---\n")
+    assert block == {"knobs": {"unroll_list": {"stage": "frontend"}}}
+    with pytest.raises(spec.SpecError, match=r"SPEC\.md:3"):
+        spec.parse_front_matter("---\nop_name: x\np0_shapes: [[1, 2]\n---\n")
 
 
 def test_softmax_spec_loads() -> None:

@@ -58,6 +58,8 @@ class Knob:
 
     def refusal(self, value: Any) -> str | None:
         """Why `value` is not a value of this knob, or None when it is."""
+        if value is None and self.default is None:
+            return None  # null: left unset, the kernel's own default
         kind_error = _kind_error(self.kind, value)
         if kind_error:
             return f"{self.name}={codec.canonical_json(value)} is not {kind_error}"
@@ -121,6 +123,24 @@ class Manifest:
 
 def parse_manifest(text: str, source: str = "SPEC.md") -> Manifest:
     """The manifest in the YAML front matter of `text` (BadInput naming file:line if not)."""
+    data, lines = _parsed_front_matter(text, source)
+    try:
+        return _Reader(source, lines).manifest(data)
+    except ValueError as e:  # a non-finite number (.inf, .nan) anywhere in a value
+        raise BadInput(
+            f"{source}:2: the front matter holds {e}",
+            hint="numbers in the manifest must be finite",
+        ) from e
+
+
+def read_front_matter(text: str, source: str = "SPEC.md") -> dict[str, Any]:
+    """The YAML front matter of `text` as plain data (BadInput naming file:line if invalid)."""
+    return _parsed_front_matter(text, source)[0]
+
+
+def _parsed_front_matter(
+    text: str, source: str
+) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
     front, first_line = _front_matter(text, source)
     import yaml  # lazily: only commands that read SPEC.md pay for the parser
 
@@ -128,7 +148,9 @@ def parse_manifest(text: str, source: str = "SPEC.md") -> Manifest:
         node = yaml.compose(front, Loader=yaml.SafeLoader)
         data = yaml.safe_load(front)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
+        # Where the broken construct starts (an unclosed bracket) says more than where the
+        # parser gave up (often the end of the front matter).
+        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
         line = first_line + mark.line if mark is not None else first_line
         raise BadInput(
             f"{source}:{line}: the front matter is not valid YAML ({_one_line(e)})",
@@ -139,14 +161,7 @@ def parse_manifest(text: str, source: str = "SPEC.md") -> Manifest:
             f"{source}:{first_line}: the front matter must be a mapping of keys to values",
             hint="write `key: value` lines between the two '---' lines",
         )
-    lines = _key_lines(node, first_line)
-    try:
-        return _Reader(source, lines).manifest(data)
-    except ValueError as e:  # a non-finite number (.inf, .nan) anywhere in a value
-        raise BadInput(
-            f"{source}:{first_line}: the front matter holds {e}",
-            hint="numbers in the manifest must be finite",
-        ) from e
+    return data, _key_lines(node, first_line)
 
 
 def _front_matter(text: str, source: str) -> tuple[str, int]:

@@ -1,22 +1,19 @@
 """An op folder as the adapter sees it: SPEC.md's front matter and the op's Python files.
 
-The front matter is YAML restricted to `key: value` lines whose values are JSON (YAML's flow
-style) or a bare word, so that it reads the same with any YAML parser and with this one,
-without a YAML dependency. Pure apart from reading SPEC.md.
+The front matter is YAML, read by the ledger's manifest parser (ledger/domain/manifest.py), so
+the adapter and the ledger read one SPEC.md the same way. Pure apart from reading SPEC.md.
 """
 
 from __future__ import annotations
 
 import ast
-import json
-import re
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
-_BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
-_KEY = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_]*):\s*(?P<value>.*)$")
+from ledger.domain.manifest import read_front_matter
+from ledger.errors import BadInput
 
 
 class SpecError(ValueError):
@@ -65,31 +62,11 @@ class OpSpec:
 
 
 def parse_front_matter(text: str, source: str = "SPEC.md") -> dict[str, Any]:
-    """The `---`-delimited front matter at the top of `text` as a dict."""
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
-        raise SpecError(f"{source}:1: no front matter (the file must start with '---')")
-    values: dict[str, Any] = {}
-    for number, line in enumerate(lines[1:], start=2):
-        if line.strip() in ("---", "..."):
-            return values
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        match = _KEY.match(line)
-        if match is None:
-            raise SpecError(f"{source}:{number}: expected 'key: value', got {line!r}")
-        raw = match["value"].strip()
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            if not _BARE.match(raw):
-                raise SpecError(
-                    f"{source}:{number}: value of {match['key']} is neither JSON "
-                    f"nor a bare word: {raw!r}"
-                ) from None
-            value = raw
-        values[match["key"]] = value
-    raise SpecError(f"{source}: front matter is not closed with '---'")
+    """The `---`-delimited YAML front matter at the top of `text` as a dict."""
+    try:
+        return read_front_matter(text, source)
+    except BadInput as e:
+        raise SpecError(str(e)) from e
 
 
 def load_spec(op_dir: Path, shape: list[int] | None = None, dtype: str | None = None) -> OpSpec:
