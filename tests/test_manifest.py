@@ -97,7 +97,7 @@ def test_the_verifier_template_substitutes_one_argument_per_token() -> None:
         (("p0_shapes: [[32", "p0_shapes: [[-32"), 3, "is not a list of positive integers"),
         (("time_us: 5.0", "time_us: .inf"), 5, "perf_target.time_us: inf is not a finite time"),
         (("time_us: 5.0", "time_us: -1"), 5, "is not a finite time > 0"),
-        (("knobs:\n", "knobs: [\n"), 8, "the front matter is not valid YAML"),
+        (("knobs:\n", "knobs: [\n"), 7, "the front matter is not valid YAML"),
         (
             ("vec_tile_shape: [1, 4, 1, 64]}", "vec_tile_shape: [1, 0, 1, 64]}"),
             6,

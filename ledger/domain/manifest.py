@@ -153,7 +153,7 @@ def _parsed_front_matter(
         mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
         line = first_line + mark.line if mark is not None else first_line
         raise BadInput(
-            f"{source}:{line}: the front matter is not valid YAML ({_one_line(e)})",
+            f"{source}:{line}: the front matter is not valid YAML ({_yaml_problem(e)})",
             hint="fix the YAML between the two '---' lines at the top of SPEC.md",
         ) from e
     if not isinstance(data, dict):
@@ -450,5 +450,8 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _one_line(error: Exception) -> str:
-    return " ".join(str(error).split())
+def _yaml_problem(error: Exception) -> str:
+    # The parser's own text names lines of the front matter alone; file:line is given above.
+    parts = [getattr(error, "context", None), getattr(error, "problem", None)]
+    text = ": ".join(p for p in parts if p) or str(error)
+    return " ".join(text.split())
