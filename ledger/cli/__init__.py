@@ -46,7 +46,7 @@ COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
         "note",
         "policy",
     ),
-    "ledger.cli.attempts": ("candidate", "try", "verify", "fail", "abandon"),
+    "ledger.cli.attempts": ("candidate", "try", "verify", "fail", "abandon", "measure"),
     "ledger.cli.status": ("status", "resume"),
     "ledger.cli.inspect": ("log", "render", "check", "audit", "report"),
     "ledger.cli.git": (

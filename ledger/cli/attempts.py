@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -272,4 +273,47 @@ def abandon(ctx: Ctx, op: str, attempt: str, reason: str) -> None:
 
 
 # The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
-COMMANDS = (candidate, try_, verify, fail, abandon)
+@click.command()
+@click.argument("op")
+@click.argument("attempt", default="pending")
+@click.option(
+    "--dry-run", is_flag=True, help="Print the exact command and run nothing, write nothing."
+)
+@click.option(
+    "--python",
+    "python",
+    default=sys.executable,
+    show_default=True,
+    help="The interpreter the template's {python} stands for.",
+)
+@pass_ctx
+def measure(ctx: Ctx, op: str, attempt: str, dry_run: bool, python: str) -> None:
+    """Run the manifest's verifier on an attempt's config and record the result (R8, R11).
+
+    ATTEMPT defaults to the pending one. The command comes from SPEC.md's `verifier`, with
+    the attempt's full config (one argument, quoted by the ledger); the result is recorded
+    with provenance "measured" and must name the config and implementation it ran. A
+    verifier that cannot start or reports its own error writes nothing (exit 2).
+    """
+    from ledger.shell import measure as measuring
+    from ledger.shell.manifest_file import read_manifest
+
+    def planned(ledger: OpLedger) -> measuring.Plan:
+        attempt_id = _resolve(ledger, attempt)
+        manifest = read_manifest(ledger.dir)
+        state = ledger.load().state
+        return measuring.plan(state, manifest, attempt_id, root=ctx.root, op=op, python=python)
+
+    if dry_run:
+        plan = planned(ctx.op(op))
+        ctx.emit(measuring.dry_run(plan), plan.command_line)
+        return
+
+    def build(ledger: OpLedger) -> Any:
+        plan = planned(ledger)
+        return measuring.result_command(plan, measuring.execute(plan))
+
+    run_step(ctx, op, build, _result)
+
+
+COMMANDS = (candidate, try_, verify, fail, abandon, measure)

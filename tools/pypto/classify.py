@@ -7,12 +7,19 @@ printed while it was being killed.
 
 from __future__ import annotations
 
+import re
 import signal
 
 from attrs import frozen
 
 # The compiler's own words for a pass that cannot place the config (PYPTO.md).
 COMPILE_MARKERS = ("Run pass failed",)
+# pypto's error codes of the compiler (`Errcode: FFFFFF!`, any `F...` code).
+_ERRCODE = re.compile(r"Errcode: (F[0-9A-F]*)!")
+# One line of pypto's own log: `[ERROR] PYPTO(pid):date time [file:line][PASS]:[Where]:message`.
+_LOG_ERROR = re.compile(
+    r"^\[ERROR\] PYPTO\(\d+\):\S+ \S+ \[[^\]]*\](?:\[[^\]]*\])?:(?:\[[^\]]*\]:)?(.*)$"
+)
 OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
 
 
@@ -24,6 +31,16 @@ class Failure:
     detail: str
 
 
+def first_log_error(log_text: str) -> str | None:
+    """The first `[ERROR]` message of pypto's own log, without its prefix: the line that says
+    why (e.g. an operand over the UB size); the lines after it are consequences."""
+    for line in log_text.splitlines():
+        match = _LOG_ERROR.match(line.strip())
+        if match and match.group(1).strip():
+            return match.group(1).strip()
+    return None
+
+
 def classify(
     *,
     timed_out: bool,
@@ -33,8 +50,13 @@ def classify(
     wall_limit_s: float,
     memory_limit_mb: float,
     peak_rss_mb: float,
+    log_text: str = "",
 ) -> Failure | None:
-    """The failure of a run that did not complete normally, or None when it did."""
+    """The failure of a run that did not complete normally, or None when it did.
+
+    `log_text` is pypto's own log of the run: its first error names the cause of a compile
+    failure, where the exception carries only an error code and a C++ stack.
+    """
     text = error_text.strip()
     if timed_out:
         return Failure("timeout", f"no result within the wall-time limit of {wall_limit_s:g} s")
@@ -44,8 +66,9 @@ def classify(
             f"resident memory reached {peak_rss_mb:.0f} MB, over the limit "
             f"of {memory_limit_mb:.0f} MB; the run was stopped",
         )
-    if any(marker in text for marker in COMPILE_MARKERS):
-        return Failure("compile", _excerpt(text, COMPILE_MARKERS))
+    code = _ERRCODE.search(text)
+    if code or any(marker in text for marker in COMPILE_MARKERS):
+        return Failure("compile", _compile_detail(text, code, log_text))
     if any(marker in text for marker in OOM_MARKERS):
         return Failure("oom", _excerpt(text, OOM_MARKERS))
     if returncode == -signal.SIGKILL:
@@ -57,6 +80,19 @@ def classify(
     if returncode not in (0, None) or text:
         return Failure("runtime", _excerpt(text, ()) or f"the run exited with {returncode}")
     return None
+
+
+def _compile_detail(text: str, code: re.Match[str] | None, log_text: str) -> str:
+    cause = first_log_error(log_text)
+    where = f"Errcode {code.group(1)}" if code else "compiler"
+    if cause:
+        return f"{cause} ({where}: Run pass failed)"
+    # No log: the first line of the error that is not a stack frame.
+    for line in text.splitlines():
+        line = line.strip()
+        if line and "Errcode" not in line and not re.search(r"\(\+?0x|\[0x", line):
+            return f"{line} ({where})"
+    return _excerpt(text, COMPILE_MARKERS)
 
 
 def _excerpt(text: str, markers: tuple[str, ...], width: int = 600) -> str:

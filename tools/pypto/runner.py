@@ -8,6 +8,7 @@ only for bad arguments (`UsageError`).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -214,9 +215,12 @@ def _document(spec: OpSpec, request: Request, child: ChildRun, work: Path) -> di
             wall_limit_s=request.limits.wall_s,
             memory_limit_mb=request.limits.memory_mb,
             peak_rss_mb=child.peak_rss_mb,
+            log_text=_pypto_log(work),
         ) or classify.Failure(
             "runtime", f"the run ended without a result (exit {child.returncode})"
         )
+        if request.keep_dir is not None:  # a failed run's folder (logs, output) for a person
+            doc["artefact_dir"] = os.fspath(_keep(work, request.keep_dir))
     else:
         failure = _measured(doc, spec, request, result, work)
     if request.layout:
@@ -227,6 +231,15 @@ def _document(spec: OpSpec, request: Request, child: ChildRun, work: Path) -> di
         None if failure is None else {"category": failure.category, "detail": failure.detail}
     )
     return doc
+
+
+def _pypto_log(work: Path, limit: int = 1 << 20) -> str:
+    """pypto's own log of the run (it logs under $HOME/ascend/log, and HOME is `work/home`)."""
+    texts = []
+    for path in sorted((work / "home" / "ascend" / "log").rglob("*.log")):
+        with contextlib.suppress(OSError):
+            texts.append(path.read_bytes()[:limit].decode("utf-8", errors="replace"))
+    return "\n".join(texts)
 
 
 def _skeleton(
@@ -241,6 +254,8 @@ def _skeleton(
         "dtype": spec.dtype,
         "seed": request.seed,
         "config": result.get("config", request.config),
+        # What the ledger binds the measurement to (R11): the bytes of the kernel that ran.
+        "impl_digest": hashlib.sha256(spec.impl_path.read_bytes()).hexdigest(),
         "time_metric": TIME_METRIC,
         "time_us": None,
         "times_us": [],

@@ -1,0 +1,249 @@
+"""`measure`: the ledger runs the op's verifier on an attempt's config and records the result.
+
+The command is built from the manifest's verifier template and the attempt's full config, one
+argument per template token and no shell (the ledger does the quoting, never the agent). The
+verifier runs in its own process group under the manifest's wall-time limit; its memory limit
+is handed to it (`{memory_mb}`), since only the verifier knows which of its processes count.
+
+What comes back is sorted three ways (R11):
+- a harness error (the verifier could not start, exit 126/127; its usage error, exit 2; its own
+  bug, exit 1 without a result; a result that reports an error and measured nothing): refused
+  as bad input, nothing written, the attempt stays pending;
+- a failure of the kernel (the result names compile, timeout, oom, accuracy, layout or
+  runtime, or the verifier ran past its wall-time limit or was killed by a signal): recorded;
+- a measurement: recorded with provenance "measured" and the config and implementation digest
+  the verifier says it ran, which the stage machine compares with the attempt's (bound).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from ledger.domain.configs import canonical_config
+from ledger.domain.manifest import Manifest, Verifier
+from ledger.domain.state import Attempt, State
+from ledger.errors import BadInput
+from ledger.log import codec
+from ledger.shell import runner
+from stages import commands as cmd
+
+# Exit codes that mean the verifier itself did not run as meant (POSIX shells and click).
+NOT_FOUND, NOT_EXECUTABLE, USAGE, BUG = 127, 126, 2, 1
+TAIL = 600  # characters of the verifier's output shown in a refusal
+
+
+@frozen
+class Plan:
+    """What `measure` will run for one attempt, and what its result must be bound to."""
+
+    attempt: str
+    config: dict[str, Any]
+    argv: tuple[str, ...]
+    cwd: Path
+    timeout_s: float
+    impl_digest: str | None
+
+    @property
+    def command_line(self) -> str:
+        """The exact command, quoted for a POSIX shell (what `--dry-run` prints)."""
+        return shlex.join(self.argv)
+
+
+def require_verifier(manifest: Manifest | None, op: str) -> Verifier:
+    """The manifest's verifier; without one, say how to declare it (R11)."""
+    if manifest is None or manifest.verifier is None:
+        raise BadInput(
+            f"R11: custom/{op}/SPEC.md declares no verifier, so the ledger cannot measure",
+            hint="add `verifier: {command: [...], timeout_s: N}` to SPEC.md's front matter "
+            "(docs/DESIGN.md §4), or give the result with `tune-ledger verify`",
+        )
+    return manifest.verifier
+
+
+def best_impl_digest(state: State) -> str | None:
+    """The digest of the implementation the best was measured with (R6: start from the best)."""
+    for attempt_id in reversed(state.adopted):
+        digest = state.attempts[attempt_id].impl_digest
+        if digest is not None:
+            return digest
+    return state.activation_digest
+
+
+def expected_impl_digest(state: State, attempt: Attempt) -> str | None:
+    """The implementation an attempt runs: its own (algorithm changes) or the best's."""
+    return attempt.impl_digest or best_impl_digest(state)
+
+
+def plan(
+    state: State,
+    manifest: Manifest | None,
+    attempt_id: str,
+    *,
+    root: Path,
+    op: str,
+    python: str = sys.executable,
+) -> Plan:
+    """The verifier command for an attempt's config (manifest defaults filled in)."""
+    verifier = require_verifier(manifest, op)
+    attempt = state.attempts[attempt_id]
+    config = canonical_config(attempt.config)
+    shape = manifest.p0_shape if manifest is not None else None
+    values = {
+        "python": python,
+        "root": os.fspath(root),
+        "op": op,
+        "op_dir": os.fspath(root / "custom" / op),
+        "config": codec.canonical_json(config),
+        "shape": codec.canonical_json(list(shape)) if shape else "",
+        "timeout_s": f"{verifier.timeout_s:g}",
+        "memory_mb": f"{verifier.memory_mb:g}",
+    }
+    return Plan(
+        attempt=attempt_id,
+        config=config,
+        argv=verifier.command(values),
+        cwd=root,
+        timeout_s=verifier.timeout_s,
+        impl_digest=expected_impl_digest(state, attempt),
+    )
+
+
+@frozen
+class Ran:
+    """One run of a verifier: what really happened (R11)."""
+
+    run: runner.CommandRun
+    signal: int | None
+
+
+def execute(plan: Plan) -> Ran:
+    """Run the plan's argv (no shell) in its own process group under the wall-time limit."""
+    started = time.monotonic()
+    try:
+        process = subprocess.Popen(
+            plan.argv,
+            cwd=plan.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except FileNotFoundError as e:
+        raise harness_error(
+            plan, f"the verifier {plan.argv[0]!r} was not found ({e.strerror})"
+        ) from e
+    except PermissionError as e:
+        raise harness_error(plan, f"the verifier {plan.argv[0]!r} is not executable ({e})") from e
+    timed_out = False
+    try:
+        out, _ = process.communicate(timeout=plan.timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(process)
+        out, _ = process.communicate()
+    code = process.returncode
+    run = runner.CommandRun(
+        command=plan.command_line,
+        exit_code=-9 if timed_out else code,
+        output=out.decode("utf-8", errors="replace"),
+        output_digest=codec.digest(out),
+        duration_s=round(time.monotonic() - started, 6),
+        timed_out=timed_out,
+    )
+    return Ran(run=run, signal=-code if code < 0 and not timed_out else None)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def harness_error(plan: Plan, cause: str, output: str = "") -> BadInput:
+    """A verifier that did not do its job: nothing is written, the attempt stays pending."""
+    tail = output.strip()[-TAIL:]
+    return BadInput(
+        f"R11: harness error, not a failure of the idea: {cause}; nothing was written and "
+        f"attempt {plan.attempt} stays pending",
+        hint="fix the verifier (SPEC.md `verifier`), check it with `tune-ledger measure "
+        "--dry-run`, then measure again" + (f"; its output ends: {tail!r}" if tail else ""),
+        details={"command": plan.command_line, "attempt": plan.attempt},
+    )
+
+
+def result_command(plan: Plan, ran: Ran) -> cmd.Verify | cmd.Fail:
+    """The Verify or Fail a run gives, or a harness error (R8, R11)."""
+    run = ran.run
+    if run.timed_out:
+        return cmd.Fail(
+            attempt=plan.attempt,
+            category="timeout",
+            detail=f"no result within the verifier's wall-time limit of {plan.timeout_s:g} s",
+            origin=runner.origin_of_run(run),
+        )
+    doc = runner.last_json_object(run.output)
+    if doc is None:
+        if ran.signal is not None:
+            name = signal.Signals(ran.signal).name if ran.signal in _SIGNALS else ran.signal
+            category = "oom" if ran.signal == signal.SIGKILL else "runtime"
+            return cmd.Fail(
+                attempt=plan.attempt,
+                category=category,
+                detail=f"the verifier was killed by {name}: {run.output.strip()[-TAIL:]}",
+                origin=runner.origin_of_run(run),
+            )
+        raise harness_error(plan, _exit_cause(run.exit_code), run.output)
+    if "error" in doc and not any(k in doc for k in ("times_us", "time_us", "failure")):
+        raise harness_error(plan, f"the verifier reported an error: {doc['error']}", run.output)
+    document = runner.Document(
+        doc=doc, origin=runner.origin_of_run(run, doc), source=plan.command_line
+    )
+    return runner.verify_command(plan.attempt, document)
+
+
+_SIGNALS = {int(s) for s in signal.Signals}
+
+
+def _exit_cause(code: int) -> str:
+    if code == NOT_FOUND:
+        return "the verifier's program was not found (exit 127)"
+    if code == NOT_EXECUTABLE:
+        return "the verifier's program is not executable (exit 126)"
+    if code == USAGE:
+        return "the verifier refused its arguments (exit 2, a usage error) and printed no result"
+    if code == BUG:
+        return "the verifier failed (exit 1) and printed no result: a bug of the verifier"
+    return f"the verifier exited {code} and printed no measurement JSON"
+
+
+def dry_run(plan: Plan) -> dict[str, Any]:
+    """What `measure --dry-run` prints: the exact command and what it is bound to."""
+    return {
+        "attempt": plan.attempt,
+        "command": plan.command_line,
+        "argv": list(plan.argv),
+        "cwd": os.fspath(plan.cwd),
+        "config": plan.config,
+        "impl_digest": plan.impl_digest,
+        "timeout_s": plan.timeout_s,
+    }
+
+
+def bound_fields(doc: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """The config and implementation digest a measurement document says it ran."""
+    config = doc.get("config")
+    digest = doc.get("impl_digest")
+    return (
+        config if isinstance(config, dict) else None,
+        digest if isinstance(digest, str) else None,
+    )
