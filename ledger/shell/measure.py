@@ -64,7 +64,8 @@ def require_verifier(manifest: Manifest | None, op: str) -> Verifier:
     """The manifest's verifier; without one, say how to declare it (R11)."""
     if manifest is None or manifest.verifier is None:
         raise BadInput(
-            f"R11: custom/{op}/SPEC.md declares no verifier, so the ledger cannot measure",
+            f"custom/{op}/SPEC.md declares no verifier, so the ledger cannot measure",
+            rule="R11",
             hint="add `verifier: {command: [...], timeout_s: N}` to SPEC.md's front matter "
             "(docs/DESIGN.md §4), or give the result with `tune-ledger verify`",
         )
@@ -173,8 +174,9 @@ def harness_error(plan: Plan, cause: str, output: str = "") -> BadInput:
     """A verifier that did not do its job: nothing is written, the attempt stays pending."""
     tail = output.strip()[-TAIL:]
     return BadInput(
-        f"R11: harness error, not a failure of the idea: {cause}; nothing was written and "
+        f"harness error, not a failure of the idea: {cause}; nothing was written and "
         f"attempt {plan.attempt} stays pending",
+        rule="R11",
         hint="fix the verifier (SPEC.md `verifier`), check it with `tune-ledger measure "
         "--dry-run`, then measure again" + (f"; its output ends: {tail!r}" if tail else ""),
         details={"command": plan.command_line, "attempt": plan.attempt},

@@ -1,0 +1,144 @@
+"""`tune-ledger measure`: the ledger runs the manifest's verifier and records what it measured.
+
+Each test is "given these events and this verifier, this command yields these events / is
+refused with nothing written" (R8, R11), through the CLI.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from cli_harness import OP, Cli, pending, snapshot
+
+# A fake verifier: measures nothing, but behaves as the manifest's contract says. What it does
+# is chosen by its first argument; it names the config it ran and the kernel's digest.
+VERIFIER = """
+    import hashlib, json, pathlib, sys, time
+    mode, op_dir, config = sys.argv[1], pathlib.Path(sys.argv[2]), json.loads(sys.argv[3])
+    digest = hashlib.sha256((op_dir / "sm_impl.py").read_bytes()).hexdigest()
+    doc = {"config": config, "impl_digest": digest, "tool": "fake-sim", "tool_version": "1",
+           "times_us": [60.0], "layout_exit": 0,
+           "outputs": [{"name": "y", "all_close": True, "max_diff": 0.0}]}
+    if mode == "usage":
+        print("usage: verifier MODE OP_DIR CONFIG", file=sys.stderr)
+        sys.exit(2)
+    if mode == "crash":
+        raise RuntimeError("a bug in the verifier")
+    if mode == "compile":
+        doc.update(times_us=[], failure={"category": "compile", "detail": "UB overflow"})
+    if mode == "sleep":
+        time.sleep(30)
+    if mode == "error":
+        doc = {"error": "unknown knob stitch"}
+    print("log line before the result")
+    print(json.dumps(doc))
+"""
+
+
+def _manifest(cli: Cli, mode: str, *, timeout_s: float = 60, program: str | None = None) -> None:
+    script = cli.root / "verifier.py"
+    script.write_text(textwrap.dedent(VERIFIER), "utf-8")
+    command = [program or sys.executable, str(script), mode, "{op_dir}", "{config}"]
+    (cli.root / "custom" / OP / "SPEC.md").write_text(
+        "---\n"
+        "p0_shapes: [[32, 32, 1, 256]]\n"
+        "perf_target: {time_us: 50.0, metric: max_work_time_us}\n"
+        "knobs:\n"
+        "  vec_tile_shape: {stage: frontend, kind: tile, default: [1, 8, 1, 64]}\n"
+        f"verifier: {{command: {json.dumps(command)}, timeout_s: {timeout_s}}}\n"
+        "---\n# sm\n",
+        "utf-8",
+    )
+
+
+@pytest.fixture
+def attempt(cli: Cli) -> str:
+    """An op in frontend with one candidate, `vec_tile_shape [1,8,1,32]`, pending."""
+    return pending(cli)
+
+
+def test_dry_run_prints_the_exact_command_and_writes_nothing(cli: Cli, attempt: str) -> None:
+    """The config is one argument, canonical JSON, quoted by the ledger."""
+    _manifest(cli, "ok")
+    before = snapshot(cli.root)
+    shown = cli.ok("measure", OP, "--dry-run")
+    assert shown["attempt"] == attempt
+    assert shown["argv"][-1] == '{"vec_tile_shape":[1,8,1,32]}'
+    assert shlex.split(shown["command"]) == shown["argv"]
+    assert shown["argv"][-2] == str(cli.root / "custom" / OP)
+    assert snapshot(cli.root) == before
+
+
+def test_a_measurement_is_recorded_as_measured(cli: Cli, attempt: str) -> None:
+    """The verifier's result gets the ledger's verdict, with the command and its exit code."""
+    _manifest(cli, "ok")
+    result = cli.ok("measure", OP)
+    assert result["attempt"] == attempt
+    assert result["verdict"] == "adopt"
+    measured = next(e for e in cli.events() if e["type"] == "attempt.measured")
+    origin = measured["payload"]["origin"]
+    assert origin["level"] == "measured" and origin["exit_code"] == 0
+    assert origin["tool"] == "fake-sim"
+    assert json.loads(shlex.split(origin["command"])[-1]) == {"vec_tile_shape": [1, 8, 1, 32]}
+
+
+@pytest.mark.parametrize(
+    ("mode", "program", "cause"),
+    [
+        ("ok", "/nonexistent/python", "was not found"),
+        ("usage", None, "refused its arguments (exit 2"),
+        ("crash", None, "failed (exit 1) and printed no result"),
+        ("error", None, "reported an error: unknown knob stitch"),
+    ],
+)
+def test_a_harness_error_writes_nothing_and_keeps_the_attempt_pending(
+    cli: Cli, attempt: str, mode: str, program: str | None, cause: str
+) -> None:
+    """A verifier that cannot do its job is not a failed idea: exit 2, nothing written."""
+    _manifest(cli, mode, program=program)
+    before = snapshot(cli.root)
+    refused = cli("measure", OP)
+    assert refused.code == 2, refused.stdout
+    assert refused.json["rule"] == "R11"
+    assert "harness error" in refused.json["error"] and cause in refused.json["error"]
+    assert snapshot(cli.root) == before
+    assert cli.ok("status", OP)["pending"] == attempt
+
+
+def test_a_kernel_failure_is_recorded(cli: Cli, attempt: str) -> None:
+    """A compile failure the verifier reports is the idea's failure: recorded, rolled back."""
+    _manifest(cli, "compile")
+    result = cli.ok("measure", OP)
+    assert result["failure"] == "compile"
+    failed = next(e for e in cli.events() if e["type"] == "attempt.failed")
+    assert failed["payload"]["detail"] == "UB overflow"
+    assert cli.ok("status", OP)["pending"] is None
+
+
+def test_past_the_wall_time_limit_the_attempt_times_out(cli: Cli, attempt: str) -> None:
+    """The manifest's timeout_s is enforced by the ledger: the run is killed, a timeout failure."""
+    _manifest(cli, "sleep", timeout_s=1)
+    result = cli.ok("measure", OP)
+    assert result["failure"] == "timeout"
+
+
+def test_without_a_verifier_measure_says_how_to_declare_one(cli: Cli, attempt: str) -> None:
+    """No `verifier` in SPEC.md: bad input naming R11 and the manifest field."""
+    (cli.root / "custom" / OP / "SPEC.md").write_text("---\np0_shapes: [[4]]\n---\n", "utf-8")
+    refused = cli("measure", OP)
+    assert refused.code == 2
+    assert refused.json["rule"] == "R11"
+    assert refused.json["error"].startswith("custom/sm/SPEC.md declares no verifier")
+    assert "verifier:" in refused.json["next"]
+
+
+def test_the_fake_verifier_names_the_digest_of_the_kernel(cli: Cli, attempt: str) -> None:
+    """Sanity of this file's fake: its digest is the sha256 of the impl file."""
+    impl = Path(cli.root / "custom" / OP / "sm_impl.py").read_bytes()
+    assert len(hashlib.sha256(impl).hexdigest()) == 64
