@@ -142,3 +142,22 @@ def test_the_fake_verifier_names_the_digest_of_the_kernel(cli: Cli, attempt: str
     """Sanity of this file's fake: its digest is the sha256 of the impl file."""
     impl = Path(cli.root / "custom" / OP / "sm_impl.py").read_bytes()
     assert len(hashlib.sha256(impl).hexdigest()) == 64
+
+
+@pytest.mark.parametrize(
+    ("command", "cause"),
+    [
+        ("/nonexistent/.venv/bin/python -m verifier", "was not found (exit 127)"),
+        ("sh -c 'echo usage: v CONFIG >&2; exit 2'", "refused its arguments (exit 2"),
+    ],
+)
+def test_verify_run_with_a_broken_command_writes_nothing(
+    cli: Cli, attempt: str, command: str, cause: str
+) -> None:
+    """`verify --run` with a typo in the command is a harness error, not a runtime failure."""
+    before = snapshot(cli.root)
+    refused = cli("verify", OP, attempt, "--run", command)
+    assert refused.code == 2
+    assert refused.json["rule"] == "R11" and cause in refused.json["error"]
+    assert snapshot(cli.root) == before
+    assert cli.ok("status", OP)["pending"] == attempt

@@ -38,9 +38,10 @@ from ledger.log import codec
 from ledger.shell import runner
 from stages import commands as cmd
 
-# Exit codes that mean the verifier itself did not run as meant (POSIX shells and click).
-NOT_FOUND, NOT_EXECUTABLE, USAGE, BUG = 127, 126, 2, 1
-TAIL = 600  # characters of the verifier's output shown in a refusal
+_FIX = (
+    "fix the verifier (SPEC.md `verifier`), check it with `tune-ledger measure OP --dry-run`, "
+    "then measure again"
+)
 
 
 @frozen
@@ -141,11 +142,13 @@ def execute(plan: Plan) -> Ran:
             start_new_session=True,
         )
     except FileNotFoundError as e:
-        raise harness_error(
-            plan, f"the verifier {plan.argv[0]!r} was not found ({e.strerror})"
+        raise runner.harness_error(
+            plan.attempt, f"the verifier {plan.argv[0]!r} was not found ({e.strerror})", _FIX
         ) from e
     except PermissionError as e:
-        raise harness_error(plan, f"the verifier {plan.argv[0]!r} is not executable ({e})") from e
+        raise runner.harness_error(
+            plan.attempt, f"the verifier {plan.argv[0]!r} is not executable ({e})", _FIX
+        ) from e
     timed_out = False
     try:
         out, _ = process.communicate(timeout=plan.timeout_s)
@@ -170,62 +173,9 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def harness_error(plan: Plan, cause: str, output: str = "") -> BadInput:
-    """A verifier that did not do its job: nothing is written, the attempt stays pending."""
-    tail = output.strip()[-TAIL:]
-    return BadInput(
-        f"harness error, not a failure of the idea: {cause}; nothing was written and "
-        f"attempt {plan.attempt} stays pending",
-        rule="R11",
-        hint="fix the verifier (SPEC.md `verifier`), check it with `tune-ledger measure "
-        "--dry-run`, then measure again" + (f"; its output ends: {tail!r}" if tail else ""),
-        details={"command": plan.command_line, "attempt": plan.attempt},
-    )
-
-
 def result_command(plan: Plan, ran: Ran) -> cmd.Verify | cmd.Fail:
-    """The Verify or Fail a run gives, or a harness error (R8, R11)."""
-    run = ran.run
-    if run.timed_out:
-        return cmd.Fail(
-            attempt=plan.attempt,
-            category="timeout",
-            detail=f"no result within the verifier's wall-time limit of {plan.timeout_s:g} s",
-            origin=runner.origin_of_run(run),
-        )
-    doc = runner.last_json_object(run.output)
-    if doc is None:
-        if ran.signal is not None:
-            name = signal.Signals(ran.signal).name if ran.signal in _SIGNALS else ran.signal
-            category = "oom" if ran.signal == signal.SIGKILL else "runtime"
-            return cmd.Fail(
-                attempt=plan.attempt,
-                category=category,
-                detail=f"the verifier was killed by {name}: {run.output.strip()[-TAIL:]}",
-                origin=runner.origin_of_run(run),
-            )
-        raise harness_error(plan, _exit_cause(run.exit_code), run.output)
-    if "error" in doc and not any(k in doc for k in ("times_us", "time_us", "failure")):
-        raise harness_error(plan, f"the verifier reported an error: {doc['error']}", run.output)
-    document = runner.Document(
-        doc=doc, origin=runner.origin_of_run(run, doc), source=plan.command_line
-    )
-    return runner.verify_command(plan.attempt, document)
-
-
-_SIGNALS = {int(s) for s in signal.Signals}
-
-
-def _exit_cause(code: int) -> str:
-    if code == NOT_FOUND:
-        return "the verifier's program was not found (exit 127)"
-    if code == NOT_EXECUTABLE:
-        return "the verifier's program is not executable (exit 126)"
-    if code == USAGE:
-        return "the verifier refused its arguments (exit 2, a usage error) and printed no result"
-    if code == BUG:
-        return "the verifier failed (exit 1) and printed no result: a bug of the verifier"
-    return f"the verifier exited {code} and printed no measurement JSON"
+    """The Verify or Fail a run gives, or a harness error naming the plan (R8, R11)."""
+    return runner.command_result(plan.attempt, ran.run, ran.signal, plan.timeout_s, _FIX)
 
 
 def dry_run(plan: Plan) -> dict[str, Any]:

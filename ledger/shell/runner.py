@@ -9,6 +9,7 @@ A measurement document is the JSON object a verifier prints (the PyPTO adapter i
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -196,11 +197,18 @@ def run_document(run: CommandRun, what: str) -> Document:
     return Document(doc=doc, origin=origin_of_run(run, doc), source=run.command)
 
 
-def _refuse_reported_error(doc: dict[str, Any], source: str) -> None:
-    # The adapter prints {"error": ...} for bad arguments: nothing was measured.
+def reported_error(doc: dict[str, Any]) -> str | None:
+    """The error a document reports instead of a result (the adapter's bad arguments)."""
     if "error" in doc and not any(k in doc for k in ("times_us", "time_us", "failure")):
+        return str(doc["error"])
+    return None
+
+
+def _refuse_reported_error(doc: dict[str, Any], source: str) -> None:
+    error = reported_error(doc)
+    if error is not None:
         raise BadInput(
-            f"{source} reported an error: {doc['error']}",
+            f"{source} reported an error: {error}",
             hint="fix the verifier's arguments and run it again",
         )
 
@@ -239,26 +247,81 @@ def verify_command(attempt: str, document: Document) -> cmd.Verify | cmd.Fail:
 def run_verifier(
     attempt: str, command: str, cwd: Path, timeout_s: float | None
 ) -> cmd.Verify | cmd.Fail:
-    """Run the verifier; a timeout or a run without a result becomes a failure (R8, R11)."""
+    """Run the verifier through the shell; classify what it did (R8, R11)."""
     run = run_command(command, cwd, timeout_s)
+    # Through a shell, a program killed by signal N exits 128 + N.
+    killed = run.exit_code - 128 if 128 < run.exit_code < 128 + 65 else None
+    fix = "fix the --run command (run it by hand to see why), then verify again"
+    return command_result(attempt, run, killed, timeout_s, fix)
+
+
+# Exit codes that mean the verifier itself did not run as meant (POSIX shells and click).
+NOT_FOUND, NOT_EXECUTABLE, USAGE, BUG = 127, 126, 2, 1
+
+
+def command_result(
+    attempt: str, run: CommandRun, killed_by: int | None, timeout_s: float | None, fix: str
+) -> cmd.Verify | cmd.Fail:
+    """The Verify or Fail a verifier's run gives, or a harness error (R8, R11).
+
+    Only the kernel's own failures are failures: a timeout, a kill by a signal, or a result
+    that names a failure. A verifier that could not start (126/127), refused its arguments
+    (2), failed itself (1) without a result, or reported its own error measured nothing.
+    """
     if run.timed_out:
         return cmd.Fail(
             attempt=attempt,
             category="timeout",
-            detail=f"no result within {timeout_s} s",
+            detail=f"no result within {timeout_s:g} s",
             origin=origin_of_run(run),
         )
     doc = last_json_object(run.output)
     if doc is None:
-        return cmd.Fail(
-            attempt=attempt,
-            category="runtime",
-            origin=origin_of_run(run),
-            detail=f"exit {run.exit_code}: {_tail(run.output, OUTPUT_TAIL)}",
-        )
+        if killed_by is not None:
+            name = _signal_name(killed_by)
+            return cmd.Fail(
+                attempt=attempt,
+                category="oom" if name == "SIGKILL" else "runtime",
+                detail=f"exit {run.exit_code} (killed by {name}): {_tail(run.output, OUTPUT_TAIL)}",
+                origin=origin_of_run(run),
+            )
+        raise harness_error(attempt, _exit_cause(run.exit_code), fix, run.output)
+    error = reported_error(doc)
+    if error is not None:
+        raise harness_error(attempt, f"the verifier reported an error: {error}", fix)
     return verify_command(
-        attempt, Document(doc=doc, origin=origin_of_run(run, doc), source=command)
+        attempt, Document(doc=doc, origin=origin_of_run(run, doc), source=run.command)
     )
+
+
+def harness_error(attempt: str, cause: str, fix: str, output: str = "") -> BadInput:
+    """A verifier that did not do its job: nothing is written, the attempt stays pending."""
+    tail = output.strip()[-600:]
+    return BadInput(
+        f"harness error, not a failure of the idea: {cause}; nothing was written and "
+        f"attempt {attempt} stays pending",
+        rule="R11",
+        hint=fix + (f"; its output ends: {tail!r}" if tail else ""),
+    )
+
+
+def _exit_cause(code: int) -> str:
+    if code == NOT_FOUND:
+        return "the verifier's program was not found (exit 127)"
+    if code == NOT_EXECUTABLE:
+        return "the verifier's program is not executable (exit 126)"
+    if code == USAGE:
+        return "the verifier refused its arguments (exit 2, a usage error) and printed no result"
+    if code == BUG:
+        return "the verifier failed (exit 1) and printed no result: a bug of the verifier"
+    return f"the verifier exited {code} and printed no measurement JSON"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _metrics(doc: dict[str, Any], source: str) -> dict[str, float]:
