@@ -102,6 +102,14 @@ class LedgerDamaged(LedgerError):
     kind = "damaged"
 
 
+class StorageError(LedgerError):
+    """The file system refused a write (disk full, read-only, permission, file too large):
+    exit 8; an append is atomic, so nothing of the command was written."""
+
+    code = 8
+    kind = "io-error"
+
+
 class Conflict(LedgerError):
     """Another writer appended first and the command's decision is stale (retry the command)."""
 
@@ -118,4 +126,5 @@ EXIT_CODES: dict[int, str] = {
     5: "hand back to the orchestrator (activation failed)",
     6: "refused: the campaign has stopped",
     7: "the ledger is damaged or was tampered with",
+    8: "the file system refused a write (disk full, read-only, permission)",
 }

@@ -21,7 +21,7 @@ import click
 
 from ledger import __version__
 from ledger.cli.base import Ctx, pass_ctx
-from ledger.errors import EXIT_CODES, BadInput, LedgerError
+from ledger.errors import EXIT_CODES, BadInput, LedgerError, StorageError
 from ledger.log import codec
 
 __all__ = ["COMMAND_MODULES", "Ctx", "cli", "main", "pass_ctx"]
@@ -142,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = _wants_json(args)
     try:
+        _refuse_undecodable(args)
         cli.main(args=args, prog_name="tune-ledger", standalone_mode=False, obj=list(args))
     except click.exceptions.Exit as e:
         raise SystemExit(e.exit_code) from None
@@ -168,6 +169,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(as_json, e)
     except LedgerError as e:
         _fail(as_json, e)
+    except RecursionError:
+        _fail(
+            as_json,
+            BadInput(
+                "a JSON value is nested too deeply to be a config or a measurement",
+                hint="give a config of plain values (lists and objects a few levels deep)",
+            ),
+        )
+    except OSError as e:
+        _fail(as_json, _storage_error(e))
     except SystemExit:
         raise
     except BrokenPipeError:  # the reader went away (`| head`): nothing left to tell it
@@ -182,6 +193,32 @@ def main(argv: Sequence[str] | None = None) -> None:
                 hint="please report it with the command line",
             ),
         )
+
+
+def _refuse_undecodable(args: list[str]) -> None:
+    # Python hands over bytes that are not UTF-8 as lone surrogates; they cannot be written
+    # into a UTF-8 ledger, so they are bad input here rather than an encoding bug later.
+    for index, arg in enumerate(args, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", errors="backslashreplace").decode("ascii", "replace")
+            raise BadInput(
+                f"argument {index} is not valid UTF-8: {shown[:80]!r}",
+                hint="give every argument as UTF-8 text",
+            ) from None
+
+
+def _storage_error(error: OSError) -> StorageError:
+    where = f" ({error.filename})" if error.filename else ""
+    reason = error.strerror or str(error)
+    return StorageError(
+        f"the file system refused a write: {reason}{where}; appends are atomic, so nothing "
+        "of this command was written",
+        hint="free space or fix the permissions of custom/<op>/, then run the command again "
+        "(`tune-ledger status OP` shows what is recorded)",
+        details={"errno": error.errno},
+    )
 
 
 def _silence_stdout() -> None:

@@ -27,13 +27,26 @@ if TYPE_CHECKING:
     Present = Callable[[Outcome], tuple[dict[str, Any], str]]
 
 
+def _existing_folder(root: str) -> Path:
+    """--root must name a folder that exists: a typo must not create a new campaign root."""
+    path = Path(root)
+    if not path.is_dir():
+        what = "is not a folder" if path.exists() else "does not exist"
+        raise BadInput(
+            f"--root {root} {what}",
+            hint="give the folder that holds custom/ (or set TUNE_LEDGER_ROOT); "
+            "create it first for a new project",
+        )
+    return path
+
+
 class Ctx:
     """Global options shared by every command, and the arguments the process was given."""
 
     def __init__(
         self, root: str, as_json: bool, key: str | None, argv: Sequence[str] | None = None
     ) -> None:
-        self.root = Path(root)
+        self.root = _existing_folder(root)
         self.as_json = as_json
         self.key = key
         self.argv = list(sys.argv[1:] if argv is None else argv)

@@ -19,7 +19,7 @@ _TRUE = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no":
 def parse_json_value(text: str, what: str) -> Any:
     """Parse a JSON value given on the command line; NaN and infinities are refused."""
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
     except ValueError as e:
         raise BadInput(
             f"{what} is not valid JSON: {text!r} ({e})",
@@ -37,6 +37,15 @@ _JSON_HINTS = {
     "--set": "VALUE is JSON: --set vec_tile_shape=[1,32,1,256], --set stitch=64, "
     "--set mode='\"fast\"' (strings in double quotes)",
 }
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # JSON leaves repeated keys to the reader; "the last one wins" would silently drop one.
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        repeated = sorted({k for k, _ in pairs if sum(1 for j, _ in pairs if j == k) > 1})
+        raise ValueError(f"key {', '.join(map(repr, repeated))} repeats in one object")
+    return value
 
 
 def _refuse_constant(name: str) -> Any:
