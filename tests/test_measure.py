@@ -161,3 +161,34 @@ def test_verify_run_with_a_broken_command_writes_nothing(
     assert refused.json["rule"] == "R11" and cause in refused.json["error"]
     assert snapshot(cli.root) == before
     assert cli.ok("status", OP)["pending"] == attempt
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("times_us", [True, "3.5"]),
+        ("times_us", ["3.5"]),
+        ("times_us", [0]),
+        ("times_us", [-2.5]),
+        ("util_pct", "50"),
+        ("util_pct", 101),
+        ("bubble_pct", True),
+    ],
+)
+def test_a_measurement_value_of_the_wrong_type_is_refused(
+    cli: Cli, attempt: str, field: str, value: object
+) -> None:
+    """Strict types for every measured value (R11): nothing is written for `true` or "3.5"."""
+    doc = {
+        "times_us": [60.0],
+        "layout_exit": 0,
+        "outputs": [{"name": "y", "all_close": True}],
+        field: value,
+    }
+    path = cli.root / "measurement.json"
+    path.write_text(json.dumps(doc), "utf-8")
+    before = snapshot(cli.root)
+    refused = cli("verify", OP, attempt, "--from-json", str(path))
+    assert refused.code == 2, refused.stdout
+    assert refused.json["rule"] == "R11"
+    assert snapshot(cli.root) == before

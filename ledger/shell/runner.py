@@ -8,6 +8,7 @@ A measurement document is the JSON object a verifier prints (the PyPTO adapter i
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -138,10 +139,19 @@ def times_of(doc: dict[str, Any], source: str) -> tuple[float, ...]:
             f"{source} has no times_us list or time_us value",
             hint="a measurement gives times_us: [µs, ...] (or time_us: µs)",
         )
-    try:
-        return tuple(float(t) for t in raw)
-    except (TypeError, ValueError) as e:
-        raise BadInput(f"{source} has a non-numeric time ({e})") from e
+    for sample in raw:
+        # Strict: a JSON number, finite and > 0 (R11); `true` or "3.5" is not a time.
+        if not _is_number(sample) or not math.isfinite(sample) or sample <= 0:
+            raise BadInput(
+                f"{source} has {codec.canonical_json(sample)} in times_us, not a time",
+                rule="R11",
+                hint="times_us must hold JSON numbers of microseconds, finite and > 0",
+            )
+    return tuple(float(t) for t in raw)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def perf_dir_document(directory: str) -> tuple[dict[str, Any], str, str]:
@@ -216,7 +226,15 @@ def _refuse_reported_error(doc: dict[str, Any], source: str) -> None:
 def percent_of(doc: dict[str, Any], key: str, given: float | None = None) -> float | None:
     """A percentage from a document (R11: within [0, 100]), else `given`."""
     value = doc.get(key)
-    return given if value is None else inputs.parse_percent(str(value), key)
+    if value is None:
+        return given
+    if not _is_number(value) or not math.isfinite(value) or not 0 <= value <= 100:
+        raise BadInput(
+            f"{key} is {codec.canonical_json(value)}, not a percentage within [0, 100]",
+            rule="R11",
+            hint=f"{key} must be a JSON number within [0, 100]",
+        )
+    return float(value)
 
 
 def verify_command(attempt: str, document: Document) -> cmd.Verify | cmd.Fail:
