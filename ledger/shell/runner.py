@@ -142,8 +142,9 @@ def times_of(doc: dict[str, Any], source: str) -> tuple[float, ...]:
     for sample in raw:
         # Strict: a JSON number, finite and > 0 (R11); `true` or "3.5" is not a time.
         if not _is_number(sample) or not math.isfinite(sample) or sample <= 0:
+            what = "a time ≤ 0" if _is_number(sample) else "a non-numeric time"
             raise BadInput(
-                f"{source} has {codec.canonical_json(sample)} in times_us, not a time",
+                f"{source} has {what} in times_us: {codec.canonical_json(sample)}",
                 rule="R11",
                 hint="times_us must hold JSON numbers of microseconds, finite and > 0",
             )
