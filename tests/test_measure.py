@@ -168,8 +168,6 @@ def test_verify_run_with_a_broken_command_writes_nothing(
     [
         ("times_us", [True, "3.5"]),
         ("times_us", ["3.5"]),
-        ("times_us", [0]),
-        ("times_us", [-2.5]),
         ("util_pct", "50"),
         ("util_pct", 101),
         ("bubble_pct", True),
