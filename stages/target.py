@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any, get_args
 
+from ledger.domain.samples import median
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.schema.events import LimitRelaxed, TargetSheetWritten, TargetSource
@@ -139,10 +139,9 @@ def _samples(values: Sequence[Any], baseline_us: float) -> tuple[float, ...]:
         ):
             raise BadInput(f"a baseline sample must be a finite time > 0, got {value!r}")
         samples.append(float(value))
-    if samples and not math.isclose(statistics.median(samples), baseline_us, rel_tol=1e-9):
+    if samples and not math.isclose(median(samples), baseline_us, rel_tol=1e-9):
         raise BadInput(
-            f"the baseline {baseline_us} µs is not the median of its samples "
-            f"({statistics.median(samples)} µs)"
+            f"the baseline {baseline_us} µs is not the median of its samples ({median(samples)} µs)"
         )
     return tuple(samples)
 
