@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ledger.domain.state import Attempt, Evidence, State
+from ledger.domain.state import Evidence, State
 from ledger.projections.attempt_markdown import (
     CELL,
     change_text,
@@ -46,6 +46,15 @@ from ledger.projections.timeline import (
     outcome,
     steps,
 )
+from stages.search import alternate_candidates
+from stages.target import (
+    CUBE_TABLE,
+    VEC_DESIGN_RANGE,
+    VEC_LIMIT,
+    CubeRow,
+    cube_table_row,
+    latest_relaxation,
+)
 
 SECTION_ORDER = ("header", "activation", "target-sheet", "status", "adopted", "failed", "history")
 TITLES = {
@@ -67,14 +76,6 @@ POINT_ROWS = 15
 NOTES = 5
 CONFIG = 600  # characters of the best config shown in status
 
-VEC_LIMIT = 64
-VEC_DESIGN_RANGE = (16, 64)
-CUBE_TABLE: tuple[tuple[str, str], ...] = (
-    ("M ≥ 64", "[128,128], [64,256], [256,256]"),
-    ("32 ≤ M ≤ 63", "[64,64], [64,256], [128,128]"),
-    ("16 ≤ M ≤ 31", "[16,16], [16,K], [128,128]"),
-    ("M = 1", "[16,16], [16,K,256], [256,256]"),
-)
 TARGET_SOURCES = {
     "spec": "the SPEC.md performance budget",
     "upstream": "a measured comparable upstream kernel",
@@ -260,37 +261,41 @@ def render_target_sheet(state: State, op: str = "OP") -> str:
 
 
 def _vec_limit(state: State) -> str:
-    relaxed = [r for r in state.relaxations if r.what == "vec"]
+    relaxed = latest_relaxation(state, "vec")
     if relaxed:
-        return f"relaxed: {md_json(relaxed[-1].limit, 60)} (see the relaxations below)"
+        return f"relaxed: {md_json(relaxed.limit, 60)} (see the relaxations below)"
     return f"≤ {VEC_LIMIT} per axis"
 
 
 def _cube_limit(state: State) -> str:
     sheet = state.target
-    relaxed = [r for r in state.relaxations if r.what == "cube"]
+    relaxed = latest_relaxation(state, "cube")
     if relaxed:
-        return f"relaxed: {md_json(relaxed[-1].limit, 80)} (see the relaxations below)"
+        return f"relaxed: {md_json(relaxed.limit, 80)} (see the relaxations below)"
     m = sheet.cube_m if sheet else None
     if m is None:
-        rows = "; ".join(f"{when}: {shapes}" for when, shapes in CUBE_TABLE)
+        rows = "; ".join(f"{_m_range(row)}: {_cube_shapes(row)}" for row in CUBE_TABLE)
         return f"M not recorded, so not applied. Table: {rows}"
-    row = _cube_row(m)
+    row = cube_table_row(m)
     if row is None:
         return f"M = {m}: no row of the table applies"
-    return f"M = {m} ({row[0]}): {row[1]}"
+    return f"M = {m} ({_m_range(row)}): {_cube_shapes(row)}"
 
 
-def _cube_row(m: int) -> tuple[str, str] | None:
-    if m >= 64:
-        return CUBE_TABLE[0]
-    if 32 <= m <= 63:
-        return CUBE_TABLE[1]
-    if 16 <= m <= 31:
-        return CUBE_TABLE[2]
-    if m == 1:
-        return CUBE_TABLE[3]
-    return None
+def _m_range(row: CubeRow) -> str:
+    if row.m_max is None:
+        return f"M ≥ {row.m_min}"
+    if row.m_max == row.m_min:
+        return f"M = {row.m_min}"
+    return f"{row.m_min} ≤ M ≤ {row.m_max}"
+
+
+def _cube_shapes(row: CubeRow) -> str:
+    """The row's limits as `[mL0,mL1], [kL0,kL1], [nL0,nL1]`, K where the full K is allowed."""
+    return ", ".join(
+        "[" + ",".join("K" if bound is None else str(bound) for bound in pair) + "]"
+        for pair in row.limit
+    )
 
 
 def render_status(state: State, policy: Mapping[str, Any], op: str = "OP") -> str:
@@ -391,8 +396,8 @@ def _target_text(state: State) -> str:
 
 def _stop_text(state: State, policy: Mapping[str, Any]) -> str:
     if state.stopped is None:
-        util = policy_number(policy, "util_stop_pct", 80.0)
-        bubble = policy_number(policy, "bubble_stop_pct", 10.0)
+        util = policy_number(policy, "util_stop_pct")
+        bubble = policy_number(policy, "bubble_stop_pct")
         return (
             f"running; tuning stops when the target is met, when core utilization > "
             f"{util:g}% and bubble rate < {bubble:g}%, or when the user stops it (R10)"
@@ -401,33 +406,8 @@ def _stop_text(state: State, policy: Mapping[str, Any]) -> str:
     return f"**stopped ({md_text(state.stopped)})**{detail}; further tuning steps are refused"
 
 
-def alternates(state: State, policy: Mapping[str, Any]) -> list[Attempt]:
-    """The runner-up candidates (policy `alternates`) of the latest point with candidates (R7).
-
-    Valid candidates only (failed ones are never compared), fastest first, the best excluded.
-    """
-    keep = int(policy_number(policy, "alternates", 3))
-    candidates = [a for a in state.attempts.values() if a.kind == "candidate"]
-    if not candidates or keep <= 0:
-        return []
-    latest = max(candidates, key=lambda a: a.seq)
-    best = state.best.attempt if state.best else None
-    valid = [
-        a
-        for a in candidates
-        if a.point == latest.point
-        and a.stage == latest.stage
-        and a.id != best
-        and a.status == "verified"
-        and a.failure is None
-        and a.measurement is not None
-    ]
-    valid.sort(key=lambda a: (a.measurement.median_us if a.measurement else 0.0, a.seq))
-    return valid[:keep]
-
-
 def _alternates_table(state: State, policy: Mapping[str, Any]) -> str:
-    chosen = alternates(state, policy)
+    chosen = alternate_candidates(state, policy)
     if not chosen:
         return ""
     best_config = state.best.config if state.best else {}
