@@ -28,7 +28,7 @@ from ledger.schema.events import STAGES
 from stages.policy import DEFAULT_POLICY, patience, policy_value
 
 # Bounds of the shared cells and tables, part of what keeps MEMORY.md short enough for an
-# agent's context (the other bounds are in memory_sections).
+# agent's context (the other bounds are in memory_status and memory_history).
 CELL = 90  # characters of user text or config per table cell
 FAILED_GROUPS = 30  # groups of earlier failures that get a row of their own
 # The order in which outcomes are listed wherever they are counted.
