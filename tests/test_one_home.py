@@ -17,6 +17,7 @@ from ledger.projections.memory_sections import render_sections
 from stages import Decision, Refusal, alternates, decide, effective_policy
 from stages import commands as cmd
 from stages.policy import DEFAULT_POLICY, patience
+from stages.stop import utilization_stop
 
 K = 1 << 20  # stands for the full K dimension, which the table leaves unbounded
 _SHAPE = re.compile(r"\[(\d+|K),(\d+|K)\]")
@@ -213,3 +214,28 @@ def test_the_patience_memory_shows_is_the_streak_that_exhausts_a_point(
         width += 6
     assert driver.state.points[point].outcome == "exhausted"
     assert streak + 1 == limit == (DEFAULT_POLICY[f"patience.{stage}"] if n is None else n)
+
+
+# --- R10: where the utilization stop is judged --------------------------------------------------
+
+
+@pytest.mark.parametrize("judged", [None, ["incore"], ["frontend", "incore"], []])
+def test_memory_names_the_stages_where_the_decider_judges_the_utilization_stop(
+    judged: list[str] | None,
+) -> None:
+    """A busy best stops the campaign in exactly the stages MEMORY.md's status names (R10)."""
+    for stage, point in (("frontend", "F-1"), ("swimlane", "S-1"), ("incore", "I-1")):
+        driver = in_point(stage, point)
+        if judged is not None:
+            driver.run(cmd.SetPolicy(key="utilization_stop_stages", value=judged))
+        stop = next(
+            line for line in _bodies(driver)["status"].splitlines() if line.startswith("- Stop:")
+        )
+        narrowed = re.search(r"\(judged in (.*?)\)", stop)
+        named = (
+            {"frontend", "swimlane", "incore", "algorithm"}
+            if narrowed is None
+            else set(narrowed.group(1).removesuffix(" only").split(", ")) - {"no stage"}
+        )
+        stops = utilization_stop(driver.state, 95.0, 1.0) is not None
+        assert stops == (stage in named), (judged, stage, stop)

@@ -33,7 +33,10 @@ from ledger.projections.formatting import (
 )
 from ledger.projections.memory_layout import heading, join_blocks
 from ledger.projections.timeline import Step, config_diff
+from ledger.schema.events import STAGES
+from stages.policy import policy_value
 from stages.search import alternate_candidates
+from stages.skills import MAX_BASE, MAX_TUNE
 
 # Bounds that keep the section short however long the campaign runs.
 POINT_ROWS = 15
@@ -47,7 +50,7 @@ def render_status(state: State, policy: Mapping[str, Any], op: str = "OP") -> st
         f"- Stages: {_stages_text(state)}",
         "- Skills loaded: "
         + (", ".join(md_code(s, 40) for s in state.skills) or "none")
-        + " (at most 2 base + 1 tune skill, R2)",
+        + f" (at most {MAX_BASE} base + {MAX_TUNE} tune skill, R2)",
         f"- Pending attempt: {_pending_text(state)}",
         f"- Best: {_best_text(state)}",
         f"- Target: {_target_text(state)}",
@@ -142,10 +145,19 @@ def _stop_text(state: State, policy: Mapping[str, Any]) -> str:
         bubble = policy_number(policy, "bubble_stop_pct")
         return (
             f"running; tuning stops when the target is met, when core utilization > "
-            f"{util:g}% and bubble rate < {bubble:g}%, or when the user stops it (R10)"
+            f"{util:g}% and bubble rate < {bubble:g}%{_utilization_stages(policy)}, or when "
+            "the user stops it (R10)"
         )
     detail = f": {md_text(state.stop_detail, 200)}" if state.stop_detail else ""
     return f"**stopped ({md_text(state.stopped)})**{detail}; further tuning steps are refused"
+
+
+def _utilization_stages(policy: Mapping[str, Any]) -> str:
+    """Where the utilization stop is judged, when the policy narrows it to some stages (R10)."""
+    judged = policy_value(policy, "utilization_stop_stages")
+    if not isinstance(judged, list) or set(STAGES) <= set(judged):
+        return ""
+    return f" (judged in {', '.join(judged)} only)" if judged else " (judged in no stage)"
 
 
 def _alternates_table(state: State, policy: Mapping[str, Any]) -> str:
