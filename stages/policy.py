@@ -67,9 +67,17 @@ def effective_policy(state: State) -> dict[str, Any]:
     return {**DEFAULT_POLICY, **state.policy}
 
 
-def patience(policy: Mapping[str, Any], stage: str) -> int:
-    """N: consecutive mutations without gain that exhaust a point of `stage` (R7)."""
-    return int(policy[f"patience.{stage}"])
+def policy_value(policy: Mapping[str, Any], key: str) -> Any:
+    """The value of `key` in `policy`, the default where `policy` leaves the key out."""
+    return policy[key] if key in policy else DEFAULT_POLICY[key]
+
+
+def patience(policy: Mapping[str, Any], stage: str) -> int | None:
+    """N: mutations without gain in a row that exhaust a point of `stage`; None: no points (R7)."""
+    key = f"patience.{stage}"
+    if key not in policy and key not in DEFAULT_POLICY:
+        return None
+    return int(policy_value(policy, key))
 
 
 def verdict_policy(policy: Mapping[str, Any], stage: str) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ledger.domain.state import Attempt, Point, State
@@ -11,7 +12,7 @@ from ledger.schema.events import CONFIG_STAGES, AttemptStarted, PointClosed, Poi
 from stages.commands import ClosePoint, OpenPoint, ProposeCandidate, TryAlgorithm, TryMutation
 from stages.outcome import Result, accept, build, nonempty, plain, refuse
 from stages.pipeline import active_stage
-from stages.policy import effective_policy, patience
+from stages.policy import effective_policy, patience, policy_value
 from stages.refusal import Refusal
 from stages.retry import config_retry, idea_retry, override_reason
 from stages.target import limit_refusal, validate_config
@@ -353,7 +354,7 @@ def exhaustion(
     if adopted or failure is not None:
         return None
     limit = patience(effective_policy(state), point.stage)
-    if point.streak + 1 < limit:
+    if limit is None or point.streak + 1 < limit:
         return None
     return build(
         PointClosed,
@@ -365,9 +366,12 @@ def exhaustion(
     )
 
 
-def alternates(state: State) -> list[str]:
-    """Ids of the best few valid candidates besides the best, of the latest point with any (R7)."""
-    keep = int(effective_policy(state)["alternates"])
+def alternate_candidates(state: State, policy: Mapping[str, Any]) -> list[Attempt]:
+    """The runner-up candidates (policy `alternates`) of the latest point with candidates (R7).
+
+    Valid candidates only (failed ones are never compared), fastest first, the best excluded.
+    """
+    keep = int(policy_value(policy, "alternates"))
     candidates = [a for a in state.attempts.values() if a.kind == "candidate"]
     if not candidates or keep <= 0:
         return []
@@ -384,4 +388,9 @@ def alternates(state: State) -> list[str]:
         and a.measurement is not None
     ]
     valid.sort(key=lambda a: (a.measurement.median_us if a.measurement else 0.0, a.seq))
-    return [a.id for a in valid[:keep]]
+    return valid[:keep]
+
+
+def alternates(state: State) -> list[str]:
+    """Ids of the alternate candidates under the op's recorded policy (R7)."""
+    return [a.id for a in alternate_candidates(state, effective_policy(state))]

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import Any, get_args
+from typing import Any, NamedTuple, get_args
 
-from ledger.domain.state import State
+from ledger.domain.samples import median
+from ledger.domain.state import Relaxation, State
 from ledger.errors import BadInput
 from ledger.schema.events import LimitRelaxed, TargetSheetWritten, TargetSource
 from stages.commands import Relax, SetTarget
@@ -16,15 +16,30 @@ from stages.outcome import Result, accept, build, plain, refuse
 from stages.refusal import Refusal
 
 VEC_LIMIT = 64
+# The design range of a vec tile axis; its top is the limit the ledger enforces until relaxed.
+VEC_DESIGN_RANGE = (16, VEC_LIMIT)
 # Cube tile upper limits [[mL0, mL1], [kL0, kL1], [nL0, nL1]] by M (DESIGN §3 R3). None stands
 # for the table's "K": the full K dimension, which the sheet does not record, so no bound here.
 # M = 1 reads "[16, K, 256]" as kL0 <= 16 and kL1 <= 256 (K, capped at 256).
-# M = 2..15 has no row; such M is padded to 16 on the cube unit, so the 16-31 row applies.
 CubeLimit = tuple[tuple[int | None, int | None], ...]
-_CUBE_M64: CubeLimit = ((128, 128), (64, 256), (256, 256))
-_CUBE_M32: CubeLimit = ((64, 64), (64, 256), (128, 128))
-_CUBE_M16: CubeLimit = ((16, 16), (16, None), (128, 128))
-_CUBE_M1: CubeLimit = ((16, 16), (16, 256), (256, 256))
+
+
+class CubeRow(NamedTuple):
+    """A row of the M-based cube tile table: M from `m_min` to `m_max` (None: no top) (R3)."""
+
+    m_min: int
+    m_max: int | None
+    limit: CubeLimit
+
+
+# The design's 16-31 row starts at 2 here: the cube unit pads an M of 2..15 to 16, so the
+# design table, which has no row for such M, bounds them by that row (priors.json agrees).
+CUBE_TABLE: tuple[CubeRow, ...] = (
+    CubeRow(64, None, ((128, 128), (64, 256), (256, 256))),
+    CubeRow(32, 63, ((64, 64), (64, 256), (128, 128))),
+    CubeRow(2, 31, ((16, 16), (16, None), (128, 128))),
+    CubeRow(1, 1, ((16, 16), (16, 256), (256, 256))),
+)
 _AXES = ("m", "k", "n")
 
 
@@ -71,26 +86,37 @@ def validate_config(config: Any, what: str = "config") -> dict[str, Any]:
     return value
 
 
-def cube_row(cube_m: int) -> CubeLimit:
+def cube_table_row(cube_m: int) -> CubeRow | None:
+    """The row of the M-based cube tile table that holds M = `cube_m`; None for M < 1 (R3)."""
+    for row in CUBE_TABLE:
+        if row.m_min <= cube_m and (row.m_max is None or cube_m <= row.m_max):
+            return row
+    return None
+
+
+def cube_row(cube_m: int) -> CubeLimit | None:
     """The cube tile upper limits the M-based table gives for M = `cube_m` (R3)."""
-    if cube_m >= 64:
-        return _CUBE_M64
-    if cube_m >= 32:
-        return _CUBE_M32
-    return _CUBE_M16 if cube_m > 1 else _CUBE_M1
+    row = cube_table_row(cube_m)
+    return row.limit if row else None
+
+
+def latest_relaxation(state: State, what: str) -> Relaxation | None:
+    """The relaxation of the `what` ("vec" or "cube") limit in force: the latest one (R3)."""
+    relaxed = [r for r in state.relaxations if r.what == what]
+    return relaxed[-1] if relaxed else None
 
 
 def vec_limit(state: State) -> int:
     """The per-axis vec tile upper limit: 64, or the latest recorded relaxation (R3)."""
-    relaxed = [r for r in state.relaxations if r.what == "vec"]
-    return int(relaxed[-1].limit) if relaxed else VEC_LIMIT
+    relaxed = latest_relaxation(state, "vec")
+    return int(relaxed.limit) if relaxed else VEC_LIMIT
 
 
 def cube_limit(state: State, cube_m: int | None) -> CubeLimit | None:
     """The cube tile upper limits: the latest relaxation, else the table row of M (R3)."""
-    relaxed = [r for r in state.relaxations if r.what == "cube"]
+    relaxed = latest_relaxation(state, "cube")
     if relaxed:
-        return tuple((int(a), int(b)) for a, b in relaxed[-1].limit)
+        return tuple((int(a), int(b)) for a, b in relaxed.limit)
     return cube_row(cube_m) if cube_m is not None else None
 
 
@@ -139,10 +165,9 @@ def _samples(values: Sequence[Any], baseline_us: float) -> tuple[float, ...]:
         ):
             raise BadInput(f"a baseline sample must be a finite time > 0, got {value!r}")
         samples.append(float(value))
-    if samples and not math.isclose(statistics.median(samples), baseline_us, rel_tol=1e-9):
+    if samples and not math.isclose(median(samples), baseline_us, rel_tol=1e-9):
         raise BadInput(
-            f"the baseline {baseline_us} µs is not the median of its samples "
-            f"({statistics.median(samples)} µs)"
+            f"the baseline {baseline_us} µs is not the median of its samples ({median(samples)} µs)"
         )
     return tuple(samples)
 

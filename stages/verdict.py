@@ -8,12 +8,12 @@ depend on their order, and the seed comes from the attempt id, so audit re-deriv
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from attrs import frozen
 
+from ledger.domain.samples import median
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
 from ledger.log import codec
@@ -49,11 +49,6 @@ class Comparison:
     threshold: float | None
     seed: int | None
     policy: dict[str, Any]
-
-
-def median(samples: Sequence[float]) -> float:
-    """The median of time samples."""
-    return float(statistics.median(samples))
 
 
 def seed_of(attempt_id: str) -> int:

@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from ledger.domain.state import Attempt, State
-from ledger.projections import memory_sections, splice
+from ledger.projections import memory_history, splice
 from ledger.projections.formatting import md_code, md_table, md_text, one_line
 from ledger.projections.memory_file import Position, check_memory, render_memory
-from ledger.projections.memory_sections import SECTION_ORDER
+from ledger.projections.memory_layout import SECTION_ORDER
 from ledger.projections.timeline import is_failed
 from stages import commands as cmd
 from stages import effective_policy
@@ -229,10 +229,10 @@ def test_the_failed_list_is_bounded_but_points_to_the_full_list() -> None:
     failed = [a for a in state.attempts.values() if is_failed(a)]
     body = splice.read_sections(render(state))["failed"]
     assert f"{len(failed)} attempts failed or were rolled back" in body
-    assert f"the {len(failed) - memory_sections.FAILED_ROWS} earlier ones are grouped" in body
+    assert f"the {len(failed) - memory_history.FAILED_ROWS} earlier ones are grouped" in body
     assert "`tune-ledger log softmax --verdict rollback`" in body
     assert "### Earlier failed attempts, grouped" in body
-    assert ms.table_rows(body)[0] == memory_sections.FAILED_ROWS
+    assert ms.table_rows(body)[0] == memory_history.FAILED_ROWS
     newest = max(failed, key=lambda a: a.seq)
     assert f"`{newest.id}`" in body
 
@@ -295,8 +295,8 @@ def test_hostile_text_cannot_break_tables_or_markers() -> None:
     ]
     assert inline_html == []
     failed = [a for a in state.attempts.values() if is_failed(a)]
-    assert ms.table_rows(bodies["failed"])[0] == min(len(failed), memory_sections.FAILED_ROWS)
-    assert ms.table_rows(bodies["history"]) == [memory_sections.HISTORY_ROWS]
+    assert ms.table_rows(bodies["failed"])[0] == min(len(failed), memory_history.FAILED_ROWS)
+    assert ms.table_rows(bodies["history"]) == [memory_history.HISTORY_ROWS]
 
 
 @settings(max_examples=300, deadline=None)

@@ -11,9 +11,10 @@ import click
 
 from ledger.cli.base import Ctx, event_data, impl_path, one_source, pass_ctx, run_step
 from ledger.domain import inputs
+from ledger.domain.samples import median
 from ledger.domain.units import parse_time_us
 from ledger.errors import BadInput
-from ledger.projections import views
+from ledger.projections.formatting import fmt_time_us
 from ledger.schema.events import SKILLS, STAGES, Origin
 from ledger.shell import runner
 from ledger.shell.api import OpLedger, Outcome
@@ -276,7 +277,7 @@ def target(
             util_value = runner.percent_of(document.doc, "util_pct", util_pct)
             bubble_value = runner.percent_of(document.doc, "bubble_pct", bubble_pct)
         return cmd.SetTarget(
-            baseline_us=views.median(samples),
+            baseline_us=median(samples),
             shape=shape,
             target_us=target_us,
             target_source=target_source,
@@ -295,8 +296,8 @@ def target(
         base, goal = data.get("baseline_us"), data.get("target_us")
         speedup = base / goal if base and goal else None
         human = (
-            f"target sheet written: baseline {views.fmt_us(base)}, target "
-            f"{views.fmt_us(goal)}, required speedup {speedup or 0:.2f}x (Baseline/Target)"
+            f"target sheet written: baseline {fmt_time_us(base)}, target "
+            f"{fmt_time_us(goal)}, required speedup {speedup or 0:.2f}x (Baseline/Target)"
         )
         return {"baseline_us": base, "target_us": goal, "required_speedup": speedup}, human
 

@@ -8,9 +8,10 @@ in `state.conflicts` and carries on, so status and audit can show it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ledger.domain.samples import median
 from ledger.domain.state import (
     Attempt,
     Best,
@@ -44,15 +45,6 @@ def config_key(config: Mapping[str, Any]) -> str:
     because replay makes one per measured attempt.
     """
     return codec.sorted_json(config)
-
-
-def median(values: Sequence[float]) -> float:
-    """The median of a non-empty sequence (statistics.median, at a sixth of its cost)."""
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return float(ordered[middle])
-    return (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def replay(events: Iterable[Event], state: State | None = None) -> State:

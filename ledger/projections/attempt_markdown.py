@@ -25,16 +25,15 @@ from ledger.projections.formatting import (
 )
 from ledger.projections.timeline import Step, config_diff, outcome
 from ledger.schema.events import STAGES
+from stages.policy import DEFAULT_POLICY, patience, policy_value
 
 # Bounds of the shared cells and tables, part of what keeps MEMORY.md short enough for an
-# agent's context (the other bounds are in memory_sections).
+# agent's context (the other bounds are in memory_status and memory_history).
 CELL = 90  # characters of user text or config per table cell
 FAILED_GROUPS = 30  # groups of earlier failures that get a row of their own
 # The order in which outcomes are listed wherever they are counted.
 FAILURE_ORDER = ("rollback", "accuracy", "layout", "compile", "timeout", "oom", "runtime")
 OUTCOME_ORDER = ("adopt", "target-reached", "no-gain", *FAILURE_ORDER, "abandoned", "pending")
-# The defaults of stages.policy, used only when a policy lacks the key (e.g. in a unit test).
-_PATIENCE = {"frontend": 5, "swimlane": 8, "incore": 5}
 _STAGE_INDEX: dict[str, int] = {stage: i for i, stage in enumerate(STAGES)}
 
 
@@ -93,21 +92,12 @@ def counts_text(state: State) -> str:
     return f"{len(state.attempts)}" + (f" ({detail})" if detail else "")
 
 
-def policy_number(policy: Mapping[str, Any], key: str, default: float) -> float:
-    """A number of the effective policy; `default` when the key is missing or not a number."""
-    value = policy.get(key, default)
-    return (
-        float(value)
-        if isinstance(value, int | float) and not isinstance(value, bool)
-        else (default)
-    )
-
-
-def patience(policy: Mapping[str, Any], stage: str) -> int | None:
-    """N: consecutive mutants without gain that exhaust a point of `stage` (R7 policy)."""
-    default = _PATIENCE.get(stage)
-    value = int(policy_number(policy, f"patience.{stage}", default or 0))
-    return value or None
+def policy_number(policy: Mapping[str, Any], key: str) -> float:
+    """A number of the effective policy; stages.policy's default when missing or not a number."""
+    value = policy_value(policy, key)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return float(DEFAULT_POLICY[key])
 
 
 def points_table(state: State, policy: Mapping[str, Any], limit: int | None = None) -> str:

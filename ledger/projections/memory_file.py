@@ -20,7 +20,8 @@ from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.projections import splice
 from ledger.projections.formatting import plural, short_id
-from ledger.projections.memory_sections import SECTION_ORDER, TITLES, op_name, render_sections
+from ledger.projections.memory_layout import SECTION_ORDER, TITLES, op_name
+from ledger.projections.memory_sections import render_sections
 
 _RENDERED = re.compile(
     r"<!-- tune-ledger:rendered-from op=(?P<op>\S+) events=(?P<events>\d+) "

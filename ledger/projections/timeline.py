@@ -57,6 +57,18 @@ def steps(state: State, attempts: Iterable[Attempt] | None = None) -> list[Step]
     return out
 
 
+def best_after(step: Step, best_us: float | None) -> float | None:
+    """The best time after `step`: its time when it was adopted, else `best_us` (R8)."""
+    attempt = step.attempt
+    if (
+        attempt.verdict in ("adopt", "target-reached")
+        and attempt.failure is None
+        and attempt.measurement is not None
+    ):
+        return attempt.measurement.median_us
+    return best_us
+
+
 def outcome(attempt: Attempt) -> str:
     """`pending`, `abandoned`, the failure category, or the verdict."""
     if attempt.status in ("pending", "abandoned"):

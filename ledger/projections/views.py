@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import Any
 
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
 from ledger.log.record import Event
+from ledger.projections.formatting import fmt_time_us
 
 _MIN_PREFIX = 4
-
-
-def median(samples: Sequence[float]) -> float:
-    """The median of time samples."""
-    return float(statistics.median(samples))
-
-
-def fmt_us(value: float | None) -> str:
-    """A time in µs with two decimals, for humans."""
-    return "-" if value is None else f"{value:.2f} µs"
 
 
 def resolve_attempt(state: State, text: str) -> str:
@@ -161,8 +151,8 @@ def status_text(data: dict[str, Any]) -> str:
         ),
         f"  activated: {'yes' if data['activated'] else 'no'}"
         f"   target sheet: {'yes' if data['target_sheet'] else 'no'}",
-        f"  baseline {fmt_us(data['baseline_us'])}  target {fmt_us(data['target_us'])}"
-        f"  best {fmt_us(best['time_us']) if best else '-'}",
+        f"  baseline {fmt_time_us(data['baseline_us'])}  target {fmt_time_us(data['target_us'])}"
+        f"  best {fmt_time_us(best['time_us']) if best else '-'}",
         f"  skills: {', '.join(data['skills']) or '-'}",
         f"  pending attempt: {data['pending'] or '-'}   open point: {data['open_point'] or '-'}",
     ]
@@ -231,7 +221,7 @@ def log_text(rows: list[dict[str, Any]]) -> str:
     return "\n".join(
         f"{r['seq']:>4} {r['attempt']} {r['stage']:<9} {r['kind']:<9} "
         f"{(r['verdict'] or r['status']):<14} {(r['failure'] or ''):<8} "
-        f"{fmt_us(r['time_us']):>12}  {r['change']}"
+        f"{fmt_time_us(r['time_us']):>12}  {r['change']}"
         for r in rows
     )
 
@@ -273,7 +263,7 @@ def describe_result(attempt: str, result: dict[str, Any]) -> str:
     if result["failure"]:
         text += f" (failure: {result['failure']})"
     if result.get("time_us") is not None:
-        text += f", {fmt_us(result['time_us'])} vs best {fmt_us(result['best_us'])}"
+        text += f", {fmt_time_us(result['time_us'])} vs best {fmt_time_us(result['best_us'])}"
     if result["point_closed"]:
         text += f"; point {result['point_closed']} exhausted and closed"
     if result["stopped"]:
