@@ -151,7 +151,7 @@ def test_times_accept_units_and_a_bare_number_is_ms(cli: Cli, text: str) -> None
         "--baseline",
         text,
         "--shape",
-        "s",
+        "[32, 32, 1, 256]",
         "--target",
         "35.55us",
         "--target-source",

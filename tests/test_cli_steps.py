@@ -202,7 +202,7 @@ def test_a_retried_key_returns_the_original_result_and_appends_nothing(cli: Cli)
         "--baseline",
         "100us",
         "--shape",
-        "s",
+        "[32, 32, 1, 256]",
         "--target",
         "50us",
         "--target-source",

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from cli_harness import OP, Cli, pending, snapshot
+from cli_harness import OP, Cli, activate, pending, snapshot
 
 # A fake verifier: measures nothing, but behaves as the manifest's contract says. What it does
 # is chosen by its first argument; it names the config it ran and the kernel's digest.
@@ -25,6 +25,12 @@ VERIFIER = """
     doc = {"config": config, "impl_digest": digest, "tool": "fake-sim", "tool_version": "1",
            "times_us": [60.0], "layout_exit": 0,
            "outputs": [{"name": "y", "all_close": True, "max_diff": 0.0}]}
+    if mode == "lie":  # runs a neighbour of the config it was given
+        doc["config"] = {**config, "vec_tile_shape": [1, 16, 1, 64]}
+    if mode == "other-kernel":
+        doc["impl_digest"] = "0" * 64
+    if mode == "silent":  # names neither what it ran nor the kernel
+        del doc["config"], doc["impl_digest"]
     if mode == "usage":
         print("usage: verifier MODE OP_DIR CONFIG", file=sys.stderr)
         sys.exit(2)
@@ -49,6 +55,7 @@ def _manifest(cli: Cli, mode: str, *, timeout_s: float = 60, program: str | None
         "---\n"
         "p0_shapes: [[32, 32, 1, 256]]\n"
         "perf_target: {time_us: 50.0, metric: max_work_time_us}\n"
+        "baseline_config: {vec_tile_shape: [1, 8, 1, 64]}\n"
         "knobs:\n"
         "  vec_tile_shape: {stage: frontend, kind: tile, default: [1, 8, 1, 64]}\n"
         f"verifier: {{command: {json.dumps(command)}, timeout_s: {timeout_s}}}\n"
@@ -190,3 +197,62 @@ def test_a_measurement_value_of_the_wrong_type_is_refused(
     assert refused.code == 2, refused.stdout
     assert refused.json["rule"] == "R11"
     assert snapshot(cli.root) == before
+
+
+def test_target_from_spec_measures_the_baseline_of_the_manifest(cli: Cli) -> None:
+    """Shape, target, metric and baseline config come from SPEC.md; the baseline is measured."""
+    activate(cli)
+    _manifest(cli, "ok")
+    written = cli.ok("target", OP, "--from-spec")
+    assert (written["baseline_us"], written["target_us"]) == (60.0, 50.0)
+    sheet = next(e for e in cli.events() if e["type"] == "target.set")["payload"]
+    assert sheet["shape"] == "[32, 32, 1, 256]"
+    assert sheet["target_source"] == "spec" and sheet["metric"] == "max_work_time_us"
+    assert sheet["config"] == {"vec_tile_shape": [1, 8, 1, 64]}
+    assert sheet["origin"]["level"] == "measured"
+
+
+@pytest.mark.parametrize(
+    ("mode", "problem"),
+    [
+        ("lie", "measured another config than the baseline's (vec_tile_shape: measured"),
+        ("other-kernel", "ran implementation 000000000000, but the baseline is bound to"),
+    ],
+)
+def test_target_from_spec_refuses_an_unbound_baseline(cli: Cli, mode: str, problem: str) -> None:
+    """A baseline of another config or kernel is refused (R11), nothing written."""
+    activate(cli)
+    _manifest(cli, mode)
+    before = snapshot(cli.root)
+    refused = cli("target", OP, "--from-spec")
+    assert refused.code == 2
+    assert refused.json["rule"] == "R11" and problem in refused.json["error"]
+    assert snapshot(cli.root) == before
+
+
+def test_target_from_spec_with_hand_typed_values_is_bad_input(cli: Cli) -> None:
+    """--from-spec and --target (or --shape, --baseline...) are two sources: refused."""
+    activate(cli)
+    _manifest(cli, "ok")
+    refused = cli("target", OP, "--from-spec", "--target", "5us")
+    assert refused.code == 2 and "drop --target" in refused.json["error"]
+
+
+@pytest.mark.parametrize("shape", ["[32, 32, 1, 256]", "[32,32,1,256]", "32x32x1x256"])
+def test_every_shape_spelling_is_recorded_as_the_manifest_writes_it(cli: Cli, shape: str) -> None:
+    """One shape syntax: the JSON list of SPEC.md, whichever spelling was typed."""
+    activate(cli)
+    cli.ok(
+        "target",
+        OP,
+        "--baseline",
+        "100us",
+        "--shape",
+        shape,
+        "--target",
+        "50us",
+        "--target-source",
+        "spec",
+    )
+    sheet = next(e for e in cli.events() if e["type"] == "target.set")["payload"]
+    assert sheet["shape"] == "[32, 32, 1, 256]"

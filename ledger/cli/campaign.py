@@ -1,20 +1,16 @@
-"""The protocol's steps up to the search: init, evidence, activation, target sheet, skills,
-stages, points, and the bookkeeping commands (stop, note, policy)."""
+"""The protocol's steps up to the search: init, evidence, activation, skills, stages, points,
+and the bookkeeping commands (stop, note, policy); the target sheet is in `target`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-import attrs
 import click
 
 from ledger.cli.base import Ctx, event_data, impl_path, one_source, pass_ctx, run_step
 from ledger.domain import inputs
-from ledger.domain.samples import median
-from ledger.domain.units import parse_time_us
 from ledger.errors import BadInput
-from ledger.projections.formatting import fmt_time_us
 from ledger.schema.events import SKILLS, STAGES, Origin
 from ledger.shell import runner
 from ledger.shell.api import OpLedger, Outcome
@@ -187,156 +183,6 @@ def activate(ctx: Ctx, op: str, impl: str | None) -> None:
     )
 
 
-# --- target sheet and limits ------------------------------------------------------------------
-
-
-@click.command()
-@click.argument("op")
-@click.option(
-    "--baseline",
-    metavar="TIME",
-    help="Measured baseline time (71.1us, 0.07ms, 1e-4s; a bare number is ms).",
-)
-@click.option("--shape", metavar="SHAPE", required=True, help="The SPEC's P0 shape measured.")
-@click.option("--target", "target_time", metavar="TIME", required=True, help="Target time.")
-@click.option(
-    "--target-source",
-    type=click.Choice(["spec", "upstream", "torch-eager"]),
-    required=True,
-    help="Where the target comes from (precedence: spec, upstream, torch-eager).",
-)
-@click.option("--source-ref", metavar="TEXT", help="The SPEC line or kernel the target cites.")
-@click.option(
-    "--config",
-    "config",
-    metavar="JSON",
-    default="{}",
-    show_default=True,
-    help="The config the baseline was measured with (the first best).",
-)
-@click.option("--tool", metavar="NAME", help="The tool that measured the baseline.")
-@click.option(
-    "--metric", default="time", show_default=True, help="Which execution time is compared."
-)
-@click.option("--cube-m", type=int, help="M of the cube problem (selects the cube tile table row).")
-@click.option("--util", metavar="PCT", help="Core utilization % of the baseline measurement.")
-@click.option("--bubble", metavar="PCT", help="Bubble rate % of the baseline measurement.")
-@click.option(
-    "--run",
-    "run_cmd",
-    metavar="CMD",
-    help="Measure the baseline by running CMD (prints a measurement JSON object).",
-)
-@click.option("--from-json", "from_json", metavar="FILE", help="Read the baseline measurement.")
-@pass_ctx
-def target(
-    ctx: Ctx,
-    op: str,
-    baseline: str | None,
-    shape: str,
-    target_time: str,
-    target_source: str,
-    source_ref: str | None,
-    config: str,
-    tool: str | None,
-    metric: str,
-    cube_m: int | None,
-    util: str | None,
-    bubble: str | None,
-    run_cmd: str | None,
-    from_json: str | None,
-) -> None:
-    """Write the Performance target sheet: baseline, target, source, tile limits (R3)."""
-    config_value = inputs.parse_json_object(config, "--config")
-    one_source(baseline=baseline, run=run_cmd, from_json=from_json)
-    target_us = parse_time_us(target_time, "--target")
-    util_pct = inputs.parse_percent(util, "--util")
-    bubble_pct = inputs.parse_percent(bubble, "--bubble")
-    if baseline is None and not (run_cmd or from_json):
-        raise BadInput(
-            "give the baseline: --baseline TIME, --run CMD or --from-json FILE",
-            hint="e.g. --baseline 71.1us (the measured time on the P0 shape)",
-        )
-    baseline_us = None if baseline is None else parse_time_us(baseline, "--baseline")
-
-    def build(_ledger: OpLedger) -> Any:
-        if baseline_us is not None:
-            samples: tuple[float, ...] = (baseline_us,)
-            origin = Origin(level="reported", tool=tool)
-            util_value, bubble_value = util_pct, bubble_pct
-        else:
-            document = (
-                runner.file_document(from_json)
-                if from_json
-                else runner.run_document(runner.run_command(run_cmd or "", ctx.root), "times_us")
-            )
-            samples = runner.times_of(document.doc, document.source)
-            origin = document.origin
-            if tool and not origin.tool:
-                origin = attrs.evolve(origin, tool=tool)
-            util_value = runner.percent_of(document.doc, "util_pct", util_pct)
-            bubble_value = runner.percent_of(document.doc, "bubble_pct", bubble_pct)
-        return cmd.SetTarget(
-            baseline_us=median(samples),
-            shape=shape,
-            target_us=target_us,
-            target_source=target_source,
-            source_ref=source_ref,
-            config=config_value,
-            origin=origin,
-            metric=metric,
-            cube_m=cube_m,
-            baseline_samples_us=samples,
-            util_pct=util_value,
-            bubble_pct=bubble_value,
-        )
-
-    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
-        data = event_data(outcome, "target.set")
-        base, goal = data.get("baseline_us"), data.get("target_us")
-        speedup = base / goal if base and goal else None
-        human = (
-            f"target sheet written: baseline {fmt_time_us(base)}, target "
-            f"{fmt_time_us(goal)}, required speedup {speedup or 0:.2f}x (Baseline/Target)"
-        )
-        return {"baseline_us": base, "target_us": goal, "required_speedup": speedup}, human
-
-    run_step(ctx, op, build, present)
-
-
-@click.command()
-@click.argument("op")
-@click.option(
-    "--what",
-    type=click.Choice(["vec", "cube"]),
-    required=True,
-    help="Which tile-shape limit: vec (per axis) or cube (the shape table).",
-)
-@click.option(
-    "--limit",
-    "limit",
-    metavar="VALUE",
-    required=True,
-    help="New limit: an int for vec (per axis), a JSON cube tile list for cube.",
-)
-@click.option(
-    "--basis",
-    metavar="TEXT",
-    required=True,
-    help="The profiling data that justifies the relaxation.",
-)
-@pass_ctx
-def relax(ctx: Ctx, op: str, what: str, limit: str, basis: str) -> None:
-    """Relax a tile-shape upper limit, recording its basis (R3)."""
-    value = inputs.parse_json_value(limit, "--limit")
-    run_step(
-        ctx,
-        op,
-        lambda _ledger: cmd.Relax(what=what, limit=value, basis=basis),
-        lambda _outcome: ({"what": what, "limit": value}, f"{what} tile limit relaxed to {limit}"),
-    )
-
-
 # --- skills, stages, points ---------------------------------------------------------------------
 
 
@@ -502,4 +348,4 @@ def policy(ctx: Ctx, op: str, key: str, value: str, reason: str) -> None:
 
 
 # The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
-COMMANDS = (init, evidence, activate, target, relax, skill, stage, point, stop, note, policy)
+COMMANDS = (init, evidence, activate, skill, stage, point, stop, note, policy)

@@ -194,3 +194,34 @@ def file_digest(path: Path) -> str:
             f"cannot read the implementation {path}: {e.strerror}",
             hint="pass --impl PATH to the kernel file under tuning",
         ) from e
+
+
+def parse_shape(text: str, what: str) -> str:
+    """A tensor shape, as SPEC.md writes it (`[32, 32, 1, 256]`) or as `32x32x1x256`, in the
+    one form the ledger records: the JSON list."""
+    body = text.strip()
+    try:
+        if body.startswith("["):
+            dims = json.loads(body)
+        else:
+            dims = [int(d) for d in body.replace("×", "x").split("x")]
+    except ValueError as e:
+        raise BadInput(
+            f"{what} {text!r} is not a shape",
+            hint="give a JSON list of positive ints, e.g. [32, 32, 1, 256], or 32x32x1x256",
+        ) from e
+    if (
+        not isinstance(dims, list)
+        or not dims
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)
+    ):
+        raise BadInput(
+            f"{what} {text!r} is not a list of positive ints",
+            hint="give a JSON list of positive ints, e.g. [32, 32, 1, 256], or 32x32x1x256",
+        )
+    return shape_text(dims)
+
+
+def shape_text(dims: Iterable[int]) -> str:
+    """The recorded form of a shape: `[32, 32, 1, 256]`, as SPEC.md's p0_shapes write it."""
+    return "[" + ", ".join(str(int(d)) for d in dims) + "]"

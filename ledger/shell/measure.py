@@ -38,6 +38,7 @@ from ledger.log import codec
 from ledger.shell import runner
 from stages import commands as cmd
 
+BASELINE = "baseline"  # the label of a plan that measures the target sheet's baseline
 _FIX = (
     "fix the verifier (SPEC.md `verifier`), check it with `tune-ledger measure OP --dry-run`, "
     "then measure again"
@@ -54,6 +55,11 @@ class Plan:
     cwd: Path
     timeout_s: float
     impl_digest: str | None
+
+    @property
+    def pending(self) -> str | None:
+        """The attempt that stays pending when the run is refused (None: the baseline)."""
+        return None if self.attempt == BASELINE else self.attempt
 
     @property
     def command_line(self) -> str:
@@ -96,28 +102,50 @@ def plan(
     op: str,
     python: str = sys.executable,
 ) -> Plan:
-    """The verifier command for an attempt's config (manifest defaults filled in)."""
-    verifier = require_verifier(manifest, op)
+    """The verifier command for an attempt's full config."""
     attempt = state.attempts[attempt_id]
-    config = canonical_config(attempt.config)
+    return plan_config(
+        manifest,
+        attempt.config,
+        attempt_id,
+        expected_impl_digest(state, attempt),
+        root=root,
+        op=op,
+        python=python,
+    )
+
+
+def plan_config(
+    manifest: Manifest | None,
+    config: Mapping[str, Any],
+    label: str,
+    impl_digest: str | None,
+    *,
+    root: Path,
+    op: str,
+    python: str = sys.executable,
+) -> Plan:
+    """The verifier command for `config` (an attempt's, or the target sheet's baseline)."""
+    verifier = require_verifier(manifest, op)
+    canonical = canonical_config(config)
     shape = manifest.p0_shape if manifest is not None else None
     values = {
         "python": python,
         "root": os.fspath(root),
         "op": op,
         "op_dir": os.fspath(root / "custom" / op),
-        "config": codec.canonical_json(config),
+        "config": codec.canonical_json(canonical),
         "shape": codec.canonical_json(list(shape)) if shape else "",
         "timeout_s": f"{verifier.timeout_s:g}",
         "memory_mb": f"{verifier.memory_mb:g}",
     }
     return Plan(
-        attempt=attempt_id,
-        config=config,
+        attempt=label,
+        config=canonical,
         argv=verifier.command(values),
         cwd=root,
         timeout_s=verifier.timeout_s,
-        impl_digest=expected_impl_digest(state, attempt),
+        impl_digest=impl_digest,
     )
 
 
@@ -143,11 +171,13 @@ def execute(plan: Plan) -> Ran:
         )
     except FileNotFoundError as e:
         raise runner.harness_error(
-            plan.attempt, f"the verifier {plan.argv[0]!r} was not found ({e.strerror})", _FIX
+            f"the verifier {plan.argv[0]!r} was not found ({e.strerror})",
+            _FIX,
+            pending=plan.pending,
         ) from e
     except PermissionError as e:
         raise runner.harness_error(
-            plan.attempt, f"the verifier {plan.argv[0]!r} is not executable ({e})", _FIX
+            f"the verifier {plan.argv[0]!r} is not executable ({e})", _FIX, pending=plan.pending
         ) from e
     timed_out = False
     try:
@@ -176,6 +206,34 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 def result_command(plan: Plan, ran: Ran) -> cmd.Verify | cmd.Fail:
     """The Verify or Fail a run gives, or a harness error naming the plan (R8, R11)."""
     return runner.command_result(plan.attempt, ran.run, ran.signal, plan.timeout_s, _FIX)
+
+
+def baseline_document(plan: Plan, ran: Ran) -> runner.Document:
+    """The measurement of the target sheet's baseline; a failed run cannot be a baseline."""
+    run = ran.run
+    doc = runner.last_json_object(run.output)
+    if doc is None and (run.timed_out or ran.signal is not None):
+        raise BadInput(
+            f"the baseline run did not finish ({'timed out' if run.timed_out else 'killed'}): "
+            "no target sheet can be written from it",
+            rule="R3",
+            hint="fix the baseline config or the verifier's limits in SPEC.md, then run "
+            "`target --from-spec` again",
+        )
+    if doc is None:
+        raise runner.harness_error(runner.exit_cause(run.exit_code), _FIX, run.output, pending=None)
+    error = runner.reported_error(doc)
+    if error is not None:
+        raise runner.harness_error(f"the verifier reported an error: {error}", _FIX, pending=None)
+    failure = runner.failure_of(doc)
+    if failure is not None:
+        raise BadInput(
+            f"the baseline run failed ({failure[0]}: {failure[1]}): a baseline is a measured "
+            "time of a working kernel",
+            rule="R3",
+            hint="fix the kernel or SPEC.md's baseline_config, then run `target --from-spec`",
+        )
+    return runner.Document(doc=doc, origin=runner.origin_of_run(run, doc), source=plan.command_line)
 
 
 def dry_run(plan: Plan) -> dict[str, Any]:

@@ -303,27 +303,28 @@ def command_result(
                 detail=f"exit {run.exit_code} (killed by {name}): {_tail(run.output, OUTPUT_TAIL)}",
                 origin=origin_of_run(run),
             )
-        raise harness_error(attempt, _exit_cause(run.exit_code), fix, run.output)
+        raise harness_error(exit_cause(run.exit_code), fix, run.output, pending=attempt)
     error = reported_error(doc)
     if error is not None:
-        raise harness_error(attempt, f"the verifier reported an error: {error}", fix)
+        raise harness_error(f"the verifier reported an error: {error}", fix, pending=attempt)
     return verify_command(
         attempt, Document(doc=doc, origin=origin_of_run(run, doc), source=run.command)
     )
 
 
-def harness_error(attempt: str, cause: str, fix: str, output: str = "") -> BadInput:
-    """A verifier that did not do its job: nothing is written, the attempt stays pending."""
+def harness_error(cause: str, fix: str, output: str = "", *, pending: str | None) -> BadInput:
+    """A verifier that did not do its job: nothing is written (the attempt stays pending)."""
     tail = output.strip()[-600:]
+    kept = f" and attempt {pending} stays pending" if pending else ""
     return BadInput(
-        f"harness error, not a failure of the idea: {cause}; nothing was written and "
-        f"attempt {attempt} stays pending",
+        f"harness error, not a failure of the idea: {cause}; nothing was written{kept}",
         rule="R11",
         hint=fix + (f"; its output ends: {tail!r}" if tail else ""),
     )
 
 
-def _exit_cause(code: int) -> str:
+def exit_cause(code: int) -> str:
+    """What a verifier's exit code says when it printed no result (a harness error)."""
     if code == NOT_FOUND:
         return "the verifier's program was not found (exit 127)"
     if code == NOT_EXECUTABLE:

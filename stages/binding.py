@@ -1,0 +1,51 @@
+"""R11 Binding: a measurement counts only for the config and implementation it ran.
+
+A verifier's result names the config it measured and the digest of the kernel file it ran.
+Both are compared with what the measurement is recorded for (an attempt, or the target
+sheet's baseline), after the manifest's knob defaults are filled in on both sides, so
+`{}` and the defaults spelt out are one config and `128.0` is `128`. A result that names
+neither is not bound: it is recorded with the weaker provenance "unbound".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ledger.domain.configs import canonical_config
+from ledger.log import codec
+
+
+def filled(config: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """`config` with each default it leaves out, in canonical form."""
+    return canonical_config({**defaults, **config})
+
+
+def binding_problem(
+    *,
+    what: str,
+    expected_config: Mapping[str, Any],
+    expected_digest: str | None,
+    measured_config: Mapping[str, Any] | None,
+    measured_digest: str | None,
+    defaults: Mapping[str, Any],
+) -> str | None:
+    """Why a result cannot be recorded for `what` (R11), or None when it is bound to it."""
+    if measured_config is not None:
+        want, got = filled(expected_config, defaults), filled(measured_config, defaults)
+        if want != got:
+            differ = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
+            shown = ", ".join(
+                f"{k}: measured {_json(got.get(k))}, expected {_json(want.get(k))}" for k in differ
+            )
+            return f"the verifier measured another config than {what}'s ({shown})"
+    if None not in (measured_digest, expected_digest) and measured_digest != expected_digest:
+        return (
+            f"the verifier ran implementation {str(measured_digest)[:12]}, but {what} is "
+            f"bound to implementation {str(expected_digest)[:12]}"
+        )
+    return None
+
+
+def _json(value: Any) -> str:
+    return "unset" if value is None else codec.canonical_json(value)
