@@ -289,7 +289,7 @@ def check_memory_file(ledger: OpLedger, loaded: Loaded | None = None) -> list[st
 
 def audit_op(ledger: OpLedger) -> dict[str, Any]:
     """Every audit check of one op; `findings` is empty when the op is clean."""
-    path = ledger.store.path
+    path = ledger.path
     try:
         integrity = store.chain_findings(path)
         ledger.require()
@@ -305,7 +305,7 @@ def audit_op(ledger: OpLedger) -> dict[str, Any]:
     findings = [f"{path}:{f}" for f in integrity]
     findings += [f"{path}:{f}" for f in schema_findings(events, lines)]
     findings += [f"{path}:{f}" for f in legality_findings(events, lines)]
-    findings += merge.order_findings(ledger.store, ledger.op)
+    findings += merge.order_findings(ledger.file_store, ledger.op)
     findings += check_memory_file(ledger, loaded)
     return {
         "op": ledger.op,
