@@ -99,7 +99,7 @@ def _conflict_gate(state: State) -> Refusal | None:
     )
 
 
-def decide(state: State, command: object) -> Decision | Refusal:
+def decide(state: State, command: cmd.Command) -> Decision | Refusal:
     """The events `command` appends on `state`, or the Refusal naming the rule that forbids it.
 
     Raises BadInput (exit 2) for malformed values: an unknown skill, stage, attempt, policy key
@@ -111,7 +111,7 @@ def decide(state: State, command: object) -> Decision | Refusal:
     return result
 
 
-def _decide(state: State, command: object) -> Result:
+def _decide(state: State, command: cmd.Command) -> Result:
     if isinstance(command, cmd.Init):
         return _init(state, command)
     if state.op is None:

@@ -164,8 +164,6 @@ def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
     loaded = ledger.load()
     torn = loaded.tip.torn
     warnings = (
-        []
-        if torn is None
-        else [torn_warning(ledger.store.path, torn.line, torn.byte_count, torn.reason)]
+        [] if torn is None else [torn_warning(ledger.path, torn.line, torn.byte_count, torn.reason)]
     )
     return loaded.state, warnings

@@ -133,7 +133,7 @@ def normalize(ctx: Ctx, op: str) -> None:
     """Rewrite OP's ledger in canonical order, dropping repeated lines (after a merge that did
     not use the driver, e.g. `merge=union`). Refuses a damaged ledger (exit 7)."""
     ledger = ctx.op(op)
-    done = merge.normalize_file(ledger.store)
+    done = merge.normalize_file(ledger.file_store)
     what = done.describe()
     ctx.emit(
         {
@@ -143,9 +143,9 @@ def normalize(ctx: Ctx, op: str) -> None:
             "duplicates": done.duplicates,
             "reordered": done.reordered,
         },
-        f"normalized {ledger.store.path}: {what} fixed; next, `tune-ledger render {op}` and commit"
+        f"normalized {ledger.path}: {what} fixed; next, `tune-ledger render {op}` and commit"
         if what
-        else f"{ledger.store.path} is already in canonical order",
+        else f"{ledger.path} is already in canonical order",
     )
 
 

@@ -98,7 +98,7 @@ def check(ctx: Ctx, op: str | None, all_ops: bool) -> None:
 
 def _check_one(ledger: OpLedger, op: str) -> list[str]:
     # An order finding comes alone: the ledger must be normalized before it can be replayed.
-    order = merge.order_findings(ledger.store, op)
+    order = merge.order_findings(ledger.file_store, op)
     if order:
         return order
     conflicts = resolve.conflict_findings(ledger.load().state, op)

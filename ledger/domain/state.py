@@ -1,8 +1,8 @@
 """The replayed state of one op's campaign: everything the stage machines decide from.
 
-State is a plain accumulator owned by one replay: `evolve` updates it in place and returns it,
-so replaying N events costs O(N) rather than copying growing collections at every step. Nothing
-outside a replay holds on to a State while it is being evolved.
+State is an accumulator, not a value: `evolve` (ledger/domain/replay.py) updates it in place,
+so replaying N events costs O(N) rather than copying growing collections at every step. A State
+belongs to the one replay that builds it; to know the state at two points of a log, replay twice.
 """
 
 from __future__ import annotations
@@ -181,3 +181,8 @@ class State:
     # --idempotency-key -> the events the keyed command appended (DESIGN §5: a retry returns
     # them instead of appending again); only keyed events are kept, not the whole log.
     keyed: dict[str, list[Event]] = field(factory=dict)
+
+    def record_conflict(self, text: str) -> None:
+        """Record a protocol conflict found while replaying merged branches, once."""
+        if text not in self.conflicts:
+            self.conflicts.append(text)

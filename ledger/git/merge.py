@@ -15,7 +15,6 @@ server-side merge) leaves lines interleaved or repeated, which `order_findings` 
 from __future__ import annotations
 
 import contextlib
-import copy
 import fcntl
 import os
 from collections import Counter
@@ -289,8 +288,8 @@ class CausalReplay:
 
     Two branches each decided their steps without seeing the other's, so audit re-decides a
     batch on its causal past. In a ledger without merges that past is the whole prefix and
-    this is the ordinary running replay; a fork costs one copy of the state, a merge one
-    replay of the merged history.
+    this is the ordinary running replay; each further branch of a fork and each merge cost
+    one replay of their causal past (a State is never shared, so it is never copied).
     """
 
     def __init__(self, events: Sequence[Event]) -> None:
@@ -301,19 +300,17 @@ class CausalReplay:
         self._states: dict[frozenset[str], State] = {frozenset(): State()}
 
     def before(self, batch: Sequence[Event]) -> State:
-        """The state `batch` was decided on; the caller evolves it, then calls `after`."""
+        """The state `batch` was decided on; the caller evolves it, then calls `after`.
+
+        A State is an accumulator owned by one replay (ledger/domain/state.py), so no two
+        batches are given the same one: the last batch to start from a kept state continues
+        it, and each other batch of a fork gets its own replay of the causal past.
+        """
         key = frozenset(batch[0].parents)
         self._uses[key] -= 1
-        state = self._states.get(key)
-        if state is None:
-            state = self._replayed(key)
-            if self._uses[key] > 0:
-                self._states[key] = copy.deepcopy(state)
-            return state
-        if self._uses[key] > 0:
-            return copy.deepcopy(state)
-        del self._states[key]
-        return state
+        if self._uses[key] > 0 or key not in self._states:
+            return self._replayed(key)
+        return self._states.pop(key)
 
     def after(self, batch: Sequence[Event], state: State) -> None:
         """Keep the state after `batch` for the batches that follow it."""

@@ -1,139 +1,45 @@
 """The closed set of event payloads of a tuning campaign (DESIGN §3), schema version 1.
 
 Every payload is a frozen attrs class with a stable `TYPE` name and a `SCHEMA` version. Values
-are validated on construction (R11), so a bad value can neither be appended nor replayed.
+are validated on construction (R11), so a bad value can neither be appended nor replayed. The
+`Payload` union is the one list of event types: `PAYLOAD_TYPES`, replay's handlers and audit's
+commands are derived from it or checked against it.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
-import attrs
 from attrs import field, frozen
 
-Stage = Literal["frontend", "swimlane", "incore", "algorithm"]
-STAGES: tuple[Stage, ...] = ("frontend", "swimlane", "incore", "algorithm")
-CONFIG_STAGES: tuple[Stage, ...] = ("frontend", "swimlane", "incore")
-
-BASE_SKILLS = ("pypto-op-perf-tune", "perf-analyzer")
-TUNE_SKILLS = {"tune-frontend": "frontend", "tune-swimlane": "swimlane", "tune-incore": "incore"}
-SKILLS = BASE_SKILLS + tuple(TUNE_SKILLS)
-
-Verdict = Literal["rollback", "no-gain", "adopt", "target-reached"]
-VERDICTS: tuple[Verdict, ...] = ("rollback", "no-gain", "adopt", "target-reached")
-Failure = Literal["accuracy", "layout", "timeout", "oom", "compile", "runtime"]
-FAILURES: tuple[Failure, ...] = ("accuracy", "layout", "timeout", "oom", "compile", "runtime")
-AttemptKind = Literal["candidate", "mutation", "algorithm"]
-StopReason = Literal["target-reached", "utilization", "user"]
-ExitCondition = Literal["target-met", "points-closed", "utilization", "user"]
-TargetSource = Literal["spec", "upstream", "torch-eager"]
-# How a measurement reached the ledger (R11): run by the ledger itself, parsed from an
-# artefact whose digest is recorded, or only reported by the caller.
-OriginLevel = Literal["measured", "artefact", "reported"]
-
-
-# --- value checks (R11) -------------------------------------------------------------------
-
-
-def _finite(value: Any) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"expected a number, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(f"expected a finite number, got {value!r}")
-    return number
-
-
-def _time(value: Any) -> float:
-    number = _finite(value)
-    if number <= 0:
-        raise ValueError(f"a time must be > 0, got {value!r}")
-    return number
-
-
-def _times(values: Iterable[Any]) -> tuple[float, ...]:
-    times = tuple(_time(v) for v in values)
-    if not times:
-        raise ValueError("at least one time is needed")
-    return times
-
-
-def _percent_or_none(value: Any) -> float | None:
-    if value is None:
-        return None
-    number = _finite(value)
-    if not 0 <= number <= 100:
-        raise ValueError(f"a percentage must be within [0, 100], got {value!r}")
-    return number
-
-
-def _float_or_none(value: Any) -> float | None:
-    return None if value is None else _finite(value)
-
-
-def _int(value: Any) -> int:
-    if isinstance(value, bool) or int(value) != value:
-        raise ValueError(f"expected an integer, got {value!r}")
-    return int(value)
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"expected text, got {value!r}")
-    return value
-
-
-def _nonempty(_instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
-    if not value.strip():
-        raise ValueError(f"{attribute.name} must not be empty")
-
-
-def _metrics(value: Any) -> dict[str, float]:
-    return {str(k): _finite(v) for k, v in dict(value).items()}
-
-
-def _json_object(value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValueError(f"a config must be a JSON object, got {value!r}")
-    return dict(value)
-
-
-# --- shared parts ----------------------------------------------------------------------------
-
-
-@frozen
-class Origin:
-    """Where measured data came from: the command or tool, its version and output digest."""
-
-    level: OriginLevel
-    command: str | None = None
-    tool: str | None = None
-    tool_version: str | None = None
-    exit_code: int | None = None
-    output_digest: str | None = None
-    duration_s: float | None = field(default=None, converter=_float_or_none)
-
-
-@frozen
-class OutputCheck:
-    """One output of an E2E tensor compare: all_close, and the largest difference if known."""
-
-    name: str = field(validator=_nonempty)
-    all_close: bool
-    max_diff: float | None = field(default=None, converter=_float_or_none)
-
-
-def _outputs(values: Iterable[OutputCheck]) -> tuple[OutputCheck, ...]:
-    outputs = tuple(values)
-    names = [o.name for o in outputs]
-    if not outputs:
-        raise ValueError("at least one output is needed")
-    if len(set(names)) != len(names):
-        raise ValueError(f"output names repeat: {names}")
-    return tuple(sorted(outputs, key=lambda o: o.name))
-
+from ledger.schema.values import (
+    BASE_SKILLS,
+    CONFIG_STAGES,
+    FAILURES,
+    SKILLS,
+    STAGES,
+    TUNE_SKILLS,
+    VERDICTS,
+    AttemptKind,
+    ExitCondition,
+    Failure,
+    Origin,
+    OriginLevel,
+    OutputCheck,
+    Stage,
+    StopReason,
+    TargetSource,
+    Verdict,
+    float_or_none,
+    integer,
+    json_object,
+    metrics,
+    nonempty,
+    percent_or_none,
+    positive_time,
+    positive_times,
+    sorted_outputs,
+)
 
 # --- payloads ------------------------------------------------------------------------------
 
@@ -144,7 +50,7 @@ class OpInitialized:
 
     TYPE: ClassVar[str] = "op.initialized"
     SCHEMA: ClassVar[int] = 1
-    op: str = field(validator=_nonempty)
+    op: str = field(validator=nonempty)
 
 
 @frozen
@@ -153,7 +59,7 @@ class CompareEvidence:
 
     TYPE: ClassVar[str] = "evidence.compare"
     SCHEMA: ClassVar[int] = 1
-    outputs: tuple[OutputCheck, ...] = field(converter=_outputs)
+    outputs: tuple[OutputCheck, ...] = field(converter=sorted_outputs)
     impl_path: str
     impl_digest: str
     origin: Origin
@@ -165,7 +71,7 @@ class LayoutEvidence:
 
     TYPE: ClassVar[str] = "evidence.layout"
     SCHEMA: ClassVar[int] = 1
-    exit_code: int = field(converter=_int)
+    exit_code: int = field(converter=integer)
     impl_path: str
     impl_digest: str
     origin: Origin
@@ -217,20 +123,20 @@ class TargetSheetWritten:
 
     TYPE: ClassVar[str] = "target.set"
     SCHEMA: ClassVar[int] = 1
-    baseline_us: float = field(converter=_time)
-    shape: str = field(validator=_nonempty)
-    target_us: float = field(converter=_time)
+    baseline_us: float = field(converter=positive_time)
+    shape: str = field(validator=nonempty)
+    target_us: float = field(converter=positive_time)
     target_source: TargetSource
     source_ref: str | None
-    config: dict[str, Any] = field(converter=_json_object)
+    config: dict[str, Any] = field(converter=json_object)
     origin: Origin
     # Which execution time verdicts compare (e.g. "max core work time"); named on the sheet.
     metric: str = "time"
     # M of the cube problem, when known: selects the row of the cube tile table (R3).
     cube_m: int | None = None
     baseline_samples_us: tuple[float, ...] = field(default=(), converter=tuple)
-    util_pct: float | None = field(default=None, converter=_percent_or_none)
-    bubble_pct: float | None = field(default=None, converter=_percent_or_none)
+    util_pct: float | None = field(default=None, converter=percent_or_none)
+    bubble_pct: float | None = field(default=None, converter=percent_or_none)
 
 
 @frozen
@@ -241,7 +147,7 @@ class LimitRelaxed:
     SCHEMA: ClassVar[int] = 1
     what: Literal["vec", "cube"]
     limit: Any
-    basis: str = field(validator=_nonempty)
+    basis: str = field(validator=nonempty)
 
 
 @frozen
@@ -271,7 +177,7 @@ class PointOpened:
     TYPE: ClassVar[str] = "point.opened"
     SCHEMA: ClassVar[int] = 1
     stage: Stage
-    name: str = field(validator=_nonempty)
+    name: str = field(validator=nonempty)
 
 
 @frozen
@@ -283,7 +189,7 @@ class PointClosed:
     stage: Stage
     name: str
     outcome: Literal["exhausted", "not-applicable", "closed"]
-    reason: str = field(validator=_nonempty)
+    reason: str = field(validator=nonempty)
 
 
 @frozen
@@ -298,7 +204,7 @@ class AttemptStarted:
     kind: AttemptKind
     stage: Stage
     point: str | None
-    config: dict[str, Any] = field(converter=_json_object)
+    config: dict[str, Any] = field(converter=json_object)
     param: str | None = None
     value: Any = None
     prior: str | None = None
@@ -314,13 +220,13 @@ class AttemptMeasured:
     TYPE: ClassVar[str] = "attempt.measured"
     SCHEMA: ClassVar[int] = 1
     attempt: str
-    outputs: tuple[OutputCheck, ...] = field(converter=_outputs)
-    layout_exit: int = field(converter=_int)
-    times_us: tuple[float, ...] = field(converter=_times)
+    outputs: tuple[OutputCheck, ...] = field(converter=sorted_outputs)
+    layout_exit: int = field(converter=integer)
+    times_us: tuple[float, ...] = field(converter=positive_times)
     origin: Origin
-    util_pct: float | None = field(default=None, converter=_percent_or_none)
-    bubble_pct: float | None = field(default=None, converter=_percent_or_none)
-    metrics: dict[str, float] = field(factory=dict, converter=_metrics)
+    util_pct: float | None = field(default=None, converter=percent_or_none)
+    bubble_pct: float | None = field(default=None, converter=percent_or_none)
+    metrics: dict[str, float] = field(factory=dict, converter=metrics)
 
 
 @frozen
@@ -334,12 +240,12 @@ class VerdictReached:
     failure: Literal["accuracy", "layout"] | None
     method: Literal["bootstrap", "threshold", "failure"]
     best_attempt: str | None
-    best_median_us: float = field(converter=_time)
-    attempt_median_us: float = field(converter=_time)
-    ratio: float | None = field(converter=_float_or_none)
-    low: float | None = field(default=None, converter=_float_or_none)
-    high: float | None = field(default=None, converter=_float_or_none)
-    threshold: float | None = field(default=None, converter=_float_or_none)
+    best_median_us: float = field(converter=positive_time)
+    attempt_median_us: float = field(converter=positive_time)
+    ratio: float | None = field(converter=float_or_none)
+    low: float | None = field(default=None, converter=float_or_none)
+    high: float | None = field(default=None, converter=float_or_none)
+    threshold: float | None = field(default=None, converter=float_or_none)
     seed: int | None = None
     policy: dict[str, Any] = field(factory=dict)
 
@@ -363,7 +269,7 @@ class AttemptAbandoned:
     TYPE: ClassVar[str] = "attempt.abandoned"
     SCHEMA: ClassVar[int] = 1
     attempt: str
-    reason: str = field(validator=_nonempty)
+    reason: str = field(validator=nonempty)
 
 
 @frozen
@@ -403,7 +309,7 @@ class NoteAdded:
 
     TYPE: ClassVar[str] = "note.added"
     SCHEMA: ClassVar[int] = 1
-    text: str = field(validator=_nonempty)
+    text: str = field(validator=nonempty)
 
 
 @frozen
@@ -426,7 +332,7 @@ class ConflictResolved:
     SCHEMA: ClassVar[int] = 1
     conflict: str
     resolution: str
-    reason: str = field(validator=_nonempty)
+    reason: str = field(validator=nonempty)
 
 
 Payload = (
@@ -456,32 +362,53 @@ Payload = (
     | ConflictResolved
 )
 
-PAYLOAD_TYPES: dict[str, type[Any]] = {
-    cls.TYPE: cls
-    for cls in (
-        OpInitialized,
-        CompareEvidence,
-        LayoutEvidence,
-        ActivationPassed,
-        ActivationFailed,
-        SkillLoaded,
-        SkillUnloaded,
-        TargetSheetWritten,
-        LimitRelaxed,
-        StageEntered,
-        StageExited,
-        PointOpened,
-        PointClosed,
-        AttemptStarted,
-        AttemptMeasured,
-        VerdictReached,
-        AttemptFailed,
-        AttemptAbandoned,
-        ReportGenerated,
-        CampaignStopped,
-        PolicySet,
-        NoteAdded,
-        LedgerRepaired,
-        ConflictResolved,
-    )
-}
+PAYLOAD_CLASSES: tuple[type[Payload], ...] = get_args(Payload)
+
+PAYLOAD_TYPES: dict[str, type[Payload]] = {cls.TYPE: cls for cls in PAYLOAD_CLASSES}
+
+__all__ = [
+    "BASE_SKILLS",
+    "CONFIG_STAGES",
+    "FAILURES",
+    "PAYLOAD_CLASSES",
+    "PAYLOAD_TYPES",
+    "SKILLS",
+    "STAGES",
+    "TUNE_SKILLS",
+    "VERDICTS",
+    "ActivationFailed",
+    "ActivationPassed",
+    "AttemptAbandoned",
+    "AttemptFailed",
+    "AttemptKind",
+    "AttemptMeasured",
+    "AttemptStarted",
+    "CampaignStopped",
+    "CompareEvidence",
+    "ConflictResolved",
+    "ExitCondition",
+    "Failure",
+    "LayoutEvidence",
+    "LedgerRepaired",
+    "LimitRelaxed",
+    "NoteAdded",
+    "OpInitialized",
+    "Origin",
+    "OriginLevel",
+    "OutputCheck",
+    "Payload",
+    "PointClosed",
+    "PointOpened",
+    "PolicySet",
+    "ReportGenerated",
+    "SkillLoaded",
+    "SkillUnloaded",
+    "Stage",
+    "StageEntered",
+    "StageExited",
+    "StopReason",
+    "TargetSheetWritten",
+    "TargetSource",
+    "Verdict",
+    "VerdictReached",
+]

@@ -20,7 +20,7 @@ from ledger.errors import BadInput, Conflict, HandBack, LedgerError
 from ledger.log import codec
 from ledger.log.files import LEDGER_NAME, ledger_path
 from ledger.log.record import Draft, Event, converter
-from ledger.log.store import AppendResult, FileStore, Tip
+from ledger.log.store import AppendResult, FileStore, MemoryStore, Store, Tip
 from ledger.projections import memory_file, splice, view_cache
 from ledger.schema.events import Payload
 from ledger.shell import provenance
@@ -38,6 +38,8 @@ class Outcome:
 
     events: tuple[Event, ...]
     warnings: tuple[str, ...]
+    # The ledger's state after the command: the OpLedger's own accumulator, which its next
+    # command folds into (ledger/domain/state.py); replay the log for a state that must stay.
     state: State
     replayed: bool = False  # True when an idempotency key returned an earlier result
 
@@ -58,26 +60,42 @@ def request_digest(command: object) -> str:
 
 
 class OpLedger:
-    """One op's ledger under a root folder that holds `custom/`."""
+    """One op's ledger under a root folder that holds `custom/`, kept in `store` (by default
+    the file `custom/OP/events.jsonl`; any Store, e.g. a MemoryStore in tests)."""
 
-    def __init__(self, root: Path | str, op: str) -> None:
+    def __init__(self, root: Path | str, op: str, store: Store | None = None) -> None:
         self.root = Path(root)
         self.op = check_op_name(op)
         self.dir = self.root / "custom" / self.op
-        self.store = FileStore(ledger_path(self.root, self.op))
+        # Where the ledger file is (or would be): named in messages even for a store in memory.
+        self.path = ledger_path(self.root, self.op)
+        self.store: Store = FileStore(self.path) if store is None else store
+        # The state replayed from the store and the tip it was read at: this OpLedger owns
+        # that accumulator and folds its own commands into it (see `execute`).
         self._loaded: Loaded | None = None
         self.memory_path = self.dir / "MEMORY.md"
         self.report_path = self.dir / f"{self.op}_tuning_report.md"
 
     def exists(self) -> bool:
-        """True when the op's ledger file exists."""
-        return self.store.path.exists()
+        """True when the op has a ledger: its file exists (or, in memory, holds an event)."""
+        if isinstance(self.store, MemoryStore):
+            return bool(self.store.raw)
+        return self.path.exists()
+
+    @property
+    def file_store(self) -> FileStore:
+        """The store as a file, for git's checks that read and rewrite the file itself."""
+        if not isinstance(self.store, FileStore):
+            raise BadInput(
+                f"op {self.op!r}: this check needs the ledger file, not a store in memory"
+            )
+        return self.store
 
     def require(self) -> None:
         """Raise BadInput when the op has no ledger yet."""
         if not self.exists():
             raise BadInput(
-                f"unknown op {self.op!r}: {self.store.path} does not exist",
+                f"unknown op {self.op!r}: {self.path} does not exist",
                 hint=f"run `tune-ledger init {self.op}` first (or check --root)",
             )
 
@@ -87,7 +105,7 @@ class OpLedger:
         While nothing has written to the ledger since, a later call returns the same Loaded
         (checked as an append checks its tip): one CLI command looks up a retried key, resolves
         an attempt id and then decides, and each used to replay the whole ledger. `execute`
-        folds its new events into that state, so it drops it first."""
+        folds its new events into that state and keeps it with the tip after its append."""
         self.require()
         kept = self._loaded
         if kept is not None and self.store.unchanged_since(kept.tip):
@@ -130,9 +148,6 @@ class OpLedger:
         request = request or request_digest(command)
         for _ in range(_MAX_CONFLICT_RETRIES):
             loaded = self.load() if self.exists() else None
-            # This command's events are folded into the loaded state below: no later load
-            # may return it as the state of the ledger it read.
-            self._loaded = None
             if key is not None and loaded is not None:
                 original = _replayed(loaded, key, request)
                 if original is not None:
@@ -174,8 +189,13 @@ class OpLedger:
         state (no second read and replay), render MEMORY.md from it and cache its views for
         the next `status`; return it with the warnings of rendering."""
         new_state = replay([*written.repairs, *written.events], state)
+        # The state moved on with the ledger: keep it with the tip after the append, so the
+        # next load needs no replay. Without that tip (the store re-read the file), the next
+        # load replays; the kept tip no longer matches the file, so it cannot return it stale.
+        self._loaded = None if written.tip is None else Loaded(tip=written.tip, state=new_state)
         warnings = self._render_after_append(new_state)
-        view_cache.remember(self.store.path, self.op, new_state, written.head[-1])
+        if isinstance(self.store, FileStore):  # the view cache is keyed by the ledger file
+            view_cache.remember(self.store.path, self.op, new_state, written.head[-1])
         return new_state, warnings
 
     def _render_after_append(self, state: State) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from ledger.git import merge
 from ledger.log import codec, store
 from ledger.log.record import Event, converter, unstructure_payload
 from ledger.projections import memory_file, splice
+from ledger.schema import events as ev
 from ledger.schema.events import Origin, OutputCheck
 from stages import commands as cmd
 
@@ -34,7 +35,7 @@ def _origin(data: Any) -> Origin | None:
     return None if data is None else converter.structure(data, Origin)
 
 
-def _started(d: dict[str, Any]) -> Any:
+def _started(d: dict[str, Any]) -> cmd.Command:
     if d["kind"] == "candidate":
         return cmd.ProposeCandidate(
             config=d["config"], prior=d["prior"], override=d["retry_override"]
@@ -46,7 +47,7 @@ def _started(d: dict[str, Any]) -> Any:
     )
 
 
-def _target(d: dict[str, Any]) -> Any:
+def _target(d: dict[str, Any]) -> cmd.Command:
     return cmd.SetTarget(
         baseline_us=d["baseline_us"],
         shape=d["shape"],
@@ -63,7 +64,7 @@ def _target(d: dict[str, Any]) -> Any:
     )
 
 
-def _measured(d: dict[str, Any]) -> Any:
+def _measured(d: dict[str, Any]) -> cmd.Command:
     return cmd.Verify(
         attempt=d["attempt"],
         outputs=_outputs(d),
@@ -76,52 +77,85 @@ def _measured(d: dict[str, Any]) -> Any:
     )
 
 
-# The command that produced a batch, keyed by the type of the batch's first event.
-_COMMAND_OF: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "op.initialized": lambda d: cmd.Init(op=d["op"]),
-    "evidence.compare": lambda d: cmd.RecordCompare(
-        outputs=_outputs(d),
-        impl_path=d["impl_path"],
-        impl_digest=d["impl_digest"],
-        origin=converter.structure(d["origin"], Origin),
-    ),
-    "evidence.layout": lambda d: cmd.RecordLayout(
-        exit_code=d["exit_code"],
-        impl_path=d["impl_path"],
-        impl_digest=d["impl_digest"],
-        origin=converter.structure(d["origin"], Origin),
-    ),
-    "activation.passed": lambda d: cmd.Activate(impl_digest=d["impl_digest"]),
-    "activation.failed": lambda d: cmd.Activate(impl_digest=d["impl_digest"]),
-    "skill.loaded": lambda d: cmd.LoadSkill(name=d["name"]),
-    "skill.unloaded": lambda d: cmd.UnloadSkill(name=d["name"]),
-    "target.set": _target,
-    "limit.relaxed": lambda d: cmd.Relax(what=d["what"], limit=d["limit"], basis=d["basis"]),
-    "stage.entered": lambda d: cmd.EnterStage(stage=d["stage"]),
-    "stage.exited": lambda d: cmd.ExitStage(
-        stage=d["stage"], reason=d["reason"], by_user=d["condition"] == "user"
-    ),
-    "point.opened": lambda d: cmd.OpenPoint(name=d["name"]),
-    "point.closed": lambda d: cmd.ClosePoint(
-        name=d["name"], reason=d["reason"], not_applicable=d["outcome"] == "not-applicable"
-    ),
-    "attempt.started": _started,
-    "attempt.measured": _measured,
-    "attempt.failed": lambda d: cmd.Fail(
-        attempt=d["attempt"],
-        category=d["category"],
-        detail=d["detail"],
-        origin=_origin(d["origin"]),
-    ),
-    "attempt.abandoned": lambda d: cmd.Abandon(attempt=d["attempt"], reason=d["reason"]),
-    "campaign.stopped": lambda d: cmd.Stop(reason=d["detail"]),
-    "report.generated": lambda d: cmd.RecordReport(path=d["path"], digest=d["digest"]),
-    "policy.set": lambda d: cmd.SetPolicy(key=d["key"], value=d["value"], reason=d["reason"]),
-    "note.added": lambda d: cmd.AddNote(text=d["text"]),
-}
+CommandOf = Callable[[dict[str, Any]], cmd.Command]
 
-# Batches no command of stages/ produces: written by the store (resolutions: ledger/git/resolve.py).
-_NOT_DECIDED = {"ledger.repaired", "conflict.resolved"}
+
+def _verdict_alone(_d: dict[str, Any]) -> cmd.Command:
+    raise ValueError("an attempt.verdict is written after its attempt.measured, in one batch")
+
+
+# How audit re-decides a batch, by the payload class of its first event: the command that
+# produced it, or None for the batches no command of stages/ produces (written by the store,
+# or a resolution: ledger/git/resolve.py). Keyed by class, so a type name cannot be mistyped;
+# tests/test_registries.py checks it names every payload of the schema exactly once.
+AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
+    (ev.OpInitialized, lambda d: cmd.Init(op=d["op"])),
+    (
+        ev.CompareEvidence,
+        lambda d: cmd.RecordCompare(
+            outputs=_outputs(d),
+            impl_path=d["impl_path"],
+            impl_digest=d["impl_digest"],
+            origin=converter.structure(d["origin"], Origin),
+        ),
+    ),
+    (
+        ev.LayoutEvidence,
+        lambda d: cmd.RecordLayout(
+            exit_code=d["exit_code"],
+            impl_path=d["impl_path"],
+            impl_digest=d["impl_digest"],
+            origin=converter.structure(d["origin"], Origin),
+        ),
+    ),
+    (ev.ActivationPassed, lambda d: cmd.Activate(impl_digest=d["impl_digest"])),
+    (ev.ActivationFailed, lambda d: cmd.Activate(impl_digest=d["impl_digest"])),
+    (ev.SkillLoaded, lambda d: cmd.LoadSkill(name=d["name"])),
+    (ev.SkillUnloaded, lambda d: cmd.UnloadSkill(name=d["name"])),
+    (ev.TargetSheetWritten, _target),
+    (ev.LimitRelaxed, lambda d: cmd.Relax(what=d["what"], limit=d["limit"], basis=d["basis"])),
+    (ev.StageEntered, lambda d: cmd.EnterStage(stage=d["stage"])),
+    (
+        ev.StageExited,
+        lambda d: cmd.ExitStage(
+            stage=d["stage"], reason=d["reason"], by_user=d["condition"] == "user"
+        ),
+    ),
+    (ev.PointOpened, lambda d: cmd.OpenPoint(name=d["name"])),
+    (
+        ev.PointClosed,
+        lambda d: cmd.ClosePoint(
+            name=d["name"], reason=d["reason"], not_applicable=d["outcome"] == "not-applicable"
+        ),
+    ),
+    (ev.AttemptStarted, _started),
+    (ev.AttemptMeasured, _measured),
+    (ev.VerdictReached, _verdict_alone),
+    (
+        ev.AttemptFailed,
+        lambda d: cmd.Fail(
+            attempt=d["attempt"],
+            category=d["category"],
+            detail=d["detail"],
+            origin=_origin(d["origin"]),
+        ),
+    ),
+    (ev.AttemptAbandoned, lambda d: cmd.Abandon(attempt=d["attempt"], reason=d["reason"])),
+    (ev.CampaignStopped, lambda d: cmd.Stop(reason=d["detail"])),
+    (ev.ReportGenerated, lambda d: cmd.RecordReport(path=d["path"], digest=d["digest"])),
+    (
+        ev.PolicySet,
+        lambda d: cmd.SetPolicy(key=d["key"], value=d["value"], reason=d["reason"]),
+    ),
+    (ev.NoteAdded, lambda d: cmd.AddNote(text=d["text"])),
+    (ev.LedgerRepaired, None),
+    (ev.ConflictResolved, None),
+)
+
+_COMMAND_OF: dict[str, CommandOf] = {
+    payload.TYPE: command_of for payload, command_of in AUDIT_ENTRIES if command_of is not None
+}
+_NOT_DECIDED = frozenset(payload.TYPE for payload, command_of in AUDIT_ENTRIES if not command_of)
 
 
 def batches(events: Sequence[Event]) -> Iterator[tuple[int, list[Event]]]:
@@ -255,7 +289,7 @@ def check_memory_file(ledger: OpLedger, loaded: Loaded | None = None) -> list[st
 
 def audit_op(ledger: OpLedger) -> dict[str, Any]:
     """Every audit check of one op; `findings` is empty when the op is clean."""
-    path = ledger.store.path
+    path = ledger.path
     try:
         integrity = store.chain_findings(path)
         ledger.require()
@@ -271,7 +305,7 @@ def audit_op(ledger: OpLedger) -> dict[str, Any]:
     findings = [f"{path}:{f}" for f in integrity]
     findings += [f"{path}:{f}" for f in schema_findings(events, lines)]
     findings += [f"{path}:{f}" for f in legality_findings(events, lines)]
-    findings += merge.order_findings(ledger.store, ledger.op)
+    findings += merge.order_findings(ledger.file_store, ledger.op)
     findings += check_memory_file(ledger, loaded)
     return {
         "op": ledger.op,

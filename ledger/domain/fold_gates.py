@@ -1,0 +1,188 @@
+"""How the campaign's gates change the state: evidence and activation (R1), skills (R2), the
+target sheet and relaxations (R3), stages (R4) and optimization points (R7).
+
+One handler per event type, registered in ledger/domain/replay.py; each updates the replay's
+State in place and never refuses (rules are the deciders' job): what only a merge of two
+branches can produce is recorded as a protocol conflict.
+"""
+
+from __future__ import annotations
+
+from ledger.domain.keys import config_key
+from ledger.domain.state import Best, Evidence, Measurement, Point, Relaxation, State, TargetSheet
+from ledger.log.record import Event
+from ledger.schema.events import STAGES, TUNE_SKILLS
+
+_MAX_SKILLS = 3  # R2: 2 base + 1 tune
+
+
+def initialized(state: State, event: Event) -> None:
+    """The op's name."""
+    state.op = event.data["op"]
+
+
+def compare(state: State, event: Event) -> None:
+    """The latest E2E compare evidence, passed when every output is close (R1)."""
+    data = event.data
+    outputs = [dict(output) for output in data["outputs"]]
+    state.compare = Evidence(
+        event=event.id,
+        impl_digest=data["impl_digest"],
+        impl_path=data["impl_path"],
+        passed=all(output["all_close"] for output in outputs),
+        outputs=outputs,
+        origin_level=data["origin"]["level"],
+    )
+
+
+def layout(state: State, event: Event) -> None:
+    """The latest layout evidence, passed on exit code 0 (R1)."""
+    data = event.data
+    state.layout = Evidence(
+        event=event.id,
+        impl_digest=data["impl_digest"],
+        impl_path=data["impl_path"],
+        passed=data["exit_code"] == 0,
+        exit_code=data["exit_code"],
+        origin_level=data["origin"]["level"],
+    )
+
+
+def activation_passed(state: State, event: Event) -> None:
+    """Open the R1 gate for the implementation with this digest."""
+    state.activated = True
+    state.activation_digest = event.data["impl_digest"]
+    state.handed_back = False
+    state.activation_problems = []
+
+
+def activation_failed(state: State, event: Event) -> None:
+    """Close the R1 gate again and record the hand-back's problems."""
+    # A failed check closes the gate again until a later activation passes (R1).
+    state.activated = False
+    state.handed_back = True
+    state.activation_problems = list(event.data["problems"])
+
+
+# --- R2, R3 ---------------------------------------------------------------------------------
+
+
+def skill_loaded(state: State, event: Event) -> None:
+    """Add a loaded skill; a repeat or an exceeded budget is a conflict (R2)."""
+    name = event.data["name"]
+    if name in state.skills:
+        state.record_conflict(f"skill {name} loaded twice")
+        return
+    state.skills.append(name)
+    tune = [s for s in state.skills if s in TUNE_SKILLS]
+    if len(state.skills) > _MAX_SKILLS or len(tune) > 1:
+        state.record_conflict(f"skill budget exceeded: {', '.join(state.skills)}")
+
+
+def skill_unloaded(state: State, event: Event) -> None:
+    """Remove an unloaded skill; one not loaded is a conflict (R2)."""
+    name = event.data["name"]
+    if name in state.skills:
+        state.skills.remove(name)
+    else:
+        state.record_conflict(f"skill {name} unloaded while not loaded")
+
+
+def target(state: State, event: Event) -> None:
+    """The target sheet, and the baseline as the first best unless attempts were adopted (R3)."""
+    data = event.data
+    origin = data["origin"]
+    state.target = TargetSheet(
+        event=event.id,
+        baseline_us=data["baseline_us"],
+        shape=data["shape"],
+        target_us=data["target_us"],
+        target_source=data["target_source"],
+        source_ref=data["source_ref"],
+        metric=data["metric"],
+        cube_m=data["cube_m"],
+        tool=origin.get("tool"),
+        origin_level=origin["level"],
+    )
+    state.measured_configs[config_key(data["config"])] = "baseline"
+    if state.adopted:
+        # Only a merge can put a sheet after an adopt (the deciders fix it once a stage is
+        # entered); the adopted best stays, the rewrite is a conflict to resolve.
+        state.record_conflict(f"target sheet {event.id[:12]} written after attempts were adopted")
+        return
+    samples = tuple(data["baseline_samples_us"]) or (data["baseline_us"],)
+    # The first best is the baseline, measured with the sheet's config (DESIGN §5).
+    state.best = Best(
+        config=data["config"],
+        measurement=Measurement(
+            times_us=samples,
+            median_us=data["baseline_us"],
+            util_pct=data["util_pct"],
+            bubble_pct=data["bubble_pct"],
+            origin_level=origin["level"],
+        ),
+        attempt=None,
+    )
+
+
+def relaxed(state: State, event: Event) -> None:
+    """Add a tile-limit relaxation with its basis (R3)."""
+    data = event.data
+    state.relaxations.append(
+        Relaxation(event=event.id, what=data["what"], limit=data["limit"], basis=data["basis"])
+    )
+
+
+# --- R4, R7 ---------------------------------------------------------------------------------
+
+
+def stage_entered(state: State, event: Event) -> None:
+    """Enter a stage; a repeat or an out-of-order stage is a conflict (R4)."""
+    stage = event.data["stage"]
+    expected = STAGES[len(state.entered)] if len(state.entered) < len(STAGES) else None
+    if stage in state.entered:
+        state.record_conflict(f"stage {stage} entered twice")
+    elif stage != expected:
+        state.record_conflict(f"stage {stage} entered out of order (expected {expected})")
+    state.stage = stage
+    if stage not in state.entered:
+        state.entered.append(stage)
+
+
+def stage_exited(state: State, event: Event) -> None:
+    """Record a stage's exit condition (R4)."""
+    state.exited[event.data["stage"]] = event.data["condition"]
+
+
+def point_opened(state: State, event: Event) -> None:
+    """Open an optimization point; two open at once is a conflict (R7)."""
+    data = event.data
+    name = data["name"]
+    if name in state.points:
+        state.record_conflict(f"point {name} opened twice")
+    if state.open_point is not None and state.open_point != name:
+        state.record_conflict(f"points {state.open_point} and {name} open at once")
+    if name not in state.points or not state.points[name].is_open:
+        state.open_points += 1
+    state.points[name] = Point(stage=data["stage"], name=name)
+    state.open_point = name
+
+
+def point_closed(state: State, event: Event) -> None:
+    """Close an optimization point with its outcome (R7)."""
+    data = event.data
+    point = state.points[data["name"]]
+    if point.is_open:
+        state.open_points -= 1
+    point.is_open = False
+    point.outcome = data["outcome"]
+    point.reason = data["reason"]
+    if state.open_point == point.name:
+        # Only merged branches leave a second point open (a recorded conflict): it becomes
+        # the open point, so it can still be closed (R7). The search is skipped otherwise,
+        # so closing a point stays O(1).
+        state.open_point = (
+            next((p.name for p in reversed(state.points.values()) if p.is_open), None)
+            if state.open_points
+            else None
+        )

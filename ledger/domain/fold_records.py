@@ -1,0 +1,59 @@
+"""How the campaign's records change the state: reports (R4), the stop (R10), policy values,
+notes, torn-tail repairs and the resolutions of merge conflicts.
+
+One handler per event type, registered in ledger/domain/replay.py; each updates the replay's
+State in place.
+"""
+
+from __future__ import annotations
+
+from ledger.domain.state import Best, State
+from ledger.log.record import Event
+
+
+def report(state: State, event: Event) -> None:
+    """Record a report, and whether it came after incore exited (R4)."""
+    state.reports.append(event.id)
+    if "incore" in state.exited:
+        state.report_after_incore = True
+
+
+def stopped(state: State, event: Event) -> None:
+    """Record the campaign's stop and its reason (R10)."""
+    state.stopped = event.data["reason"]
+    state.stop_detail = event.data["detail"]
+
+
+def policy(state: State, event: Event) -> None:
+    """Set a policy value; the defaults pinned at init never override a set value."""
+    key, value = event.data["key"], event.data["value"]
+    if key == "defaults":
+        # The defaults pinned at init never override a value set explicitly.
+        state.policy = {**dict(value), **state.policy}
+    else:
+        state.policy[key] = value
+
+
+def note(state: State, event: Event) -> None:
+    """Add a note."""
+    state.notes.append(event.data["text"])
+
+
+def repaired(state: State, event: Event) -> None:
+    """Add a torn-tail repair."""
+    state.repairs.append(dict(event.data))
+
+
+def conflict_resolved(state: State, event: Event) -> None:
+    """Drop a resolved conflict; a `best:<attempt>` resolution makes that attempt the best."""
+    conflict = event.data["conflict"]
+    if conflict in state.conflicts:
+        state.conflicts.remove(conflict)
+    # "best:<attempt>" chooses which of two adopted attempts is the best (ledger/git/resolve.py);
+    # the other resolutions are carried by the events recorded before this one.
+    kind, _, chosen = str(event.data["resolution"]).partition(":")
+    attempt = state.attempts.get(chosen) if kind == "best" else None
+    if attempt is not None and attempt.measurement is not None:
+        state.best = Best(
+            config=attempt.config, measurement=attempt.measurement, attempt=attempt.id
+        )

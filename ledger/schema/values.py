@@ -1,0 +1,137 @@
+"""The value types of event payloads: the protocol's vocabularies, checked values (R11), and
+the parts payloads share (where measured data came from, one output's compare result).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import attrs
+from attrs import field, frozen
+
+Stage = Literal["frontend", "swimlane", "incore", "algorithm"]
+STAGES: tuple[Stage, ...] = ("frontend", "swimlane", "incore", "algorithm")
+CONFIG_STAGES: tuple[Stage, ...] = ("frontend", "swimlane", "incore")
+
+BASE_SKILLS = ("pypto-op-perf-tune", "perf-analyzer")
+TUNE_SKILLS = {"tune-frontend": "frontend", "tune-swimlane": "swimlane", "tune-incore": "incore"}
+SKILLS = BASE_SKILLS + tuple(TUNE_SKILLS)
+
+Verdict = Literal["rollback", "no-gain", "adopt", "target-reached"]
+VERDICTS: tuple[Verdict, ...] = ("rollback", "no-gain", "adopt", "target-reached")
+Failure = Literal["accuracy", "layout", "timeout", "oom", "compile", "runtime"]
+FAILURES: tuple[Failure, ...] = ("accuracy", "layout", "timeout", "oom", "compile", "runtime")
+AttemptKind = Literal["candidate", "mutation", "algorithm"]
+StopReason = Literal["target-reached", "utilization", "user"]
+ExitCondition = Literal["target-met", "points-closed", "utilization", "user"]
+TargetSource = Literal["spec", "upstream", "torch-eager"]
+# How a measurement reached the ledger (R11): run by the ledger itself, parsed from an
+# artefact whose digest is recorded, or only reported by the caller.
+OriginLevel = Literal["measured", "artefact", "reported"]
+
+
+# --- value checks (R11) -------------------------------------------------------------------
+
+
+def finite(value: Any) -> float:
+    """A number as a finite float; booleans, NaN and infinities raise ValueError."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"expected a finite number, got {value!r}")
+    return number
+
+
+def positive_time(value: Any) -> float:
+    """A finite time > 0."""
+    number = finite(value)
+    if number <= 0:
+        raise ValueError(f"a time must be > 0, got {value!r}")
+    return number
+
+
+def positive_times(values: Iterable[Any]) -> tuple[float, ...]:
+    """At least one finite time > 0, as a tuple."""
+    times = tuple(positive_time(v) for v in values)
+    if not times:
+        raise ValueError("at least one time is needed")
+    return times
+
+
+def percent_or_none(value: Any) -> float | None:
+    """None, or a finite percentage within [0, 100]."""
+    if value is None:
+        return None
+    number = finite(value)
+    if not 0 <= number <= 100:
+        raise ValueError(f"a percentage must be within [0, 100], got {value!r}")
+    return number
+
+
+def float_or_none(value: Any) -> float | None:
+    """None, or a finite float."""
+    return None if value is None else finite(value)
+
+
+def integer(value: Any) -> int:
+    """An integral number as an int; booleans and fractions raise ValueError."""
+    if isinstance(value, bool) or int(value) != value:
+        raise ValueError(f"expected an integer, got {value!r}")
+    return int(value)
+
+
+def nonempty(_instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    """An attrs validator: the text must hold more than whitespace."""
+    if not value.strip():
+        raise ValueError(f"{attribute.name} must not be empty")
+
+
+def metrics(value: Any) -> dict[str, float]:
+    """A mapping of metric names to finite floats."""
+    return {str(k): finite(v) for k, v in dict(value).items()}
+
+
+def json_object(value: Any) -> dict[str, Any]:
+    """A config: a JSON object, copied."""
+    if not isinstance(value, dict):
+        raise ValueError(f"a config must be a JSON object, got {value!r}")
+    return dict(value)
+
+
+# --- shared parts ----------------------------------------------------------------------------
+
+
+@frozen
+class Origin:
+    """Where measured data came from: the command or tool, its version and output digest."""
+
+    level: OriginLevel
+    command: str | None = None
+    tool: str | None = None
+    tool_version: str | None = None
+    exit_code: int | None = None
+    output_digest: str | None = None
+    duration_s: float | None = field(default=None, converter=float_or_none)
+
+
+@frozen
+class OutputCheck:
+    """One output of an E2E tensor compare: all_close, and the largest difference if known."""
+
+    name: str = field(validator=nonempty)
+    all_close: bool
+    max_diff: float | None = field(default=None, converter=float_or_none)
+
+
+def sorted_outputs(values: Iterable[OutputCheck]) -> tuple[OutputCheck, ...]:
+    """At least one output check, names unique, sorted by name."""
+    outputs = tuple(values)
+    names = [o.name for o in outputs]
+    if not outputs:
+        raise ValueError("at least one output is needed")
+    if len(set(names)) != len(names):
+        raise ValueError(f"output names repeat: {names}")
+    return tuple(sorted(outputs, key=lambda o: o.name))
