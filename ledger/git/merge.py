@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import fcntl
-import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -29,6 +27,7 @@ from ledger.domain.state import State
 from ledger.errors import LedgerDamaged
 from ledger.log import chain, codec, record
 from ledger.log.atomic import replace_file
+from ledger.log.locks import exclusive_lock
 from ledger.log.record import Event
 from ledger.log.store import FileStore
 
@@ -254,7 +253,7 @@ def normalize_file(store: FileStore) -> Normalized:
     written when the ledger is already canonical; LedgerDamaged (nothing written) when a line
     is damaged.
     """
-    with _exclusive_lock(store.lock_path):
+    with exclusive_lock(store.lock_path):
         data = _read(store.path)
         normalized = normalize(data, str(store.path))
         if normalized.data != data:
@@ -267,17 +266,6 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except FileNotFoundError:
         return b""
-
-
-@contextlib.contextmanager
-def _exclusive_lock(lock_path: Path) -> Iterator[None]:
-    """The store's writer lock (flock on `<ledger>.lock`): no append runs while it is held."""
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the flock
 
 
 # --- the state each batch was decided on --------------------------------------------------------

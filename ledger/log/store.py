@@ -9,7 +9,6 @@ the next batch; damage in the middle of the file is refused and never rewritten.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 from abc import ABC, abstractmethod
@@ -22,8 +21,10 @@ from attrs import evolve, frozen
 
 from ledger.errors import Conflict
 from ledger.log import chain, codec, record
+from ledger.log.atomic import fsync_dir
 from ledger.log.chain import Finding, Log, Tip, Torn, Verification, verify_schema
-from ledger.log.files import ledger_path, lock_path, opened_for_reading
+from ledger.log.files import ledger_path, lock_path
+from ledger.log.locks import exclusive_lock, opened_for_reading
 from ledger.log.record import Draft, Event
 from ledger.schema.events import LedgerRepaired
 
@@ -463,21 +464,12 @@ class FileStore(Store):
 
     @contextmanager
     def _session(self) -> Iterator[_Session]:
-        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
-        try:
-            lock_fd = os.open(self._lock_name, flags, 0o644)
-        except FileNotFoundError:  # the op's folder does not exist yet: the first append
-            _make_dirs(self.path.parent)
-            lock_fd = os.open(self._lock_name, flags, 0o644)
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        with exclusive_lock(self._lock_name):
             session = _FileSession(self.path)
             try:
                 yield session
             finally:
                 session.close()
-        finally:
-            os.close(lock_fd)  # closing the descriptor releases the flock
 
 
 class _FileSession:
@@ -516,6 +508,8 @@ class _FileSession:
         try:
             _write_all(self.fd, lines)
             os.fsync(self.fd)
+            if created:  # the new file's entry in its folder must be durable too
+                fsync_dir(self.path.parent)
         except BaseException:
             # The append reports failure, so none of its lines may stay (all or none), and
             # a ledger it was creating must not be left behind empty.
@@ -524,8 +518,6 @@ class _FileSession:
                 if created:
                     self.path.unlink()
             raise
-        if created:
-            _fsync_dir(self.path.parent)
 
     def close(self) -> None:
         if self.fd is not None:
@@ -570,34 +562,12 @@ def _write_new_file(path: Path, data: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def _number(name: str) -> int:
     suffix = name.rpartition(QUARANTINE_SUFFIX)[2]
     return int(suffix) if suffix.isdigit() else 0
-
-
-def _make_dirs(directory: Path) -> None:
-    """Create missing directories top-down, fsyncing each parent so the entries are durable."""
-    missing = []
-    while not directory.exists():
-        missing.append(directory)
-        directory = directory.parent
-    for created in reversed(missing):
-        try:
-            created.mkdir()
-        except FileExistsError:
-            continue  # another writer made it first
-        _fsync_dir(created.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _quarantined(name: str, data: bytes) -> Quarantined:
