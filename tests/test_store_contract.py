@@ -11,7 +11,8 @@ from factories import draft, make_store, note, raw_bytes, set_raw_bytes, skill
 from ledger.errors import Conflict
 from ledger.log import codec
 from ledger.log.chain import verify_schema
-from ledger.log.store import FileStore, MemoryStore, Store, ledger_path, seal_batch
+from ledger.log.record import seal_batch
+from ledger.log.store import FileStore, MemoryStore, Store, ledger_path
 from ledger.schema.events import NoteAdded, PolicySet, SkillLoaded
 
 

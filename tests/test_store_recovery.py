@@ -21,8 +21,8 @@ from factories import (
 from ledger.errors import LedgerDamaged
 from ledger.log import codec
 from ledger.log.chain import verify, verify_schema
-from ledger.log.record import Draft, Event
-from ledger.log.store import FileStore, Store, chain_findings, seal_batch
+from ledger.log.record import Draft, Event, seal_batch
+from ledger.log.store import FileStore, Store, chain_findings
 from ledger.schema.events import LedgerRepaired, NoteAdded
 
 

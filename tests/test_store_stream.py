@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from ledger.errors import Conflict, LedgerDamaged
 from ledger.log import store as store_module
 from ledger.log.chain import Tip
-from ledger.log.record import Event
-from ledger.log.store import FileStore, MemoryStore, Store, seal_batch
+from ledger.log.record import Event, seal_batch
+from ledger.log.store import FileStore, MemoryStore, Store
 
 
 @pytest.fixture(params=["memory", "file"])

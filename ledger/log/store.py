@@ -40,7 +40,6 @@ __all__ = [
     "Torn",
     "chain_findings",
     "ledger_path",
-    "seal_batch",
     "verify_schema",
 ]
 
@@ -67,26 +66,6 @@ class Quarantined:
     name: str
     byte_count: int
     digest: str
-
-
-def seal_batch(
-    drafts: Sequence[Draft], head: tuple[str, ...], lamport: int
-) -> tuple[tuple[Event, ...], list[bytes]]:
-    """Seal one command's drafts as a batch after `head`, whose largest counter is `lamport`."""
-    # The first event follows every head; each later one follows its predecessor only, so a
-    # batch is a chain and a missing last part is visible (docs/CONTRACTS.md).
-    events: list[Event] = []
-    lines: list[bytes] = []
-    parents = head
-    encoded: tuple[object, str] | None = None  # (provenance, its JSON): a batch shares one
-    for index, draft in enumerate(drafts):
-        if encoded is None or encoded[0] is not draft.provenance:
-            encoded = (draft.provenance, record.encode_provenance(draft.provenance))
-        event, line = record.seal(draft, parents, lamport + 1, (index, len(drafts)), encoded[1])
-        events.append(event)
-        lines.append(line)
-        parents, lamport = (event.id,), event.lamport
-    return tuple(events), lines
 
 
 class _Session(Protocol):
@@ -324,7 +303,7 @@ def _seal_batches(
     events: list[Event] = []
     lines: list[bytes] = []
     for drafts in batches:
-        sealed, sealed_lines = seal_batch(drafts, head, lamport)
+        sealed, sealed_lines = record.seal_batch(drafts, head, lamport)
         events.extend(sealed)
         lines.extend(sealed_lines)
         head, lamport = (sealed[-1].id,), sealed[-1].lamport
