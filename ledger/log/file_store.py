@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from ledger.log.atomic import fsync_dir
+from ledger.log.atomic import fsync_dir, replace_file
 from ledger.log.chain import Finding
 from ledger.log.files import lock_path
 from ledger.log.locks import exclusive_lock, opened_for_reading
@@ -63,7 +63,7 @@ class FileStore(Store):
 
 
 class _FileSession:
-    """The primitives of one append to a ledger file, used while its lock is held."""
+    """The primitives of one append or rewrite of a ledger file, used while its lock is held."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -108,6 +108,11 @@ class _FileSession:
                 if created:
                     self.path.unlink()
             raise
+
+    def replace(self, data: bytes) -> None:
+        # A new file renamed over the ledger: a crash leaves the old or the new bytes, and
+        # readers holding the old file (an open descriptor) finish reading the old version.
+        replace_file(self.path, data)
 
     def close(self) -> None:
         if self.fd is not None:

@@ -18,7 +18,7 @@ class MemoryStore(Store):
         self._data = bytes(data)
         self._quarantined: dict[str, bytes] = {}
         self._lock = threading.Lock()
-        self._generation = 0  # bumped by set_raw: tampering makes it another holder
+        self._generation = 0  # bumped by set_raw and rewrite: another holder of the bytes
 
     @property
     def raw(self) -> bytes:
@@ -82,3 +82,7 @@ class _MemorySession:
 
     def write(self, lines: bytes) -> None:
         self.store._data += lines
+
+    def replace(self, data: bytes) -> None:
+        self.store._data = bytes(data)
+        self.store._generation += 1  # as a renamed file: a tip read before must not match

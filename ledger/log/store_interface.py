@@ -45,7 +45,7 @@ class AppendResult:
 
 
 class Session(Protocol):
-    """The primitive operations of one append, all done while holding the store's lock."""
+    """The primitive operations of one append or rewrite, all done holding the store's lock."""
 
     def data(self) -> bytes: ...
 
@@ -56,6 +56,8 @@ class Session(Protocol):
     def truncate(self, size: int) -> None: ...
 
     def write(self, lines: bytes) -> None: ...
+
+    def replace(self, data: bytes) -> None: ...
 
 
 class Store(ABC):
@@ -70,7 +72,11 @@ class Store(ABC):
 
     def read(self) -> Log:
         """The verified log; raises LedgerDamaged naming path:line if the middle is damaged."""
-        return self._scan(self._snapshot())
+        return self._scan(self.read_bytes())
+
+    def read_bytes(self) -> bytes:
+        """The ledger's bytes as one consistent snapshot (no write half seen), unverified."""
+        return self._read_stamped()[0]
 
     def _scan(self, data: bytes) -> Log:
         with self._scanner_lock:
@@ -137,13 +143,32 @@ class Store(ABC):
             head=(events[-1].id,),
         )
 
+    def rewrite(self, data: bytes, *, expected: bytes) -> None:
+        """Replace the ledger's bytes by `data` atomically and durably if it still holds
+        exactly `expected`, the bytes the caller read (else Conflict, nothing written).
+
+        Raises LedgerDamaged (nothing written) when `data` does not verify as a ledger; a
+        torn tail at its end is kept for the next append to quarantine. A tip read before
+        the rewrite no longer matches (the holder changes), so an append after it re-reads.
+        """
+        self._scan(data)
+        with self._session() as session:
+            if session.data() != expected:
+                raise Conflict(
+                    f"{self.name}: the ledger changed since it was read; nothing was rewritten",
+                    hint="read the ledger again and redo the change",
+                    details={"path": self.name},
+                )
+            if data != expected:
+                session.replace(data)
+
     def unchanged_since(self, tip: Tip) -> bool:
         """True when the ledger still holds exactly the bytes `tip` was read from."""
         return unchanged_since(tip, self._stamp_now, self.quarantine_exists)
 
     def findings(self) -> list[Finding]:
         """Every integrity finding: the chain's, then quarantine files unaccounted for."""
-        verification = chain.verify(self._snapshot())
+        verification = chain.verify(self.read_bytes())
         return [*verification.findings, *quarantine_findings(self.quarantines(), verification)]
 
     def quarantines(self) -> list[Quarantined]:
@@ -162,10 +187,6 @@ class Store(ABC):
     def quarantine_exists(self, name: str) -> bool:
         """True when a quarantine file of that name is beside the ledger."""
 
-    def _snapshot(self) -> bytes:
-        """The ledger's bytes as one consistent snapshot (no append half seen)."""
-        return self._read_stamped()[0]
-
     @abstractmethod
     def _read_stamped(self) -> tuple[bytes, object]:
         """The ledger's bytes as one consistent snapshot, and the identity of what holds them
@@ -177,7 +198,7 @@ class Store(ABC):
 
     @abstractmethod
     def _session(self) -> AbstractContextManager[Session]:
-        """Hold the store's exclusive lock and give the primitives of one append."""
+        """Hold the store's exclusive lock and give the primitives of one append or rewrite."""
 
 
 def _check_head(log: Log | Tip, expected_head: tuple[str, ...] | None) -> None:
