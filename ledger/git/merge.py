@@ -24,7 +24,7 @@ from attrs import frozen
 from ledger.domain.replay import evolve
 from ledger.domain.state import State
 from ledger.errors import Conflict, LedgerDamaged
-from ledger.log import chain, codec, record
+from ledger.log import chain, codec, record, walker
 from ledger.log.record import Event
 from ledger.log.store import Store
 
@@ -216,7 +216,7 @@ def _loose_entries(data: bytes, name: str, damage: LedgerDamaged) -> tuple[list[
             with contextlib.suppress(KeyError, TypeError, ValueError, IndexError):
                 event = record.from_record(codec.loads(line))
         if event is None or event.id != event_id:
-            reason = chain.id_problem(line) if event_id is None else "malformed event"
+            reason = walker.id_problem(line) if event_id is None else "malformed event"
             raise LedgerDamaged(
                 f"{name}:{index + 1}: {reason}",
                 hint=_NORMALIZE_HINT,

@@ -9,11 +9,11 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from ledger.log.atomic import fsync_dir, replace_file
-from ledger.log.chain import Finding
 from ledger.log.files import lock_path
 from ledger.log.locks import exclusive_lock, opened_for_reading
 from ledger.log.quarantine import QUARANTINE_SUFFIX, quarantine_number
 from ledger.log.store_interface import Session, Store
+from ledger.log.verification import Finding
 
 
 class FileStore(Store):

@@ -9,7 +9,8 @@ from typing import Protocol
 from attrs import frozen
 
 from ledger.log import codec
-from ledger.log.chain import Finding, Log, Verification
+from ledger.log.chain import Log
+from ledger.log.verification import Finding, Verification
 from ledger.schema.events import LedgerRepaired
 
 QUARANTINE_SUFFIX = ".quarantine-"

@@ -17,8 +17,8 @@ from typing import Protocol
 from attrs import evolve, frozen
 
 from ledger.errors import Conflict
-from ledger.log import chain, record
-from ledger.log.chain import Finding, Log, Tip
+from ledger.log import chain, record, verification
+from ledger.log.chain import Log, Tip
 from ledger.log.quarantine import (
     Quarantined,
     cut_torn_tail,
@@ -29,6 +29,7 @@ from ledger.log.quarantine import (
 )
 from ledger.log.record import Draft, Event
 from ledger.log.tip_stamp import stamp_of, tip_after, unchanged_since
+from ledger.log.verification import Finding
 
 
 @frozen
@@ -168,8 +169,8 @@ class Store(ABC):
 
     def findings(self) -> list[Finding]:
         """Every integrity finding: the chain's, then quarantine files unaccounted for."""
-        verification = chain.verify(self.read_bytes())
-        return [*verification.findings, *quarantine_findings(self.quarantines(), verification)]
+        verified = verification.verify(self.read_bytes())
+        return [*verified.findings, *quarantine_findings(self.quarantines(), verified)]
 
     def quarantines(self) -> list[Quarantined]:
         """The quarantine files that torn-tail repairs left beside the ledger."""
