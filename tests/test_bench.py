@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.log import chain
+from ledger.log import verification
 from ledger.log.store import MemoryStore
 from ledger.shell import audit
 from tools.bench import floors, generate, run
@@ -37,8 +37,8 @@ def test_a_generated_campaign_reads_verifies_and_audits_clean() -> None:
     data = generate.generate_bytes(seed=3, events=600)
     log = MemoryStore(data).read()
     assert len(log.events) >= 600 and log.torn is None
-    verification = chain.verify(data)
-    assert verification.findings == ()
+    verified = verification.verify(data)
+    assert verified.findings == ()
     assert audit.schema_findings(log.events) == []
     assert audit.legality_findings(log.events) == []
     kinds = {e.data.get("verdict") for e in log.events if e.type == "attempt.verdict"}

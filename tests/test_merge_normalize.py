@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from factories import draft, note
 
-from ledger.errors import LedgerDamaged
+from ledger.errors import Conflict, LedgerDamaged
 from ledger.git import merge
 from ledger.log import chain, codec, upcast
 from ledger.log.record import converter
@@ -227,3 +227,50 @@ def test_causal_replay_gives_each_batch_its_own_branch_state() -> None:
     assert seen["o3"] == ["root", "o1", "o2"]
     assert seen["t2"] == ["root", "t1"]
     assert seen["t1"] == ["root"] and seen["o1"] == ["root"]
+
+
+def test_normalize_file_reads_again_after_an_append_between_read_and_rewrite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rewrite is a compare-and-swap: an append that lands after normalize read the
+    ledger is not lost; normalize reads again and rewrites the ledger with it."""
+    base, ours, theirs = _branches()
+    store = _file_store(tmp_path, _union(ours, theirs, base))
+    real_read = store.read_bytes
+    reads: list[bytes] = []
+
+    def read_then_another_writer_appends() -> bytes:
+        data = real_read()
+        reads.append(data)
+        if len(reads) == 1:
+            store.append([draft(NoteAdded(text="late"))], expected_head=None)
+        return data
+
+    monkeypatch.setattr(store, "read_bytes", read_then_another_writer_appends)
+    done = merge.normalize_file(store)
+    monkeypatch.undo()
+    assert len(reads) == 2 and reads[1].startswith(reads[0]) and reads[1] != reads[0]
+    texts = [e.data["text"] for e in store.read().events]
+    assert sorted(texts) == ["late", "o1", "o2", "o3", "root", "t1", "t2", "t3"]
+    assert done.events == 8 and merge.order_findings(store, "op") == []
+
+
+def test_normalize_file_gives_up_with_conflict_when_writers_never_pause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An append after every read: a few tries, then Conflict, and every append is kept."""
+    base, ours, theirs = _branches()
+    store = _file_store(tmp_path, _union(ours, theirs, base))
+    real_read = store.read_bytes
+
+    def read_then_another_writer_appends() -> bytes:
+        data = real_read()
+        store.append([draft(NoteAdded(text="late"))], expected_head=None)
+        return data
+
+    monkeypatch.setattr(store, "read_bytes", read_then_another_writer_appends)
+    with pytest.raises(Conflict, match="changed since it was read"):
+        merge.normalize_file(store)
+    monkeypatch.undo()
+    texts = [e.data["text"] for e in store.read().events]
+    assert texts.count("late") == 3 and len(texts) == 10

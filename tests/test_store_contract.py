@@ -10,8 +10,9 @@ from factories import draft, make_store, note, raw_bytes, set_raw_bytes, skill
 
 from ledger.errors import Conflict
 from ledger.log import codec
-from ledger.log.chain import verify_schema
-from ledger.log.store import FileStore, MemoryStore, Store, ledger_path, seal_batch
+from ledger.log.record import seal_batch
+from ledger.log.store import FileStore, MemoryStore, Store, ledger_path
+from ledger.log.verification import schema_findings
 from ledger.schema.events import NoteAdded, PolicySet, SkillLoaded
 
 
@@ -150,7 +151,7 @@ def test_many_appends_keep_a_valid_chain(store: Store) -> None:
     assert len(log.events) == sum(1 + i % 3 for i in range(30))
     assert [e.lamport for e in log.events] == list(range(1, len(log.events) + 1))
     assert store.findings() == []
-    assert verify_schema(log) == []
+    assert schema_findings(log.events) == []
 
 
 def test_a_second_store_on_the_same_bytes_reads_the_same_log(store: Store) -> None:

@@ -20,10 +20,11 @@ from factories import (
 
 from ledger.errors import LedgerDamaged
 from ledger.log import codec
-from ledger.log.chain import verify, verify_schema
-from ledger.log.record import Draft, Event
-from ledger.log.store import FileStore, Store, chain_findings, seal_batch
+from ledger.log.record import Draft, Event, seal_batch
+from ledger.log.store import FileStore, Store, chain_findings
+from ledger.log.verification import schema_findings, verify
 from ledger.schema.events import LedgerRepaired, NoteAdded
+from ledger.shell import audit
 
 
 @pytest.fixture(params=["memory", "file"])
@@ -401,6 +402,17 @@ def test_schema_check_reports_payloads_that_do_not_structure(store: Store) -> No
     bad_line = _forge(good, payload={"text": ""}, parents=[good.id], lamport=2)
     set_raw_bytes(store, good_line + bad_line)
     log = store.read()
-    found = verify_schema(log)
+    found = schema_findings(log.events)
     assert [(f.line, f.event_id) for f in found] == [(2, log.events[1].id)]
     assert log.events[0].payload() == NoteAdded(text="fine")
+
+
+def test_audit_reports_schema_findings_with_line_id_and_type(store: Store) -> None:
+    """Audit words the log's schema findings for the user: line, short id, event type."""
+    (good,), (good_line,) = seal_batch([note("fine")], (), 0)
+    bad_line = _forge(good, payload={"text": ""}, parents=[good.id], lamport=2)
+    set_raw_bytes(store, good_line + bad_line)
+    log = store.read()
+    (found,) = audit.schema_findings(log.events, [7, 9])
+    assert found.startswith(f"line 9 ({log.events[1].id[:12]} note.added): schema: ")
+    assert schema_findings(log.events, [7, 9])[0].line == 9

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.errors import Conflict, LedgerDamaged
-from ledger.log import store as store_module
+from ledger.log import file_store
 from ledger.log.chain import Tip
-from ledger.log.record import Event
-from ledger.log.store import FileStore, MemoryStore, Store, seal_batch
+from ledger.log.record import Event, seal_batch
+from ledger.log.store import FileStore, MemoryStore, Store
 
 
 @pytest.fixture(params=["memory", "file"])
@@ -144,7 +144,7 @@ def test_an_append_after_a_fresh_tip_does_not_read_the_file(
     def no_full_read(fd: int) -> bytes:
         raise AssertionError("the whole ledger was read again")
 
-    monkeypatch.setattr(store_module, "_read_all", no_full_read)
+    monkeypatch.setattr(file_store, "_read_all", no_full_read)
     store.append([note("c")], expected_head=tip.head, tip=tip)
     monkeypatch.undo()
     assert [e.data["text"] for e in store.read().events] == ["a", "b", "c"]

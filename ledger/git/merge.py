@@ -15,21 +15,17 @@ server-side merge) leaves lines interleaved or repeated, which `order_findings` 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
 
 from attrs import frozen
 
 from ledger.domain.replay import evolve
 from ledger.domain.state import State
-from ledger.errors import LedgerDamaged
-from ledger.log import chain, codec, record
-from ledger.log.atomic import replace_file
+from ledger.errors import Conflict, LedgerDamaged
+from ledger.log import chain, codec, record, walker
 from ledger.log.record import Event
-from ledger.log.store import FileStore
+from ledger.log.store import Store
 
 _NORMALIZE_HINT = (
     "normalize only reorders and de-duplicates valid lines; restore the file from git "
@@ -219,7 +215,7 @@ def _loose_entries(data: bytes, name: str, damage: LedgerDamaged) -> tuple[list[
             with contextlib.suppress(KeyError, TypeError, ValueError, IndexError):
                 event = record.from_record(codec.loads(line))
         if event is None or event.id != event_id:
-            reason = chain.id_problem(line) if event_id is None else "malformed event"
+            reason = walker.id_problem(line) if event_id is None else "malformed event"
             raise LedgerDamaged(
                 f"{name}:{index + 1}: {reason}",
                 hint=_NORMALIZE_HINT,
@@ -229,54 +225,48 @@ def _loose_entries(data: bytes, name: str, damage: LedgerDamaged) -> tuple[list[
     return entries, tail
 
 
-def order_findings(store: FileStore, op: str) -> list[str]:
+def order_findings(store: Store, op: str) -> list[str]:
     """A finding when the ledger is not in canonical order or repeats lines (for check, audit).
 
     Raises LedgerDamaged when a line is damaged in itself (normalizing cannot help then).
     """
-    data = _read(store.path)
-    normalized = normalize(data, str(store.path))
+    data = store.read_bytes()
+    normalized = normalize(data, store.name)
     if normalized.data == data:
         return []
     return [
-        f"{store.path}: not in canonical order ({normalized.describe()}), as a merge "
+        f"{store.name}: not in canonical order ({normalized.describe()}), as a merge "
         "without the tune-ledger merge driver leaves it (e.g. `merge=union` or a "
         f"server-side merge); run `tune-ledger normalize {op}` and commit the result"
     ]
 
 
-def normalize_file(store: FileStore) -> Normalized:
-    """Rewrite the ledger file in canonical order, atomically and under the store's lock.
+# How many times normalize_file reads again after another writer appended between its read
+# and its rewrite: appends are rare next to a normalize, so a few tries settle it.
+_REWRITE_TRIES = 3
 
-    The new bytes go to a temporary file in the same folder, fsynced, renamed over the
-    ledger, and the folder is fsynced; a crash leaves the old or the new file. Nothing is
-    written when the ledger is already canonical; LedgerDamaged (nothing written) when a line
-    is damaged.
+
+def normalize_file(store: Store) -> Normalized:
+    """Rewrite the ledger in canonical order through the store's atomic rewrite.
+
+    Nothing is written when the ledger is already canonical; LedgerDamaged (nothing written)
+    when a line is damaged. An append that lands between the read and the rewrite makes it
+    read and normalize again (Conflict after a few tries).
     """
-    with _exclusive_lock(store.lock_path):
-        data = _read(store.path)
-        normalized = normalize(data, str(store.path))
-        if normalized.data != data:
-            replace_file(store.path, normalized.data)
-    return normalized
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
-
-
-@contextlib.contextmanager
-def _exclusive_lock(lock_path: Path) -> Iterator[None]:
-    """The store's writer lock (flock on `<ledger>.lock`): no append runs while it is held."""
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the flock
+    tries = _REWRITE_TRIES
+    while True:
+        data = store.read_bytes()
+        normalized = normalize(data, store.name)
+        if normalized.data == data:
+            return normalized
+        try:
+            store.rewrite(normalized.data, expected=data)
+        except Conflict:
+            tries -= 1
+            if tries == 0:
+                raise
+            continue
+        return normalized
 
 
 # --- the state each batch was decided on --------------------------------------------------------

@@ -1,7 +1,10 @@
 """The log: bytes of `events.jsonl` and the guarantees they carry.
 
-Canonical JSON and content ids (`codec`), the event envelope (`record`), verification of ids,
-parents, Lamport counters and batches (`chain`), upcasting of old schema versions (`upcast`),
-the store, the only writer of the ledger (`store`), atomic file replacement (`atomic`), and
-where an op's files live and how they are locked (`files`). Knows the schema, not the protocol.
+Canonical JSON and content ids (`codec`), the event envelope and batch sealing (`record`),
+upcasting of old schema versions (`upcast`); checking each line against those before it
+(`walker`), the fast scan and replay's stream (`chain`), audit's thorough check (`verification`);
+the store, the only writer of the ledger (`store`: rules in `store_interface`, backends in
+`file_store` and `memory_store`, the append fast path in `tip_stamp`, torn tails in
+`quarantine`); durable file changes (`atomic`), the ledger's locks (`locks`) and where an op's
+files live (`files`). Knows the schema, not the protocol.
 """

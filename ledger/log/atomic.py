@@ -1,8 +1,9 @@
-"""Replacing a file atomically and durably: temp file in the same folder, fsync, rename."""
+"""Durable file system changes: a file replaced atomically, folders made and fsynced."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -33,15 +34,31 @@ def replace_file(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
-def fsync_dir(folder: Path) -> None:
-    """Make a rename in `folder` durable; platforms that cannot open a folder skip it."""
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
+def fsync_dir(folder: Path | str) -> None:
+    """Make the entries of `folder` (a create, a rename) durable; a file system that cannot
+    sync a folder (EINVAL) is skipped, and every other error propagates."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(descriptor)
-    except OSError:
-        pass
+    except OSError as e:
+        # Some file systems (certain network and FUSE mounts) do not implement fsync on a
+        # folder and say so with EINVAL: there is nothing more durable to ask them for. Any
+        # other error (EIO, ENOSPC) means the entry may not be on disk and must be reported.
+        if e.errno != errno.EINVAL:
+            raise
     finally:
         os.close(descriptor)
+
+
+def make_dirs(folder: Path) -> None:
+    """Create missing folders top-down, fsyncing each parent so the new entries are durable."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for created in reversed(missing):
+        try:
+            created.mkdir()
+        except FileExistsError:
+            continue  # another writer made it first
+        fsync_dir(created.parent)

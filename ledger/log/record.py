@@ -112,6 +112,26 @@ def seal(
     return from_record(record), line
 
 
+def seal_batch(
+    drafts: Sequence[Draft], head: tuple[str, ...], lamport: int
+) -> tuple[tuple[Event, ...], list[bytes]]:
+    """Seal one command's drafts as a batch after `head`, whose largest counter is `lamport`."""
+    # The first event follows every head; each later one follows its predecessor only, so a
+    # batch is a chain and a missing last part is visible (docs/CONTRACTS.md).
+    events: list[Event] = []
+    lines: list[bytes] = []
+    parents = head
+    encoded: tuple[object, str] | None = None  # (provenance, its JSON): a batch shares one
+    for index, draft in enumerate(drafts):
+        if encoded is None or encoded[0] is not draft.provenance:
+            encoded = (draft.provenance, encode_provenance(draft.provenance))
+        event, line = seal(draft, parents, lamport + 1, (index, len(drafts)), encoded[1])
+        events.append(event)
+        lines.append(line)
+        parents, lamport = (event.id,), event.lamport
+    return tuple(events), lines
+
+
 def envelope_body(
     lamport: int,
     parents: Sequence[str],

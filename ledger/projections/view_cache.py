@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger import __version__
 from ledger.log import codec
-from ledger.log.files import opened_for_reading
+from ledger.log.locks import opened_for_reading
 
 if TYPE_CHECKING:
     from ledger.domain.state import State

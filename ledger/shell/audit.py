@@ -16,7 +16,7 @@ from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.errors import LedgerError
 from ledger.git import merge
-from ledger.log import codec, store
+from ledger.log import codec, store, verification
 from ledger.log.record import Event, converter, unstructure_payload
 from ledger.projections import memory_file, splice
 from ledger.schema import events as ev
@@ -249,14 +249,11 @@ def _summary(events: list[tuple[str, Any]]) -> str:
 
 def schema_findings(events: Sequence[Event], lines: Sequence[int] | None = None) -> list[str]:
     """Structure every payload with the current schema; report those that do not fit."""
+    types = {event.id: event.type for event in events}
     findings = []
-    for index, event in enumerate(events):
-        try:
-            event.payload()
-            event.written_by()
-        except Exception as e:  # noqa: BLE001 - cattrs raises several types; each is a finding
-            line = lines[index] if lines else index + 1
-            findings.append(f"line {line} ({event.id[:12]} {event.type}): schema: {e}")
+    for found in verification.schema_findings(events, lines):
+        event_id = str(found.event_id)  # a schema finding always names its event
+        findings.append(f"line {found.line} ({event_id[:12]} {types[event_id]}): {found.message}")
     return findings
 
 

@@ -10,7 +10,7 @@ does, so every event obeys the protocol: audit's legality check passes. Two ways
 events, which give the same bytes (tests/test_bench.py checks it):
 
 - `StoreSink`: `Store.append` on a store (a `MemoryStore` in tests): the real append path.
-- `SealSink`: `ledger.log.store.seal_batch`, the function `Store.append` seals with, writing the
+- `SealSink`: `ledger.log.record.seal_batch`, the function `Store.append` seals with, writing the
   lines to a file; used for large sizes, where re-reading a growing store per command would
   make generation quadratic.
 
@@ -34,8 +34,8 @@ from typing import Any
 from ledger import __version__
 from ledger.domain.replay import config_key, evolve
 from ledger.domain.state import State
-from ledger.log.record import Draft, Event, Provenance
-from ledger.log.store import Store, seal_batch
+from ledger.log.record import Draft, Event, Provenance, seal_batch
+from ledger.log.store import Store
 from ledger.schema.events import Origin, OutputCheck
 from stages import Decision, Refusal, decide
 from stages import commands as cmd

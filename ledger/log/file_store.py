@@ -1,0 +1,165 @@
+"""The file backend of the store: `events.jsonl` on disk, locked by flock on `<ledger>.lock`,
+torn tails kept in quarantine files beside it; the only code that writes a ledger file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from ledger.log.atomic import fsync_dir, replace_file
+from ledger.log.files import lock_path
+from ledger.log.locks import exclusive_lock, opened_for_reading
+from ledger.log.quarantine import QUARANTINE_SUFFIX, quarantine_number
+from ledger.log.store_interface import Session, Store
+from ledger.log.verification import Finding
+
+
+class FileStore(Store):
+    """A ledger file, locked by flock on `<ledger>.lock`, torn tails kept in quarantine files."""
+
+    def __init__(self, path: Path | str) -> None:
+        super().__init__(str(path))
+        self.path = Path(path)
+        self.lock_path = lock_path(self.path)
+        # Plain strings for the append path: pathlib's objects cost more per call than the
+        # system calls they wrap, and an append is a handful of system calls.
+        self._folder = str(self.path.parent)
+        self._lock_name = str(self.lock_path)
+
+    def quarantine_names(self) -> list[str]:
+        """The names of the quarantine files beside the ledger, oldest first."""
+        prefix = self.path.name + QUARANTINE_SUFFIX
+        if not self.path.parent.is_dir():
+            return []
+        found = [p.name for p in self.path.parent.iterdir() if p.name.startswith(prefix)]
+        return sorted(found, key=quarantine_number)
+
+    def quarantine_bytes(self, name: str) -> bytes:
+        """The bytes kept in one quarantine file."""
+        return (self.path.parent / name).read_bytes()
+
+    def quarantine_exists(self, name: str) -> bool:
+        """True when a quarantine file of that name is beside the ledger."""
+        return os.path.lexists(os.path.join(self._folder, name))
+
+    def _read_stamped(self) -> tuple[bytes, object]:
+        with opened_for_reading(self.path) as fd:
+            return (b"", None) if fd is None else (_read_all(fd), _identity(fd))
+
+    def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
+        with opened_for_reading(self.path) as fd:
+            return (None, 0, b"") if fd is None else _stamp_of(fd, tail)
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        with exclusive_lock(self._lock_name):
+            session = _FileSession(self.path)
+            try:
+                yield session
+            finally:
+                session.close()
+
+
+class _FileSession:
+    """The primitives of one append or rewrite of a ledger file, used while its lock is held."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        # Read and written through one descriptor, so that a file replaced meanwhile (by a
+        # checkout) is never read in one version and appended to in another.
+        try:
+            self.fd: int | None = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        except FileNotFoundError:
+            self.fd = None
+
+    def data(self) -> bytes:
+        return b"" if self.fd is None else _read_all(self.fd)
+
+    def stamp(self, tail: int) -> tuple[object, int, bytes]:
+        return (None, 0, b"") if self.fd is None else _stamp_of(self.fd, tail)
+
+    def quarantine(self, name: str, torn: bytes) -> None:
+        _write_new_file(self.path.with_name(name), torn)
+
+    def truncate(self, size: int) -> None:
+        if self.fd is None:  # a torn tail implies the file exists; nothing to cut otherwise
+            return
+        os.ftruncate(self.fd, size)
+        os.fsync(self.fd)
+
+    def write(self, lines: bytes) -> None:
+        created = self.fd is None
+        if self.fd is None:
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+            self.fd = os.open(self.path, flags, 0o644)
+        size = os.fstat(self.fd).st_size
+        try:
+            _write_all(self.fd, lines)
+            os.fsync(self.fd)
+            if created:  # the new file's entry in its folder must be durable too
+                fsync_dir(self.path.parent)
+        except BaseException:
+            # The append reports failure, so none of its lines may stay (all or none), and
+            # a ledger it was creating must not be left behind empty.
+            with suppress(OSError):
+                os.ftruncate(self.fd, size)
+                if created:
+                    self.path.unlink()
+            raise
+
+    def replace(self, data: bytes) -> None:
+        # A new file renamed over the ledger: a crash leaves the old or the new bytes, and
+        # readers holding the old file (an open descriptor) finish reading the old version.
+        replace_file(self.path, data)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+
+def _stamp_of(fd: int, tail: int) -> tuple[object, int, bytes]:
+    """An open ledger file's identity, size and last `tail` bytes."""
+    size = os.fstat(fd).st_size
+    start = max(size - tail, 0)
+    return _identity(fd), size, os.pread(fd, size - start, start)
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    """The (device, inode) of an open file: a checkout that replaced the ledger changes it."""
+    stat = os.fstat(fd)
+    return stat.st_dev, stat.st_ino
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    chunks = []
+    offset = 0
+    while chunk := os.pread(fd, max(size - offset, 1 << 16), offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write `data` with one os.write; loop only if the kernel writes less (a signal, ENOSPC)."""
+    written = os.write(fd, data)
+    while written < len(data):
+        written += os.write(fd, memoryview(data)[written:])
+
+
+def _write_new_file(path: Path, data: bytes) -> None:
+    """Create `path` (it must not exist) holding `data`, durably (file and directory)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(path.parent)
+
+
+def chain_findings(path: Path | str) -> list[Finding]:
+    """Every integrity finding about the ledger file at `path` (for audit)."""
+    return FileStore(path).findings()

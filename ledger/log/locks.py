@@ -1,0 +1,65 @@
+"""The locks of a ledger: writers hold `<ledger>.lock` exclusively, readers hold it shared.
+
+One flock on one lock file beside the ledger serializes every writer (append, rewrite) and
+keeps readers from seeing a write half done. The view cache takes the reader lock too, so this
+module imports neither the store nor the event classes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ledger.log.atomic import make_dirs
+from ledger.log.files import lock_path
+
+
+@contextmanager
+def exclusive_lock(lock: Path | str) -> Iterator[None]:
+    """Hold the writer lock `lock`, creating it (and its folders, durably) if missing."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+    try:
+        fd = os.open(lock, flags, 0o644)
+    except FileNotFoundError:  # the op's folder does not exist yet: the first append
+        make_dirs(Path(lock).parent)
+        fd = os.open(lock, flags, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+@contextmanager
+def shared_lock(lock: Path | str) -> Iterator[None]:
+    """Hold a shared flock while reading, so a reader never sees a write half done."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        # No writer has run yet; a read must not create files (a read-only checkout).
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def opened_for_reading(ledger: Path) -> Iterator[int | None]:
+    """A read-only descriptor of the ledger (None when it does not exist), held open under
+    the reader lock, so what is read through it is never a write half done."""
+    with shared_lock(lock_path(ledger)):
+        try:
+            fd = os.open(ledger, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            yield None
+            return
+        try:
+            yield fd
+        finally:
+            os.close(fd)

@@ -1,0 +1,232 @@
+"""The rules every event store follows, over the byte primitives of a backend (DESIGN §4).
+
+A read verifies the whole chain; an append is atomic (one command's lines in one write) and
+durable, names the log's heads, and first repairs a torn tail (kept in quarantine, recorded by
+a `ledger.repaired` event); damage in the middle of the file is refused, never rewritten.
+`MemoryStore` and `FileStore` implement the primitives and differ only in where bytes live.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from attrs import evolve, frozen
+
+from ledger.errors import Conflict
+from ledger.log import chain, record, verification
+from ledger.log.chain import Log, Tip
+from ledger.log.quarantine import (
+    Quarantined,
+    cut_torn_tail,
+    next_quarantine_name,
+    plan_repairs,
+    quarantine_findings,
+    quarantined,
+)
+from ledger.log.record import Draft, Event
+from ledger.log.tip_stamp import stamp_of, tip_after, unchanged_since
+from ledger.log.verification import Finding
+
+
+@frozen
+class AppendResult:
+    """What an append wrote: the command's sealed events, the repair events written before
+    them (a torn tail quarantined now, or a quarantine an interrupted repair left unrecorded),
+    and the head after them."""
+
+    events: tuple[Event, ...]
+    repairs: tuple[Event, ...]
+    head: tuple[str, ...]
+    # Where the ledger ends now, for a next append by the same writer (None: read it again).
+    tip: Tip | None = None
+
+
+class Session(Protocol):
+    """The primitive operations of one append or rewrite, all done holding the store's lock."""
+
+    def data(self) -> bytes: ...
+
+    def stamp(self, tail: int) -> tuple[object, int, bytes]: ...
+
+    def quarantine(self, name: str, torn: bytes) -> None: ...
+
+    def truncate(self, size: int) -> None: ...
+
+    def write(self, lines: bytes) -> None: ...
+
+    def replace(self, data: bytes) -> None: ...
+
+
+class Store(ABC):
+    """The rules of reading and appending, over the byte primitives of a backend."""
+
+    name: str
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._scanner = chain.Scanner(name)
+        self._scanner_lock = threading.Lock()
+
+    def read(self) -> Log:
+        """The verified log; raises LedgerDamaged naming path:line if the middle is damaged."""
+        return self._scan(self.read_bytes())
+
+    def read_bytes(self) -> bytes:
+        """The ledger's bytes as one consistent snapshot (no write half seen), unverified."""
+        return self._read_stamped()[0]
+
+    def _scan(self, data: bytes) -> Log:
+        with self._scanner_lock:
+            return self._scanner.scan(data)
+
+    def stream(self, sink: Callable[[Event], object]) -> Tip:
+        """Verify the log and hand its events to `sink` in file order, keeping none of them
+        (replay's path); the tip it returns lets `append` skip re-reading the file."""
+        data, identity = self._read_stamped()
+        tip = chain.stream(data, self.name, sink)
+        names = self.quarantine_names()
+        if tip.torn is not None or any(name not in tip.repaired for name in names):
+            return tip  # the next append has a repair to make: it takes the full path
+        stamp = stamp_of(identity, data, next_quarantine_name(self.name, names))
+        return evolve(tip, stamp=stamp)
+
+    def append(
+        self,
+        drafts: Sequence[Draft],
+        *,
+        expected_head: tuple[str, ...] | None,
+        tip: Tip | None = None,
+    ) -> AppendResult:
+        """Append one command's events atomically and durably, repairing a torn tail first.
+
+        Raises Conflict when `expected_head` is given and another writer moved the head.
+        `tip`, from `stream`, spares re-reading and re-verifying the file when its size,
+        identity and last bytes show that nothing was written since.
+        """
+        with self._session() as session:
+            if tip is not None and unchanged_since(tip, session.stamp, self.quarantine_exists):
+                # Nothing was written since `tip` was read: no head moved, no tail to repair.
+                _check_head(tip, expected_head)
+                if not drafts:
+                    return AppendResult(events=(), repairs=(), head=tip.head, tip=tip)
+                events, lines = _seal_batches([drafts], tip)
+                written = b"".join(lines)
+                session.write(written)
+                return AppendResult(
+                    events=tuple(events),
+                    repairs=(),
+                    head=(events[-1].id,),
+                    tip=tip_after(tip, events, written),
+                )
+            data = session.data()
+            log = self._scan(data)
+            _check_head(log, expected_head)
+            if not drafts:
+                return AppendResult(events=(), repairs=(), head=log.head)
+            repairs, torn = plan_repairs(
+                self.name, self.quarantine_names(), self.quarantine_bytes, data, log
+            )
+            # Seal everything before changing anything: a draft that cannot be encoded
+            # must leave the ledger and its quarantine files as they were.
+            events, lines = _seal_batches(
+                [*([Draft(r, drafts[0].provenance)] for r in repairs), drafts], log
+            )
+            if torn is not None:
+                cut_torn_tail(session, torn, log.size)
+            session.write(b"".join(lines))
+        return AppendResult(
+            events=tuple(events[len(repairs) :]),
+            repairs=tuple(events[: len(repairs)]),
+            head=(events[-1].id,),
+        )
+
+    def rewrite(self, data: bytes, *, expected: bytes) -> None:
+        """Replace the ledger's bytes by `data` atomically and durably if it still holds
+        exactly `expected`, the bytes the caller read (else Conflict, nothing written).
+
+        Raises LedgerDamaged (nothing written) when `data` does not verify as a ledger; a
+        torn tail at its end is kept for the next append to quarantine. A tip read before
+        the rewrite no longer matches (the holder changes), so an append after it re-reads.
+        """
+        self._scan(data)
+        with self._session() as session:
+            if session.data() != expected:
+                raise Conflict(
+                    f"{self.name}: the ledger changed since it was read; nothing was rewritten",
+                    hint="read the ledger again and redo the change",
+                    details={"path": self.name},
+                )
+            if data != expected:
+                session.replace(data)
+
+    def unchanged_since(self, tip: Tip) -> bool:
+        """True when the ledger still holds exactly the bytes `tip` was read from."""
+        return unchanged_since(tip, self._stamp_now, self.quarantine_exists)
+
+    def findings(self) -> list[Finding]:
+        """Every integrity finding: the chain's, then quarantine files unaccounted for."""
+        verified = verification.verify(self.read_bytes())
+        return [*verified.findings, *quarantine_findings(self.quarantines(), verified)]
+
+    def quarantines(self) -> list[Quarantined]:
+        """The quarantine files that torn-tail repairs left beside the ledger."""
+        return [quarantined(name, self.quarantine_bytes(name)) for name in self.quarantine_names()]
+
+    @abstractmethod
+    def quarantine_names(self) -> list[str]:
+        """The names of the quarantine files beside the ledger, oldest first."""
+
+    @abstractmethod
+    def quarantine_bytes(self, name: str) -> bytes:
+        """The bytes kept in one quarantine file."""
+
+    @abstractmethod
+    def quarantine_exists(self, name: str) -> bool:
+        """True when a quarantine file of that name is beside the ledger."""
+
+    @abstractmethod
+    def _read_stamped(self) -> tuple[bytes, object]:
+        """The ledger's bytes as one consistent snapshot, and the identity of what holds them
+        (a file replaced by a checkout is another file, even with the same bytes)."""
+
+    @abstractmethod
+    def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
+        """The ledger's identity, size and last `tail` bytes now, read without writing."""
+
+    @abstractmethod
+    def _session(self) -> AbstractContextManager[Session]:
+        """Hold the store's exclusive lock and give the primitives of one append or rewrite."""
+
+
+def _check_head(log: Log | Tip, expected_head: tuple[str, ...] | None) -> None:
+    if expected_head is None or tuple(sorted(expected_head)) == log.head:
+        return
+    raise Conflict(
+        f"{log.name}: another writer appended since this command read the ledger "
+        f"(head {_short(expected_head)} is now {_short(log.head)})",
+        hint="read the ledger again and decide the command again",
+        details={"expected_head": list(expected_head), "head": list(log.head)},
+    )
+
+
+def _short(head: Sequence[str]) -> str:
+    return "[" + ", ".join(event_id[:12] for event_id in head) + "]"
+
+
+def _seal_batches(
+    batches: Sequence[Sequence[Draft]], log: Log | Tip
+) -> tuple[list[Event], list[bytes]]:
+    """Seal batches one after the other after the log's head."""
+    head, lamport = log.head, log.lamport
+    events: list[Event] = []
+    lines: list[bytes] = []
+    for drafts in batches:
+        sealed, sealed_lines = record.seal_batch(drafts, head, lamport)
+        events.extend(sealed)
+        lines.extend(sealed_lines)
+        head, lamport = (sealed[-1].id,), sealed[-1].lamport
+    return events, lines
