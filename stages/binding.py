@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ledger.domain.configs import canonical_config
+from ledger.domain.state import Attempt, State
 from ledger.log import codec
 
 
@@ -49,3 +50,41 @@ def binding_problem(
 
 def _json(value: Any) -> str:
     return "unset" if value is None else codec.canonical_json(value)
+
+
+def best_impl_digest(state: State) -> str | None:
+    """The digest of the implementation the best was measured with (R6: start from the best)."""
+    for attempt_id in reversed(state.adopted):
+        digest = state.attempts[attempt_id].impl_digest
+        if digest is not None:
+            return digest
+    return state.activation_digest
+
+
+def expected_impl_digest(state: State, attempt: Attempt) -> str | None:
+    """The implementation an attempt runs: its own (algorithm changes) or the best's."""
+    return attempt.impl_digest or best_impl_digest(state)
+
+
+def defaults_of(state: State) -> dict[str, Any]:
+    """The knob defaults of the manifest in use (none without a manifest)."""
+    return state.manifest.defaults() if state.manifest is not None else {}
+
+
+def attempt_binding_problem(
+    state: State,
+    attempt: Attempt,
+    measured_config: Mapping[str, Any] | None,
+    measured_digest: str | None,
+    defaults: Mapping[str, Any] | None = None,
+) -> str | None:
+    """Why a measurement cannot be recorded for `attempt` (R11), or None; `defaults` are
+    the recorded manifest's unless given (a manifest about to be recorded)."""
+    return binding_problem(
+        what=f"attempt {attempt.id}",
+        expected_config=attempt.config,
+        expected_digest=expected_impl_digest(state, attempt),
+        measured_config=measured_config,
+        measured_digest=measured_digest,
+        defaults=defaults_of(state) if defaults is None else defaults,
+    )

@@ -6,7 +6,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from ledger.schema.events import Origin, OutputCheck
+from ledger.schema.events import Binding, Origin, OutputCheck
 
 
 @frozen
@@ -155,6 +155,8 @@ class Verify:
     util_pct: float | None = None
     bubble_pct: float | None = None
     metrics: dict[str, float] = field(factory=dict)
+    # What the verifier says it ran (R11): refused when it is not the attempt's config/kernel.
+    binding: Binding | None = None
 
 
 @frozen
@@ -206,6 +208,15 @@ class AddNote:
     text: str
 
 
+@frozen
+class RecordManifest:
+    """Record SPEC.md's op manifest as the one the campaign uses from here on (DESIGN §4)."""
+
+    digest: str
+    source: str
+    declared: dict[str, Any]
+
+
 Command = (
     Init
     | RecordCompare
@@ -229,4 +240,5 @@ Command = (
     | RecordReport
     | SetPolicy
     | AddNote
+    | RecordManifest
 )

@@ -9,7 +9,13 @@ import attrs
 
 from ledger.domain.state import State
 from ledger.errors import BadInput
-from ledger.schema.events import NoteAdded, OpInitialized, PolicySet, ReportGenerated
+from ledger.schema.events import (
+    ManifestRecorded,
+    NoteAdded,
+    OpInitialized,
+    PolicySet,
+    ReportGenerated,
+)
 from stages import activation, pipeline, search, skills, stop, target, verdict
 from stages import commands as cmd
 from stages.allowed import allowed
@@ -18,7 +24,7 @@ from stages.policy import DEFAULT_POLICY, DEFAULTS_KEY, check_policy_value
 from stages.refusal import Refusal
 
 # Bookkeeping: allowed at any time once the op exists, also after a stop (R10).
-_BOOKKEEPING = (cmd.AddNote, cmd.SetPolicy, cmd.RecordReport)
+_BOOKKEEPING = (cmd.AddNote, cmd.SetPolicy, cmd.RecordReport, cmd.RecordManifest)
 # Steps that finish an attempt already in flight: allowed while a merge conflict is open, so
 # work done on either branch can still be measured and recorded.
 _FINISHING = (cmd.Verify, cmd.Fail, cmd.Abandon)
@@ -58,6 +64,24 @@ def _report(_state: State, command: cmd.RecordReport) -> Result:
     return accept(ReportGenerated(path=path, digest=digest))
 
 
+def _manifest(state: State, command: cmd.RecordManifest) -> Result:
+    if state.manifest is not None and state.manifest.digest == command.digest:
+        raise BadInput(
+            f"the manifest {command.digest} is already the one in use",
+            hint="change SPEC.md's front matter first; `status` shows the manifest in use",
+        )
+    declared = plain(command.declared, "the manifest")
+    return accept(
+        build(
+            ManifestRecorded,
+            "manifest",
+            digest=nonempty(command.digest, "the manifest digest"),
+            source=nonempty(command.source, "the manifest's file"),
+            declared=declared,
+        )
+    )
+
+
 _DECIDERS: Mapping[type[Any], Callable[[State, Any], Result]] = {
     cmd.RecordCompare: activation.decide_compare,
     cmd.RecordLayout: activation.decide_layout,
@@ -80,6 +104,7 @@ _DECIDERS: Mapping[type[Any], Callable[[State, Any], Result]] = {
     cmd.RecordReport: _report,
     cmd.SetPolicy: _set_policy,
     cmd.AddNote: _note,
+    cmd.RecordManifest: _manifest,
 }
 
 

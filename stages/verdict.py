@@ -27,6 +27,7 @@ from ledger.schema.events import (
     Verdict,
     VerdictReached,
 )
+from stages.binding import attempt_binding_problem
 from stages.commands import Abandon, Fail, Verify
 from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.policy import NOISE_KEYS, effective_policy, verdict_policy
@@ -151,6 +152,17 @@ def decide_verify(state: State, command: Verify) -> Result:
     attempt = pending_attempt(state, command.attempt)
     if isinstance(attempt, Refusal):
         return attempt
+    if command.binding is not None:
+        problem = attempt_binding_problem(
+            state, attempt, command.binding.config, command.binding.impl_digest
+        )
+        if problem:
+            raise BadInput(
+                f"{problem}; nothing was written and attempt {attempt.id} stays pending",
+                rule="R11",
+                hint="measure the attempt's own config: `tune-ledger measure "
+                f"{state.op} {attempt.id}` builds the command from it",
+            )
     measured = build(
         AttemptMeasured,
         "measurement",
@@ -162,6 +174,7 @@ def decide_verify(state: State, command: Verify) -> Result:
         util_pct=command.util_pct,
         bubble_pct=command.bubble_pct,
         metrics=command.metrics,
+        binding=command.binding,
     )
     best, sheet = state.best, state.target
     if best is None or sheet is None:  # the sheet precedes every stage and so every attempt

@@ -110,14 +110,16 @@ def _files(folder: Path) -> Iterator[Path]:
     return (p for p in sorted(folder.rglob("*")) if p.is_file()) if folder.exists() else iter(())
 
 
+# A fake verifier, run in --root: it names the kernel it ran (R11), as a real verifier does.
 MEASURE = """
-    import json, sys
+    import hashlib, json, sys
     time_us = float(sys.argv[1])
     ok = len(sys.argv) < 3 or sys.argv[2] != "bad"
+    kernel = hashlib.sha256(open("custom/sm/sm_impl.py", "rb").read()).hexdigest()
     print("verifier log line before the result")
     print(json.dumps({"times_us": [time_us, time_us, time_us], "tool": "fake-sim",
                       "tool_version": "1.0", "layout_exit": 0, "util_pct": 50.0,
-                      "bubble_pct": 20.0,
+                      "bubble_pct": 20.0, "impl_digest": kernel,
                       "outputs": [{"name": "y", "all_close": ok, "max_diff": 0.0}]}))
 """
 

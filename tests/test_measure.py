@@ -256,3 +256,73 @@ def test_every_shape_spelling_is_recorded_as_the_manifest_writes_it(cli: Cli, sh
     )
     sheet = next(e for e in cli.events() if e["type"] == "target.set")["payload"]
     assert sheet["shape"] == "[32, 32, 1, 256]"
+
+
+@pytest.mark.parametrize(
+    ("mode", "problem"),
+    [
+        ("lie", "measured another config than attempt"),
+        ("other-kernel", "ran implementation 000000000000"),
+    ],
+)
+def test_a_measurement_of_something_else_is_refused(
+    cli: Cli, attempt: str, mode: str, problem: str
+) -> None:
+    """The verifier ran another config or kernel: exit 2 (R11), the attempt stays pending."""
+    _manifest(cli, mode)
+    cli.ok("manifest", OP)  # recorded up front, so only the refused measurement is at stake
+    before = snapshot(cli.root)
+    refused = cli("measure", OP)
+    assert refused.code == 2, refused.stdout
+    assert refused.json["rule"] == "R11" and problem in refused.json["error"]
+    assert snapshot(cli.root) == before
+    assert cli.ok("status", OP)["pending"] == attempt
+
+
+def test_verify_run_of_another_config_is_refused(cli: Cli, attempt: str) -> None:
+    """The incident: the candidate was [1,8,1,32], the adapter ran [1,16,1,64] (R11)."""
+    _manifest(cli, "lie")
+    command = shlex.join(
+        [
+            sys.executable,
+            str(cli.root / "verifier.py"),
+            "lie",
+            str(cli.root / "custom" / OP),
+            '{"vec_tile_shape": [1, 8, 1, 32]}',
+        ]
+    )
+    before = snapshot(cli.root)
+    refused = cli("verify", OP, attempt, "--run", command)
+    assert refused.code == 2 and refused.json["rule"] == "R11"
+    assert "vec_tile_shape: measured [1,16,1,64], expected [1,8,1,32]" in refused.json["error"]
+    assert snapshot(cli.root) == before
+
+
+def test_a_result_that_names_nothing_it_ran_is_recorded_unbound(cli: Cli, attempt: str) -> None:
+    """Neither config nor digest in the result: recorded, with the weaker provenance."""
+    _manifest(cli, "silent")
+    cli.ok("measure", OP)
+    measured = next(e for e in cli.events() if e["type"] == "attempt.measured")["payload"]
+    assert measured["origin"]["level"] == "unbound" and "binding" not in measured
+
+
+def test_a_bound_measurement_records_what_it_ran(cli: Cli, attempt: str) -> None:
+    """The binding is kept in the event, and audit re-checks it clean."""
+    _manifest(cli, "ok")
+    cli.ok("measure", OP)
+    measured = next(e for e in cli.events() if e["type"] == "attempt.measured")["payload"]
+    assert measured["binding"]["config"] == {"vec_tile_shape": [1, 8, 1, 32]}
+    assert (
+        measured["binding"]["impl_digest"]
+        == hashlib.sha256((cli.root / "custom" / OP / "sm_impl.py").read_bytes()).hexdigest()
+    )
+    assert cli.ok("audit", OP)["clean"] is True
+
+
+def test_measure_records_the_manifest_it_measures_with(cli: Cli, attempt: str) -> None:
+    """The manifest's digest is recorded when the campaign first uses it, and again on change."""
+    _manifest(cli, "ok")
+    cli.ok("measure", OP)
+    recorded = [e for e in cli.events() if e["type"] == "manifest.recorded"]
+    assert len(recorded) == 1 and recorded[0]["payload"]["source"] == "custom/sm/SPEC.md"
+    assert recorded[0]["payload"]["declared"]["knobs"]["vec_tile_shape"]["stage"] == "frontend"

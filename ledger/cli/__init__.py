@@ -45,6 +45,7 @@ COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
         "policy",
     ),
     "ledger.cli.target": ("target", "relax"),
+    "ledger.cli.manifest": ("manifest",),
     "ledger.cli.attempts": ("candidate", "try", "verify", "fail", "abandon", "measure"),
     "ledger.cli.status": ("status", "resume"),
     "ledger.cli.inspect": ("log", "render", "check", "audit", "report"),

@@ -296,7 +296,7 @@ def measure(ctx: Ctx, op: str, attempt: str, dry_run: bool, python: str) -> None
     verifier that cannot start or reports its own error writes nothing (exit 2).
     """
     from ledger.shell import measure as measuring
-    from ledger.shell.manifest_file import read_manifest
+    from ledger.shell.manifest_file import read_manifest, record_if_changed
 
     def planned(ledger: OpLedger) -> measuring.Plan:
         attempt_id = _resolve(ledger, attempt)
@@ -311,7 +311,14 @@ def measure(ctx: Ctx, op: str, attempt: str, dry_run: bool, python: str) -> None
 
     def build(ledger: OpLedger) -> Any:
         plan = planned(ledger)
-        return measuring.result_command(plan, measuring.execute(plan))
+        command = measuring.result_command(plan, measuring.execute(plan))
+        manifest = read_manifest(ledger.dir)
+        if manifest is not None:
+            # Judge the binding by the manifest measured with, before anything is written;
+            # then record that manifest, so the decider judges it the same way (R11).
+            measuring.refuse_unbound(ledger.load().state, command, manifest.defaults())
+            record_if_changed(ledger, manifest)
+        return command
 
     run_step(ctx, op, build, _result)
 

@@ -225,7 +225,7 @@ def _from_spec(ctx: Ctx, ledger: OpLedger, python: str, cube_m: int | None) -> c
     """The target sheet of SPEC.md's manifest, its baseline measured by the verifier (R3)."""
     from ledger.domain.inputs import file_digest
     from ledger.shell import measure
-    from ledger.shell.manifest_file import read_manifest
+    from ledger.shell.manifest_file import read_manifest, record_if_changed
     from stages.binding import binding_problem
 
     manifest = read_manifest(ledger.dir)
@@ -255,13 +255,13 @@ def _from_spec(ctx: Ctx, ledger: OpLedger, python: str, cube_m: int | None) -> c
         python=python,
     )
     document = measure.baseline_document(plan, measure.execute(plan))
-    measured_config, measured_digest = measure.bound_fields(document.doc)
+    bound = runner.binding_of(document.doc)
     problem = binding_problem(
         what="the baseline",
         expected_config=manifest.baseline_config,
         expected_digest=digest,
-        measured_config=measured_config,
-        measured_digest=measured_digest,
+        measured_config=bound.config if bound else None,
+        measured_digest=bound.impl_digest if bound else None,
         defaults=manifest.defaults(),
     )
     if problem:
@@ -271,6 +271,7 @@ def _from_spec(ctx: Ctx, ledger: OpLedger, python: str, cube_m: int | None) -> c
             hint="fix the verifier so that it runs the config it is given",
         )
     samples = runner.times_of(document.doc, document.source)
+    record_if_changed(ledger, manifest)  # what the sheet was measured with, once it is sound
     assert manifest.target_us is not None and manifest.p0_shape is not None  # checked above
     return cmd.SetTarget(
         baseline_us=median(samples),

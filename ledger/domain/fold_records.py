@@ -7,7 +7,7 @@ State in place.
 
 from __future__ import annotations
 
-from ledger.domain.state import Best, State
+from ledger.domain.state import Best, RecordedManifest, State
 from ledger.log.record import Event
 
 
@@ -57,3 +57,12 @@ def conflict_resolved(state: State, event: Event) -> None:
         state.best = Best(
             config=attempt.config, measurement=attempt.measurement, attempt=attempt.id
         )
+
+
+def manifest(state: State, event: Event) -> None:
+    """Use a recorded op manifest from here on."""
+    data = event.data
+    state.manifest = RecordedManifest(
+        event=event.id, digest=data["digest"], source=data["source"], declared=data["declared"]
+    )
+    state.manifests.append(data["digest"])

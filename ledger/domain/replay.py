@@ -213,6 +213,7 @@ HANDLERS: tuple[tuple[type[ev.Payload], Handler], ...] = (
     (ev.NoteAdded, records.note),
     (ev.LedgerRepaired, records.repaired),
     (ev.ConflictResolved, records.conflict_resolved),
+    (ev.ManifestRecorded, records.manifest),
 )
 
 _BY_TYPE: Mapping[str, Handler] = {payload.TYPE: handler for payload, handler in HANDLERS}

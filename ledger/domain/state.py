@@ -132,6 +132,31 @@ class Best:
 
 
 @define
+class RecordedManifest:
+    """The op manifest the campaign uses (DESIGN §4): its digest and what the deciders need."""
+
+    event: str
+    digest: str
+    source: str
+    declared: dict[str, Any]
+
+    @property
+    def knobs(self) -> dict[str, dict[str, Any]]:
+        """Each declared knob's spec: stage, kind or domain, default."""
+        knobs = self.declared.get("knobs") or {}
+        return {str(k): dict(v) for k, v in knobs.items() if isinstance(v, dict)}
+
+    def defaults(self) -> dict[str, Any]:
+        """Each knob's default value (a config leaves a knob at its default when it omits it)."""
+        return {name: spec.get("default") for name, spec in self.knobs.items()}
+
+    @property
+    def has_verifier(self) -> bool:
+        """True when the manifest declares the command that measures a config (R11)."""
+        return self.declared.get("verifier") is not None
+
+
+@define
 class State:
     """Everything replay knows about one op's campaign."""
 
@@ -147,6 +172,9 @@ class State:
     activation_problems: list[str] = field(factory=list)
     # R2
     skills: list[str] = field(factory=list)
+    # DESIGN §4: the op manifest in use, and the digests of every one recorded, in order
+    manifest: RecordedManifest | None = None
+    manifests: list[str] = field(factory=list)
     # R3
     target: TargetSheet | None = None
     relaxations: list[Relaxation] = field(factory=list)

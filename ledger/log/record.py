@@ -15,9 +15,10 @@ from typing import Any, NamedTuple
 
 import cattrs
 from attrs import frozen
+from cattrs.gen import make_dict_unstructure_fn, override
 
 from ledger.log import codec, upcast
-from ledger.schema.events import PAYLOAD_TYPES, Payload
+from ledger.schema.events import PAYLOAD_TYPES, AttemptMeasured, Payload
 
 
 @frozen
@@ -77,6 +78,12 @@ def _make_converter() -> cattrs.Converter:
     made = cattrs.Converter(forbid_extra_keys=True)
     # Values inside configs, policy and free fields are plain JSON: passed through unchanged.
     made.register_structure_hook(Any, lambda value, _type: value)
+    # Optional fields added to a payload after it was first written are left out while unset,
+    # so a new event without them is byte for byte what the older code wrote.
+    made.register_unstructure_hook(
+        AttemptMeasured,
+        make_dict_unstructure_fn(AttemptMeasured, made, binding=override(omit_if_default=True)),
+    )
     return made
 
 

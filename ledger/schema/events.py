@@ -21,6 +21,7 @@ from ledger.schema.values import (
     TUNE_SKILLS,
     VERDICTS,
     AttemptKind,
+    Binding,
     ExitCondition,
     Failure,
     Origin,
@@ -227,6 +228,8 @@ class AttemptMeasured:
     util_pct: float | None = field(default=None, converter=percent_or_none)
     bubble_pct: float | None = field(default=None, converter=percent_or_none)
     metrics: dict[str, float] = field(factory=dict, converter=metrics)
+    # What the verifier says it ran; checked against the attempt before recording (R11).
+    binding: Binding | None = None
 
 
 @frozen
@@ -325,6 +328,21 @@ class LedgerRepaired:
 
 
 @frozen
+class ManifestRecorded:
+    """SPEC.md's op manifest as the campaign uses it from here on (DESIGN §4, R5-R7, R11).
+
+    `declared` is the front matter's manifest fields as plain data, so replay knows the knobs,
+    their stages and defaults without reading SPEC.md; `digest` identifies that content.
+    """
+
+    TYPE: ClassVar[str] = "manifest.recorded"
+    SCHEMA: ClassVar[int] = 1
+    digest: str
+    source: str
+    declared: dict[str, Any] = field(converter=json_object)
+
+
+@frozen
 class ConflictResolved:
     """A protocol conflict created by merging branches was resolved by a recorded decision."""
 
@@ -360,6 +378,7 @@ Payload = (
     | NoteAdded
     | LedgerRepaired
     | ConflictResolved
+    | ManifestRecorded
 )
 
 PAYLOAD_CLASSES: tuple[type[Payload], ...] = get_args(Payload)
@@ -383,6 +402,7 @@ __all__ = [
     "AttemptKind",
     "AttemptMeasured",
     "AttemptStarted",
+    "Binding",
     "CampaignStopped",
     "CompareEvidence",
     "ConflictResolved",
@@ -391,6 +411,7 @@ __all__ = [
     "LayoutEvidence",
     "LedgerRepaired",
     "LimitRelaxed",
+    "ManifestRecorded",
     "NoteAdded",
     "OpInitialized",
     "Origin",

@@ -27,9 +27,10 @@ AttemptKind = Literal["candidate", "mutation", "algorithm"]
 StopReason = Literal["target-reached", "utilization", "user"]
 ExitCondition = Literal["target-met", "points-closed", "utilization", "user"]
 TargetSource = Literal["spec", "upstream", "torch-eager"]
-# How a measurement reached the ledger (R11): run by the ledger itself, parsed from an
-# artefact whose digest is recorded, or only reported by the caller.
-OriginLevel = Literal["measured", "artefact", "reported"]
+# How a measurement reached the ledger (R11): run by the ledger itself and bound to what it
+# ran, run by the ledger but naming neither the config nor the kernel it ran ("unbound"),
+# parsed from an artefact whose digest is recorded, or only reported by the caller.
+OriginLevel = Literal["measured", "unbound", "artefact", "reported"]
 
 
 # --- value checks (R11) -------------------------------------------------------------------
@@ -115,6 +116,19 @@ class Origin:
     exit_code: int | None = None
     output_digest: str | None = None
     duration_s: float | None = field(default=None, converter=float_or_none)
+
+
+def json_object_or_none(value: Any) -> dict[str, Any] | None:
+    """None, or a JSON object, copied."""
+    return None if value is None else json_object(value)
+
+
+@frozen
+class Binding:
+    """What a measurement says it ran (R11): the config and the kernel file's sha256."""
+
+    config: dict[str, Any] | None = field(default=None, converter=json_object_or_none)
+    impl_digest: str | None = None
 
 
 @frozen

@@ -20,7 +20,7 @@ from ledger.log import codec, store, verification
 from ledger.log.record import Event, converter, unstructure_payload
 from ledger.projections import memory_file, splice
 from ledger.schema import events as ev
-from ledger.schema.events import Origin, OutputCheck
+from ledger.schema.events import Binding, Origin, OutputCheck
 from stages import commands as cmd
 
 if TYPE_CHECKING:
@@ -74,7 +74,12 @@ def _measured(d: dict[str, Any]) -> cmd.Command:
         util_pct=d["util_pct"],
         bubble_pct=d["bubble_pct"],
         metrics=d["metrics"],
+        binding=_binding(d.get("binding")),
     )
+
+
+def _binding(data: dict[str, Any] | None) -> Binding | None:
+    return None if data is None else converter.structure(data, Binding)
 
 
 CommandOf = Callable[[dict[str, Any]], cmd.Command]
@@ -150,6 +155,12 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.NoteAdded, lambda d: cmd.AddNote(text=d["text"])),
     (ev.LedgerRepaired, None),
     (ev.ConflictResolved, None),
+    (
+        ev.ManifestRecorded,
+        lambda d: cmd.RecordManifest(
+            digest=d["digest"], source=d["source"], declared=d["declared"]
+        ),
+    ),
 )
 
 _COMMAND_OF: dict[str, CommandOf] = {

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ledger.domain.manifest import Manifest, parse_manifest
 from ledger.errors import BadInput
+
+if TYPE_CHECKING:
+    from ledger.shell.api import OpLedger
 
 
 def spec_path(op_dir: Path) -> Path:
@@ -26,3 +31,53 @@ def read_manifest(op_dir: Path) -> Manifest | None:
     if not text.startswith("---"):
         return None
     return parse_manifest(text, str(path))
+
+
+def declared(manifest: Manifest) -> dict[str, Any]:
+    """The manifest as the plain data a `manifest.recorded` event keeps."""
+    return {
+        "op_name": manifest.op_name,
+        "p0_shapes": [list(shape) for shape in manifest.p0_shapes],
+        "perf_target": None
+        if manifest.target_us is None
+        else {"time_us": manifest.target_us, "metric": manifest.metric, "tool": manifest.tool},
+        "tolerance": None
+        if manifest.rtol is None
+        else {"rtol": manifest.rtol, "atol": manifest.atol},
+        "baseline_config": manifest.baseline_config,
+        "knobs": {
+            name: {
+                "stage": knob.stage,
+                "kind": knob.kind,
+                "default": knob.default,
+                **({"domain": list(knob.domain)} if knob.domain is not None else {}),
+                **({"min": knob.minimum} if knob.minimum is not None else {}),
+                **({"max": knob.maximum} if knob.maximum is not None else {}),
+            }
+            for name, knob in manifest.knobs.items()
+        },
+        "verifier": None
+        if manifest.verifier is None
+        else {
+            "command": list(manifest.verifier.argv),
+            "timeout_s": manifest.verifier.timeout_s,
+            "memory_mb": manifest.verifier.memory_mb,
+        },
+    }
+
+
+def record_if_changed(ledger: OpLedger, manifest: Manifest) -> bool:
+    """Record SPEC.md's manifest when it is not the one the ledger uses; True if it recorded."""
+    from stages import commands as cmd
+
+    recorded = ledger.load().state.manifest
+    if recorded is not None and recorded.digest == manifest.digest:
+        return False
+    ledger.execute(
+        cmd.RecordManifest(
+            digest=manifest.digest,
+            source=os.path.relpath(manifest.source, ledger.root),
+            declared=declared(manifest),
+        )
+    )
+    return True

@@ -32,11 +32,12 @@ from attrs import frozen
 
 from ledger.domain.configs import canonical_config
 from ledger.domain.manifest import Manifest, Verifier
-from ledger.domain.state import Attempt, State
+from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.shell import runner
 from stages import commands as cmd
+from stages.binding import attempt_binding_problem, expected_impl_digest
 
 BASELINE = "baseline"  # the label of a plan that measures the target sheet's baseline
 _FIX = (
@@ -77,20 +78,6 @@ def require_verifier(manifest: Manifest | None, op: str) -> Verifier:
             "(docs/DESIGN.md §4), or give the result with `tune-ledger verify`",
         )
     return manifest.verifier
-
-
-def best_impl_digest(state: State) -> str | None:
-    """The digest of the implementation the best was measured with (R6: start from the best)."""
-    for attempt_id in reversed(state.adopted):
-        digest = state.attempts[attempt_id].impl_digest
-        if digest is not None:
-            return digest
-    return state.activation_digest
-
-
-def expected_impl_digest(state: State, attempt: Attempt) -> str | None:
-    """The implementation an attempt runs: its own (algorithm changes) or the best's."""
-    return attempt.impl_digest or best_impl_digest(state)
 
 
 def plan(
@@ -249,11 +236,19 @@ def dry_run(plan: Plan) -> dict[str, Any]:
     }
 
 
-def bound_fields(doc: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
-    """The config and implementation digest a measurement document says it ran."""
-    config = doc.get("config")
-    digest = doc.get("impl_digest")
-    return (
-        config if isinstance(config, dict) else None,
-        digest if isinstance(digest, str) else None,
+def refuse_unbound(state: State, command: cmd.Verify | cmd.Fail, defaults: dict[str, Any]) -> None:
+    """Raise the decider's R11 refusal for a result bound to something else, judged with the
+    manifest's `defaults`, before the manifest or anything else is recorded."""
+    if not isinstance(command, cmd.Verify) or command.binding is None:
+        return
+    attempt = state.attempts[command.attempt]
+    problem = attempt_binding_problem(
+        state, attempt, command.binding.config, command.binding.impl_digest, defaults
     )
+    if problem:
+        raise BadInput(
+            f"{problem}; nothing was written and attempt {attempt.id} stays pending",
+            rule="R11",
+            hint="fix the verifier so that it runs the config it is given "
+            f"(`tune-ledger measure {state.op} --dry-run` shows the command)",
+        )

@@ -16,12 +16,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 from attrs import frozen
 
 from ledger.domain import inputs
 from ledger.errors import BadInput
 from ledger.log import codec
-from ledger.schema.events import FAILURES, Origin
+from ledger.schema.events import FAILURES, Binding, Origin
 from stages import commands as cmd
 
 OUTPUT_TAIL = 2000  # characters of a failed command's output kept in the failure detail
@@ -250,8 +251,13 @@ def verify_command(attempt: str, document: Document) -> cmd.Verify | cmd.Fail:
             f"{source} has no integer layout_exit",
             hint="the measurement needs layout_exit (the layout check's exit code)",
         )
+    binding = binding_of(doc)
+    if origin.level == "measured" and binding is None:
+        # The ledger ran it, but cannot tell which config or kernel it measured (R11).
+        origin = attrs.evolve(origin, level="unbound")
     return cmd.Verify(
         attempt=attempt,
+        binding=binding,
         outputs=inputs.outputs_from_document(doc, source),
         layout_exit=layout,
         times_us=times_of(doc, source),
@@ -260,6 +266,16 @@ def verify_command(attempt: str, document: Document) -> cmd.Verify | cmd.Fail:
         bubble_pct=percent_of(doc, "bubble_pct"),
         metrics=_metrics(doc, source),
     )
+
+
+def binding_of(doc: dict[str, Any]) -> Binding | None:
+    """What a measurement document says it ran: its config and kernel digest (R11)."""
+    config, digest = doc.get("config"), doc.get("impl_digest")
+    config = config if isinstance(config, dict) else None
+    digest = digest if isinstance(digest, str) else None
+    if config is None and digest is None:
+        return None
+    return Binding(config=config, impl_digest=digest)
 
 
 def run_verifier(
