@@ -199,3 +199,20 @@ def test_the_bench_runs_as_a_module_from_the_repository_root(tmp_path: Path) -> 
         check=False,
     )
     assert usage.returncode == 0 and "--autopilot-log" in usage.stdout
+
+
+def test_a_change_to_the_campaign_model_makes_new_ledgers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache key covers the modules that decide the bytes, campaign.py among them."""
+    assert {p.name for p in ledgers._GENERATOR} == {"campaign.py", "generate.py", "events.py"}
+    copies = []
+    for path in ledgers._GENERATOR:
+        copy = tmp_path / path.name
+        copy.write_bytes(path.read_bytes())
+        copies.append(copy)
+    monkeypatch.setattr(ledgers, "_GENERATOR", tuple(copies))
+    before = ledgers.code_digest()
+    campaign = tmp_path / "campaign.py"
+    campaign.write_text(campaign.read_text() + "\nBASELINE_US = 90.0\n")
+    assert ledgers.code_digest() != before
