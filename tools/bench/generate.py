@@ -1,7 +1,7 @@
 """Synthetic bench campaigns: realistic ledgers of 10k to 1M events, made through the public API.
 
 SYNTHETIC BENCH DATA. Every measurement in these ledgers is drawn from a seeded pseudo-random
-model (below), not measured on any kernel; the provenance of every event says so
+model (campaign.py), not measured on any kernel; the provenance of every event says so
 (`host="bench-synthetic"`, an `Origin.tool` of `bench-synthetic`). They exist only to time the
 ledger itself.
 
