@@ -1,7 +1,7 @@
 """One op's campaign driven to a stop through the ledger's API, and where its wall time went.
 
 Each `step` takes the next step the protocol allows on the state replayed from the ledger, so
-a campaign resumes wherever it was interrupted (see tools/autopilot/__init__.py).
+a campaign resumes wherever it was interrupted; tools/autopilot.py is its command.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tools import search_space
 BASE_SKILLS = ("pypto-op-perf-tune", "perf-analyzer")
 CONFIG_STAGES = ("frontend", "swimlane", "incore")
 # The adapter runs as `python -m tools.pypto.run` from the repository holding tools/.
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parent.parent
 ADAPTER_TIMEOUT_S = 600.0  # the adapter has its own 300 s limit; this only catches a hang
 # Recorded with the policy event, so a reviewer sees why the autopilot deviates from the default.
 UTILIZATION_POLICY_REASON = (

@@ -1,4 +1,16 @@
-"""The autopilot's command: run or resume a campaign on an op, then print where it ended."""
+"""Autopilot: plays the optimizer agent for the configuration stages, through the ledger's API.
+
+    python -m tools.autopilot --op softmax [--root .] [--max-attempts N]
+
+Every decision is taken from the replayed ledger, so the loop is resumable: interrupt it at
+any moment (Ctrl-C, a crash, a kill) and run it again; a pending attempt is measured again
+(the simulator is deterministic) and verified, nothing is lost or repeated. Measurements come
+from the PyPTO adapter (`python -m tools.pypto.run`), run by the ledger itself (`--run`), so
+every verdict is recorded with provenance "measured".
+
+This module is the command; tools/pilot.py takes the protocol's steps and keeps time.
+"""
+
 
 from __future__ import annotations
 
@@ -10,7 +22,7 @@ import click
 
 from ledger.errors import LedgerError
 from ledger.shell import report_files
-from tools.autopilot.pilot import Autopilot
+from tools.pilot import Autopilot
 
 
 @click.command()
