@@ -11,7 +11,6 @@ every verdict is recorded with provenance "measured".
 This module is the command; tools/pilot.py takes the protocol's steps and keeps time.
 """
 
-
 from __future__ import annotations
 
 import json
