@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from ledger import __version__
@@ -114,6 +114,9 @@ _PREFIX = {"frontend": "F", "swimlane": "S", "incore": "I"}
 # Events per attempt in these campaigns (start, measure, verdict, and a share of the point
 # and failure events): plans a campaign given in attempts.
 ATTEMPT_EVENTS = 3
+# A campaign script: yields commands; the driver sends back each one's landed events (None: R9
+# refused it as a retry, draw another).
+Script = Generator[cmd.Command, tuple[Event, ...] | None, None]
 
 
 def _origin(rng: random.Random) -> Origin:
@@ -191,7 +194,7 @@ class Campaign:
 
     # --- the script -------------------------------------------------------------------------
 
-    def script(self) -> Generator[object, tuple[Event, ...] | None, None]:
+    def script(self) -> Script:
         """The commands of the whole campaign; `send` the events of each (None: refused R9)."""
         rng = self.rng
         yield cmd.Init(op=OP)
@@ -245,7 +248,7 @@ class Campaign:
                 )
             )
 
-    def _stage(self, stage: str, end: int) -> Generator[object, tuple[Event, ...] | None, None]:
+    def _stage(self, stage: str, end: int) -> Script:
         rng = self.rng
         yield cmd.EnterStage(stage=stage)
         yield cmd.LoadSkill(name=f"tune-{stage}")
@@ -277,7 +280,7 @@ class Campaign:
         yield cmd.ExitStage(stage=stage)
         yield cmd.UnloadSkill(name=f"tune-{stage}")
 
-    def _attempt(self, make: Any) -> Generator[object, tuple[Event, ...] | None, None]:
+    def _attempt(self, make: Callable[[], cmd.Command | None]) -> Script:
         """Start an attempt (drawing again while R9 refuses it), then verify, fail or abandon."""
         rng = self.rng
         for _ in range(50):

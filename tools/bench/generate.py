@@ -32,6 +32,7 @@ from ledger.domain.state import State
 from ledger.log.record import Draft, Event, Provenance
 from ledger.log.store import Store, seal_batch
 from stages import Decision, Refusal, decide
+from stages import commands as cmd
 from tools.bench.campaign import SYNTHETIC, SYNTHETIC_HOST, Campaign
 
 # --- sinks: where the decided events land ------------------------------------------------------
@@ -112,14 +113,14 @@ class Driver:
         """The state replayed from every event landed so far."""
         return self.campaign.state
 
-    def next_command(self) -> object:
+    def next_command(self) -> cmd.Command:
         """The campaign's next command (after the previous one's events were landed)."""
         if not self._started:
             self._started = True
             return next(self._script)
         return self._script.send(self._reply)
 
-    def drafts(self, command: object) -> list[Draft] | None:
+    def drafts(self, command: cmd.Command) -> list[Draft] | None:
         """The drafts `command` appends now, or None when R9 refuses it as a retry."""
         decision = decide(self.state, command)
         if isinstance(decision, Refusal):
