@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,17 @@ import pytest
 from ledger.log import verification
 from ledger.log.store import MemoryStore
 from ledger.shell import audit
-from tools.bench import floors, generate, run
+from tools.bench import floors, generate, ledgers, run
+from tools.bench.append import bench_append
+from tools.bench.autopilot_share import autopilot_share
+from tools.bench.campaign import SYNTHETIC_HOST
+from tools.bench.execute import bench_execute
+from tools.bench.incremental import bench_incremental
+from tools.bench.ledgers import count_lines, ledger_file
+from tools.bench.memory import bench_memory
+from tools.bench.optuna_compare import bench_optuna
+from tools.bench.replay import bench_replay
+from tools.bench.startup import bench_startup
 
 FIGURE_KEYS = {
     "what",
@@ -29,7 +41,7 @@ FIGURE_KEYS = {
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A cached 400-event campaign under a temporary cache."""
-    root, _meta = generate.cached_ledger(400, seed=7, cache=tmp_path_factory.mktemp("cache"))
+    root, _meta = ledgers.cached_ledger(400, seed=7, cache=tmp_path_factory.mktemp("cache"))
     return root
 
 
@@ -48,9 +60,9 @@ def test_a_generated_campaign_reads_verifies_and_audits_clean() -> None:
 
 def test_every_event_is_labelled_synthetic() -> None:
     log = MemoryStore(generate.generate_bytes(seed=3, events=300)).read()
-    assert all(e.provenance["host"] == generate.SYNTHETIC_HOST for e in log.events)
+    assert all(e.provenance["host"] == SYNTHETIC_HOST for e in log.events)
     origins = [e.data["origin"] for e in log.events if e.type == "attempt.measured"]
-    assert origins and all(o["tool"] == generate.SYNTHETIC_HOST for o in origins)
+    assert origins and all(o["tool"] == SYNTHETIC_HOST for o in origins)
 
 
 def test_the_fast_path_writes_the_bytes_the_store_writes() -> None:
@@ -66,19 +78,19 @@ def test_the_same_seed_gives_the_same_bytes_and_another_seed_does_not() -> None:
 
 
 def test_a_cached_ledger_is_reused_not_regenerated(tmp_path: Path) -> None:
-    root, meta = generate.cached_ledger(250, seed=2, cache=tmp_path)
-    path = run.ledger_file(root)
+    root, meta = ledgers.cached_ledger(250, seed=2, cache=tmp_path)
+    path = ledger_file(root)
     stamp = path.stat().st_mtime_ns
-    again, meta_again = generate.cached_ledger(250, seed=2, cache=tmp_path)
+    again, meta_again = ledgers.cached_ledger(250, seed=2, cache=tmp_path)
     assert (again, meta_again) == (root, meta)
     assert path.stat().st_mtime_ns == stamp
-    assert meta["events"] == run._count_lines(path) and meta["bytes"] == path.stat().st_size
+    assert meta["events"] == count_lines(path) and meta["bytes"] == path.stat().st_size
 
 
 def test_replay_and_append_figures_have_their_keys(tiny: Path, tmp_path: Path) -> None:
-    replayed = run.bench_replay(run.ledger_file(tiny), repeats=1, events=400)
-    appended = run.bench_append(tmp_path, seed=7, events=300, repeats=2)
-    executed = run.bench_execute(tmp_path, seed=7, events=300, repeats=2)
+    replayed = bench_replay(ledger_file(tiny), repeats=1, events=400)
+    appended = bench_append(tmp_path, seed=7, events=300, repeats=2)
+    executed = bench_execute(tmp_path, seed=7, events=300, repeats=2)
     for figure in (replayed, appended, executed):
         assert set(figure) >= FIGURE_KEYS
         assert figure["value"] > 0 and figure["reference"] > 0 and figure["ratio"] > 0
@@ -112,17 +124,17 @@ def test_the_append_floor_writes_the_very_bytes_the_store_wrote(tmp_path: Path) 
 
 
 def test_process_figures_have_their_keys(tiny: Path) -> None:
-    startup = run.bench_startup(tiny, repeats=1)
+    startup = bench_startup(tiny, repeats=1)
     assert set(startup) >= FIGURE_KEYS
     assert startup["import_costs"]["total_ms"] > 0
     assert "click" in startup["import_costs"]["self_ms_by_package"]
-    incremental = run.bench_incremental(tiny, tiny, repeats=1)
+    incremental = bench_incremental(tiny, tiny, repeats=1)
     assert set(incremental) >= FIGURE_KEYS
 
 
 def test_memory_figures_report_size_time_and_change(tmp_path: Path) -> None:
-    root, _meta = generate.cached_ledger(0, seed=4, cache=tmp_path, attempts=60)
-    figures = run.bench_memory(run.ledger_file(root), marks=(10, 60), repeats=1)
+    root, _meta = ledgers.cached_ledger(0, seed=4, cache=tmp_path, attempts=60)
+    figures = bench_memory(ledger_file(root), marks=(10, 60), repeats=1)
     assert set(figures) == {"render_time", "size", "changed_per_attempt"}
     per_size = figures["render_time"]["per_size"]
     assert set(per_size) == {"10", "60"}
@@ -130,7 +142,7 @@ def test_memory_figures_report_size_time_and_change(tmp_path: Path) -> None:
 
 
 def test_the_autopilot_share_is_a_todo_until_a_log_is_given(tmp_path: Path) -> None:
-    assert run.autopilot_share(None)["status"] == "todo"
+    assert autopilot_share(None)["status"] == "todo"
     log = tmp_path / "autopilot.log"
     timing = {
         "wall_s": 100.0,
@@ -140,20 +152,20 @@ def test_the_autopilot_share_is_a_todo_until_a_log_is_given(tmp_path: Path) -> N
         "ledger_share": 0.02,
     }
     log.write_text("attempt 1 ...\n" + json.dumps({"op": "x", "timing": timing}) + "\n")
-    share = run.autopilot_share(log)
+    share = autopilot_share(log)
     assert share["ratio"] == 0.02 and share["value"] == 2.0 and share["met"] is True
     log.write_text(json.dumps({"timing": {**timing, "ledger_s": 6.0, "ledger_share": 0.06}}))
-    assert run.autopilot_share(log)["met"] is False
+    assert autopilot_share(log)["met"] is False
 
 
 def test_the_optuna_anchor_holds_the_same_trials(tiny: Path, tmp_path: Path) -> None:
     pytest.importorskip("optuna")
     from tools.bench import optuna_anchor
 
-    journal, count = optuna_anchor.journal_for(run.ledger_file(tiny), tmp_path)
+    journal, count = optuna_anchor.journal_for(ledger_file(tiny), tmp_path)
     trials = optuna_anchor.load_trials(journal)
     assert len(trials) == count > 0
-    figures = run.bench_optuna(tiny, tmp_path, repeats=1)
+    figures = bench_optuna(tiny, tmp_path, repeats=1)
     assert set(figures["replay"]) >= FIGURE_KEYS and set(figures["process"]) >= FIGURE_KEYS
 
 
@@ -163,4 +175,44 @@ def test_goals_are_collected_from_nested_figures() -> None:
         "memory": {"size": {"goal": "≤ 1", "met": False}},
         "todo": {"value": None},
     }
-    assert run._goals(figures) == {"a": True, "memory.size": False}
+    assert run.goals_met(figures) == {"a": True, "memory.size": False}
+
+
+def test_the_bench_runs_as_a_module_from_the_repository_root(tmp_path: Path) -> None:
+    """`python -m tools.bench.ledgers` imports the bench as a package and prints the ledger."""
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.bench.ledgers", "--events", "200", "--cache", str(tmp_path)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["events"] >= 200 and ledger_file(Path(printed["root"])).is_file()
+    usage = subprocess.run(
+        [sys.executable, "-m", "tools.bench.run", "--help"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert usage.returncode == 0 and "--autopilot-log" in usage.stdout
+
+
+def test_a_change_to_the_campaign_model_makes_new_ledgers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache key covers the modules that decide the bytes, campaign.py among them."""
+    assert {p.name for p in ledgers._GENERATOR} == {"campaign.py", "generate.py", "events.py"}
+    copies = []
+    for path in ledgers._GENERATOR:
+        copy = tmp_path / path.name
+        copy.write_bytes(path.read_bytes())
+        copies.append(copy)
+    monkeypatch.setattr(ledgers, "_GENERATOR", tuple(copies))
+    before = ledgers.code_digest()
+    campaign = tmp_path / "campaign.py"
+    campaign.write_text(campaign.read_text() + "\nBASELINE_US = 90.0\n")
+    assert ledgers.code_digest() != before

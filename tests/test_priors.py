@@ -12,18 +12,10 @@ from hypothesis import strategies as st
 from ledger.domain.replay import config_key
 from ledger.errors import BadInput
 from ledger.log import codec
-from ledger.priors.rank import (
-    STAGE_KEYS,
-    FailedConfig,
-    Focus,
-    Prior,
-    PriorKind,
-    config_distance,
-    keys_of_point,
-    proposal_json,
-    propose,
-    resolve_focus,
-)
+from ledger.priors.diversity import config_distance
+from ledger.priors.focus import STAGE_KEYS, Focus, keys_of_point, resolve_focus
+from ledger.priors.prior import FailedConfig, Prior, PriorKind
+from ledger.priors.rank import proposal_json, propose
 from stages import commands as cmd
 
 FRONTEND = Focus(stage="frontend", point="F-1", keys=STAGE_KEYS["frontend"])

@@ -199,15 +199,16 @@ def load(op_dir: Path) -> Space:
 def _default_config(impl: Path) -> dict[str, Any]:
     tree = ast.parse(impl.read_text(encoding="utf-8"))
     for node in tree.body:
-        target = (
-            node.target
-            if isinstance(node, ast.AnnAssign)
-            else (
-                node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-            )
-        )
-        if isinstance(target, ast.Name) and target.id == "DEFAULT_CONFIG" and node.value:
-            value = ast.literal_eval(node.value)
+        target: ast.expr
+        value_node: ast.expr | None
+        if isinstance(node, ast.AnnAssign):
+            target, value_node = node.target, node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value_node = node.targets[0], node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == "DEFAULT_CONFIG" and value_node:
+            value = ast.literal_eval(value_node)
             if isinstance(value, dict):
                 return value
     raise ValueError(f"{impl}: needs a literal DEFAULT_CONFIG")

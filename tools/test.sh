@@ -1,5 +1,12 @@
 #!/usr/bin/env bash
-# The project's checks, in the order that fails fastest: lint, types (strict on the core), tests.
+# The project's checks, in the order that fails fastest: lint, format, layers and types first
+# (they need only the `test` extra), then the `pypto` extra (torch: the slow install) with the
+# same interpreter's pip, then every test, the slow ones (real processes, real PyPTO) included.
+# Extra arguments go to pytest. $PYTHON picks the interpreter (default .venv/bin/python).
+#
+# The same fast checks can run before each commit (.pre-commit-config.yaml, local hooks in the
+# project's environment, nothing fetched):
+#   .venv/bin/pip install pre-commit && .venv/bin/pre-commit install
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-.venv/bin/python}
@@ -7,6 +14,8 @@ py=${PYTHON:-.venv/bin/python}
 "$py" -m ruff format --check ledger stages tools tests
 # The layers (pyproject.toml, [tool.importlinter]): an upward import fails here.
 "$py" -c "import sys; from importlinter.cli import lint_imports_command as run; sys.exit(run())"
+# Strict everywhere; pypto, torch and optuna are untyped to mypy, so it needs no extra here.
 "$py" -m mypy
-# Every test runs here, the slow ones (real processes, real PyPTO) included; -rs names skips.
+"$py" -m pip install -q -e '.[pypto]'
+# -rs names skips.
 "$py" -m pytest -rs "$@"

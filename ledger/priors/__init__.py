@@ -1,6 +1,9 @@
 """Priors (R7 candidate phase): where candidate configs come from and how they are ranked.
 
-`rank` (the pure ranking), `sources` (other ops' ledgers, kernel sources, the built-in
-knowledge file `data/priors.json`), `scan` (config values in kernel sources, read with `ast`),
-`profile` (what an op is, from SPEC.md, and how alike two ops are).
+`prior` (the values: a prior, a failed config, a candidate), `rank` (the pure proposal), with
+its steps `focus` (which keys), `candidates` (built from priors and screened) and `diversity`
+(distances and the MMR pick); where priors come from: `sources` (other ops' ledgers, kernel
+sources), `knowledge` (the built-in knowledge file `data/priors.json`), `scan` and `literals`
+(config values in kernel sources, read with `ast`), `profile` (what an op is, from SPEC.md,
+and how alike two ops are).
 """

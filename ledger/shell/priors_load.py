@@ -20,17 +20,13 @@ from ledger.domain.state import State
 from ledger.errors import LedgerError
 from ledger.log.files import LEDGER_NAME
 from ledger.log.store import FileStore
+from ledger.priors.focus import applicable_keys, resolve_focus
+from ledger.priors.knowledge import Knowledge, builtin_priors, parse_knowledge
+from ledger.priors.prior import Prior
 from ledger.priors.profile import OpProfile, front_matter, profile
-from ledger.priors.rank import Prior, Proposal, applicable_keys, propose, resolve_focus
+from ledger.priors.rank import Proposal, propose
 from ledger.priors.scan import ScanResult, scan_paths
-from ledger.priors.sources import (
-    Knowledge,
-    OtherOp,
-    builtin_priors,
-    ledger_priors,
-    parse_knowledge,
-    source_priors,
-)
+from ledger.priors.sources import OtherOp, ledger_priors, source_priors
 from ledger.shell.api import OpLedger
 from stages.target import vec_limit
 

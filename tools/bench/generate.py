@@ -1,7 +1,7 @@
 """Synthetic bench campaigns: realistic ledgers of 10k to 1M events, made through the public API.
 
 SYNTHETIC BENCH DATA. Every measurement in these ledgers is drawn from a seeded pseudo-random
-model (below), not measured on any kernel; the provenance of every event says so
+model (campaign.py), not measured on any kernel; the provenance of every event says so
 (`host="bench-synthetic"`, an `Origin.tool` of `bench-synthetic`). They exist only to time the
 ledger itself.
 
@@ -14,352 +14,44 @@ events, which give the same bytes (tests/test_bench.py checks it):
   lines to a file; used for large sizes, where re-reading a growing store per command would
   make generation quadratic.
 
-Large ledgers are cached under /tmp, keyed by size, seed and a digest of the code that decides
-their bytes (`cached_ledger`).
+The campaign itself (its commands and its time model) is tools/bench/campaign.py; the cache
+of generated ledgers under /tmp is tools/bench/ledgers.py.
 """
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import json
-import os
-import random
-import sys
+import io
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Protocol
 
 from ledger import __version__
-from ledger.domain.replay import config_key, evolve
+from ledger.domain.replay import evolve
 from ledger.domain.state import State
 from ledger.log.record import Draft, Event, Provenance, seal_batch
 from ledger.log.store import Store
-from ledger.schema.events import Origin, OutputCheck
 from stages import Decision, Refusal, decide
 from stages import commands as cmd
-
-OP = "bench"
-SYNTHETIC = "synthetic bench data (tools/bench/generate.py): not a measurement"
-SYNTHETIC_HOST = "bench-synthetic"
-IMPL_DIGEST = "sha256:" + hashlib.sha256(b"bench-synthetic impl").hexdigest()
-DEFAULT_CACHE = Path(os.environ.get("TUNE_LEDGER_BENCH_CACHE", "/tmp/tune-ledger-bench"))
-REPO = Path(__file__).resolve().parents[2]
-
-# The time model (µs): attempts scatter around the best, pulled towards a floor that falls
-# slowly as the campaign goes on, so that adopts keep happening at every size while the
-# target (below the floor) is never met and the campaign never stops by itself.
-BASELINE_US = 100.0
-TARGET_US = 10.0
-FLOOR_START_US, FLOOR_END_US = 40.0, 20.0
-
-BASE_CONFIG: dict[str, Any] = {
-    "vec_tile_shape": [1, 32, 1, 64],
-    "unroll_list": [4, 2, 1],
-    "stitch_function_max_num": 16,
-    "mg_copy_cycles": 1024,
-    "l0c_reuse_depth": 2,
-    "vec_nbuffer_setting": {"-1": 2},
-}
-_VEC_AXES = (8, 16, 24, 32, 40, 48, 56, 64)
-_UNROLLS = (32, 16, 8, 4, 2, 1)
-_PRIORS = (
-    "production kernel softmax_fwd",
-    "production kernel layernorm",
-    "ledger of op rmsnorm",
-    "ledger of op gelu_tanh",
-    "upstream kernel flash_attn_v2",
-    "pypto sample add_rms",
-)
-_WORDS = (
-    "fuse",
-    "split",
-    "reorder",
-    "the",
-    "reduction",
-    "loop",
-    "into",
-    "two",
-    "passes",
-    "cache",
-    "row",
-    "max",
-    "in",
-    "l1",
-    "use",
-    "online",
-    "softmax",
-    "merge",
-    "exp",
-    "and",
-    "sum",
-    "tile",
-    "by",
-    "rows",
-    "vectorize",
-    "tail",
-    "handling",
-    "hoist",
-    "scale",
-    "out",
-    "of",
-    "inner",
-    "double",
-    "buffer",
-    "input",
-    "transpose",
-    "before",
-    "matmul",
-    "prefetch",
-    "next",
-    "block",
-    "skip",
-    "masked",
-    "lanes",
-    "unroll",
-    "k",
-    "dimension",
-)
-_FAILURES = ("compile", "timeout", "oom", "runtime")
-_FAILURE_DETAIL = {
-    "compile": "pypto compile error: tile exceeds UB capacity (synthetic)",
-    "timeout": "simulation exceeded 600 s (synthetic)",
-    "oom": "simulator out of memory (synthetic)",
-    "runtime": "kernel aborted with code 139 (synthetic)",
-}
-# Shares of the planned events spent in each config stage; the algorithm stage gets the rest,
-# capped (its R9 check compares each idea with every failed one, as a real agent's few do).
-_STAGE_SHARES = {"frontend": 0.40, "swimlane": 0.32, "incore": 0.28}
-_ALGORITHM_EVENTS = (0.05, 600)
-_PREFIX = {"frontend": "F", "swimlane": "S", "incore": "I"}
-# Events per attempt in these campaigns (start, measure, verdict, and a share of the point
-# and failure events): plans a campaign given in attempts.
-ATTEMPT_EVENTS = 3
-
-
-def _origin(rng: random.Random) -> Origin:
-    return Origin(
-        level="reported",
-        tool=SYNTHETIC_HOST,
-        tool_version=__version__,
-        command=SYNTHETIC,
-        output_digest="sha256:" + f"{rng.getrandbits(256):064x}",
-    )
-
-
-class Campaign:
-    """A seeded campaign script: it yields commands and reads the state they produced."""
-
-    def __init__(self, seed: int, planned_events: int) -> None:
-        self.rng = random.Random(seed)
-        self.seed = seed
-        self.planned = max(planned_events, 200)
-        self.state = State()
-        self.attempts = 0
-        self.stuck = False
-
-    # --- the time model ---------------------------------------------------------------------
-
-    def _floor(self) -> float:
-        progress = min(1.0, self.state.event_count / self.planned)
-        return FLOOR_START_US + (FLOOR_END_US - FLOOR_START_US) * progress
-
-    def _times(self, candidate: bool) -> tuple[float, ...]:
-        rng = self.rng
-        best = self.state.best.time_us if self.state.best else BASELINE_US
-        floor = self._floor()
-        spread = rng.lognormvariate(0.25 if candidate else 0.1, 0.3)
-        # Never below the floor (> target): the campaign never reaches its target.
-        true_us = floor + max(best - floor, 0.02 * floor) * spread
-        if rng.random() < 0.15:  # repeated samples: the bootstrap path of R8
-            return tuple(round(true_us * rng.gauss(1.0, 0.01), 3) for _ in range(5))
-        return (round(true_us, 3),)
-
-    # --- configs --------------------------------------------------------------------------
-
-    def _value(self, param: str) -> Any:
-        rng = self.rng
-        if param == "vec_tile_shape":
-            return [1, rng.choice(_VEC_AXES), 1, rng.choice(_VEC_AXES)]
-        if param == "unroll_list":
-            chosen = [u for u in _UNROLLS if rng.random() < 0.5]
-            return chosen or [1]
-        if param == "stitch_function_max_num":
-            return rng.randint(1, 4096)
-        if param == "mg_copy_cycles":
-            return 64 * rng.randint(1, 256)
-        if param == "l0c_reuse_depth":
-            return rng.randint(1, 64)
-        return {"-1": rng.randint(1, 8)}
-
-    def _config(self) -> dict[str, Any]:
-        return {param: self._value(param) for param in BASE_CONFIG}
-
-    def _mutation(self) -> cmd.TryMutation | None:
-        """One parameter of the best config set to a value not measured yet (R6, R9); None
-        when sixty draws found none (the point is as good as exhausted)."""
-        best = self.state.best.config if self.state.best else BASE_CONFIG
-        measured = self.state.measured_configs
-        for _ in range(60):  # skip values R9 would refuse: deciding a refusal costs more
-            param = self.rng.choice(list(BASE_CONFIG))
-            value = self._value(param)
-            if value != best.get(param) and config_key({**best, param: value}) not in measured:
-                return cmd.TryMutation(param=param, value=value)
-        return None
-
-    def _idea(self) -> str:
-        return " ".join(self.rng.sample(_WORDS, self.rng.randint(6, 10)))
-
-    # --- the script -------------------------------------------------------------------------
-
-    def script(self) -> Generator[object, tuple[Event, ...] | None, None]:
-        """The commands of the whole campaign; `send` the events of each (None: refused R9)."""
-        rng = self.rng
-        yield cmd.Init(op=OP)
-        outputs = (
-            OutputCheck(name="y", all_close=True, max_diff=3.1e-06),
-            OutputCheck(name="lse", all_close=True, max_diff=0.0),
-        )
-        yield cmd.RecordCompare(
-            outputs=outputs,
-            impl_path=f"custom/{OP}/{OP}_impl.py",
-            impl_digest=IMPL_DIGEST,
-            origin=_origin(rng),
-        )
-        yield cmd.RecordLayout(
-            exit_code=0,
-            impl_path=f"custom/{OP}/{OP}_impl.py",
-            impl_digest=IMPL_DIGEST,
-            origin=_origin(rng),
-        )
-        yield cmd.Activate(impl_digest=IMPL_DIGEST)
-        yield cmd.LoadSkill(name="pypto-op-perf-tune")
-        yield cmd.LoadSkill(name="perf-analyzer")
-        yield cmd.SetTarget(
-            baseline_us=BASELINE_US,
-            shape="32x1x4096",
-            target_us=TARGET_US,
-            target_source="spec",
-            source_ref="SPEC.md perf_target (synthetic)",
-            config=dict(BASE_CONFIG),
-            origin=_origin(rng),
-            baseline_samples_us=(99.2, 100.0, 100.4, 99.8, 100.9),
-            util_pct=41.5,
-            bubble_pct=33.0,
-        )
-        algorithm_events = min(int(self.planned * _ALGORITHM_EVENTS[0]), _ALGORITHM_EVENTS[1])
-        config_events = self.planned - algorithm_events - self.state.event_count
-        end = self.state.event_count
-        for stage, share in _STAGE_SHARES.items():
-            end += int(config_events * share)
-            yield from self._stage(stage, end)
-        yield cmd.RecordReport(
-            path=f"custom/{OP}/{OP}_tuning_report.md",
-            digest="sha256:" + f"{rng.getrandbits(256):064x}",
-        )
-        yield cmd.EnterStage(stage="algorithm")
-        while True:  # runs on past the plan for as long as the caller drives it
-            yield from self._attempt(
-                lambda: cmd.TryAlgorithm(
-                    description=self._idea(),
-                    impl_digest="sha256:" + f"{self.rng.getrandbits(256):064x}",
-                )
-            )
-
-    def _stage(self, stage: str, end: int) -> Generator[object, tuple[Event, ...] | None, None]:
-        rng = self.rng
-        yield cmd.EnterStage(stage=stage)
-        yield cmd.LoadSkill(name=f"tune-{stage}")
-        number = 0
-        while self.state.event_count < end or number == 0:
-            number += 1
-            name = f"{_PREFIX[stage]}-{number}"
-            yield cmd.OpenPoint(name=name)
-            if rng.random() < 0.05:
-                yield cmd.ClosePoint(
-                    name=name,
-                    reason="not applicable to this kernel (synthetic)",
-                    not_applicable=True,
-                )
-                continue
-            for _ in range(rng.randint(8, 12)):
-                yield from self._attempt(
-                    lambda: cmd.ProposeCandidate(config=self._config(), prior=rng.choice(_PRIORS))
-                )
-            self.stuck = False
-            while (
-                self.state.points[name].is_open and self.state.event_count < end and not self.stuck
-            ):
-                yield from self._attempt(self._mutation)
-            if self.state.points[name].is_open:
-                yield cmd.ClosePoint(name=name, reason="moving on (synthetic)")
-            if rng.random() < 0.02:
-                yield cmd.AddNote(text=f"point {name}: {self._idea()} (synthetic note)")
-        yield cmd.ExitStage(stage=stage)
-        yield cmd.UnloadSkill(name=f"tune-{stage}")
-
-    def _attempt(self, make: Any) -> Generator[object, tuple[Event, ...] | None, None]:
-        """Start an attempt (drawing again while R9 refuses it), then verify, fail or abandon."""
-        rng = self.rng
-        for _ in range(50):
-            command = make()
-            if command is None:
-                self.stuck = True  # every neighbour measured: the caller closes the point
-                return
-            events = yield command
-            if events is not None:
-                break
-        else:
-            self.stuck = True  # every neighbour measured: the caller closes the point
-            return
-        self.attempts += 1
-        attempt = self.state.pending
-        assert attempt is not None
-        draw = rng.random()
-        if draw < 0.06:
-            category = rng.choice(_FAILURES)
-            yield cmd.Fail(
-                attempt=attempt,
-                category=category,
-                detail=_FAILURE_DETAIL[category],
-                origin=_origin(rng),
-            )
-            return
-        if draw < 0.065:
-            yield cmd.Abandon(
-                attempt=attempt, reason="session restarted before the verifier finished (synthetic)"
-            )
-            return
-        candidate = isinstance(command, cmd.ProposeCandidate)
-        accurate = draw >= 0.08
-        outputs = (
-            OutputCheck(
-                name="y",
-                all_close=accurate,
-                max_diff=round(rng.uniform(0, 2e-5 if accurate else 0.5), 9),
-            ),
-            OutputCheck(name="lse", all_close=True, max_diff=0.0),
-        )
-        yield cmd.Verify(
-            attempt=attempt,
-            outputs=outputs,
-            layout_exit=0,
-            times_us=self._times(candidate),
-            origin=_origin(rng),
-            util_pct=round(rng.uniform(30, 78), 2),
-            bubble_pct=round(rng.uniform(12, 45), 2),
-            metrics={"cycles": float(rng.randint(10**5, 10**6))},
-        )
-
+from tools.bench.campaign import SYNTHETIC, SYNTHETIC_HOST, Campaign
 
 # --- sinks: where the decided events land ------------------------------------------------------
+
+
+class Sink(Protocol):
+    """Where a driver lands each decided batch, after the head it last returned."""
+
+    head: tuple[str, ...]
+
+    def append(self, drafts: Sequence[Draft]) -> tuple[Event, ...]:
+        """Land one batch and return its sealed events."""
+        ...
 
 
 class SealSink:
     """Seals each batch with the store's own `seal_batch` after the previous one; keeps lines."""
 
-    def __init__(self, out: Any = None) -> None:
+    def __init__(self, out: IO[bytes] | None = None) -> None:
         self.head: tuple[str, ...] = ()
         self.lamport = 0
         self.out = out
@@ -408,7 +100,7 @@ def provenance(batch: int, command: object, seed: int) -> Provenance:
 class Driver:
     """Runs a campaign's commands through `decide`, a sink, and `evolve`."""
 
-    def __init__(self, seed: int, planned_events: int, sink: Any) -> None:
+    def __init__(self, seed: int, planned_events: int, sink: Sink) -> None:
         self.campaign = Campaign(seed, planned_events)
         self.sink = sink
         self.batches = 0
@@ -421,14 +113,14 @@ class Driver:
         """The state replayed from every event landed so far."""
         return self.campaign.state
 
-    def next_command(self) -> object:
+    def next_command(self) -> cmd.Command:
         """The campaign's next command (after the previous one's events were landed)."""
         if not self._started:
             self._started = True
             return next(self._script)
         return self._script.send(self._reply)
 
-    def drafts(self, command: object) -> list[Draft] | None:
+    def drafts(self, command: cmd.Command) -> list[Draft] | None:
         """The drafts `command` appends now, or None when R9 refuses it as a retry."""
         decision = decide(self.state, command)
         if isinstance(decision, Refusal):
@@ -446,12 +138,16 @@ class Driver:
         self.batches += 1
         self._reply = tuple(events)
 
+    def refused(self) -> None:
+        """Tell the script its last command was refused (R9), so that it draws another."""
+        self._reply = None
+
     def step(self) -> tuple[Event, ...]:
         """Decide, land and evolve one command; () when it was refused (R9)."""
         command = self.next_command()
         drafts = self.drafts(command)
         if drafts is None:
-            self._reply = None
+            self.refused()
             return ()
         events = self.sink.append(drafts)
         self.land(events)
@@ -477,101 +173,7 @@ def generate_bytes(seed: int, events: int, *, via_store: Store | None = None) ->
         if isinstance(via_store, MemoryStore):
             return via_store.raw
         return Path(via_store.name).read_bytes()
-    import io
 
     buffer = io.BytesIO()
     Driver(seed, events, SealSink(buffer)).run(events)
     return buffer.getvalue()
-
-
-# --- the cache ------------------------------------------------------------------------------
-
-
-def code_digest() -> str:
-    """A digest of the generator and the event schema: the version part of the cache key."""
-    # Not every module that shapes the bytes: other engineers change the deciders and replay
-    # all day, and a ledger made by yesterday's deciders is as realistic a workload. A schema
-    # change (ledger/schema/events.py) or a generator change does make new ledgers.
-    sha = hashlib.sha256(__version__.encode())
-    for path in (Path(__file__), REPO / "ledger" / "schema" / "events.py"):
-        sha.update(path.name.encode() + b"\0" + path.read_bytes())
-    return sha.hexdigest()[:12]
-
-
-def cache_root(size: int, seed: int, cache: Path = DEFAULT_CACHE, unit: str = "ev") -> Path:
-    """The root folder (holding custom/bench/events.jsonl) of a cached campaign."""
-    return cache / f"{size}{unit}-seed{seed}-{code_digest()}"
-
-
-def write_ledger(
-    root: Path, events: int, seed: int, *, attempts: int | None = None
-) -> dict[str, Any]:
-    """Generate a campaign of `events` events (or `attempts` ended attempts, planned as
-    `events` events) into `root/custom/bench/events.jsonl`, atomically; its metadata."""
-    folder = root / "custom" / OP
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "events.jsonl"
-    partial = folder / f".events.jsonl.partial-{os.getpid()}"
-    started = time.perf_counter()
-    with open(partial, "wb", buffering=1 << 20) as out:
-        driver = Driver(seed, events, SealSink(out))
-        if attempts is None:
-            driver.run(events)
-        else:
-            driver.run_attempts(attempts)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(partial, path)
-    meta = {
-        "synthetic": SYNTHETIC,
-        "seed": seed,
-        "events": driver.state.event_count,
-        "attempts": len(driver.state.attempts),
-        "bytes": path.stat().st_size,
-        "generate_s": round(time.perf_counter() - started, 2),
-        "code": code_digest(),
-    }
-    (root / "bench-meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
-    return meta
-
-
-def cached_ledger(
-    events: int,
-    seed: int = 1,
-    cache: Path = DEFAULT_CACHE,
-    log: Any = None,
-    *,
-    attempts: int | None = None,
-) -> tuple[Path, dict[str, Any]]:
-    """The root of a generated campaign of `events` events (or of `attempts` attempts),
-    generating it on a cache miss."""
-    if attempts is None:
-        root = cache_root(events, seed, cache)
-    else:
-        root = cache_root(attempts, seed, cache, unit="att")
-        events = attempts * ATTEMPT_EVENTS
-    meta_path = root / "bench-meta.json"
-    if meta_path.exists() and (root / "custom" / OP / "events.jsonl").exists():
-        return root, json.loads(meta_path.read_text())
-    if log is not None:
-        what = f"{events}-event" if attempts is None else f"{attempts}-attempt"
-        log(f"generating a {what} synthetic campaign (seed {seed}) into {root} ...")
-    return root, write_ledger(root, events, seed, attempts=attempts)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Generate (or find cached) synthetic bench ledgers and print where they are."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--events", type=int, nargs="+", default=[10_000])
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    args = parser.parse_args(argv)
-    for events in args.events:
-        root, meta = cached_ledger(
-            events, args.seed, args.cache, log=lambda m: print(m, file=sys.stderr)
-        )
-        print(json.dumps({"root": str(root), **meta}, sort_keys=True))
-
-
-if __name__ == "__main__":
-    main()

@@ -23,7 +23,7 @@ from ledger.log import codec
 from ledger.log.store import FileStore
 
 STUDY = "bench"
-# The integer parameters of the bench campaigns and their ranges (tools/bench/generate.py).
+# The integer parameters of the bench campaigns and their ranges (tools/bench/campaign.py).
 _INT_RANGES = {
     "stitch_function_max_num": (1, 4096),
     "mg_copy_cycles": (64, 16384),
@@ -90,7 +90,7 @@ def load_trials(journal: Path) -> list[Any]:
     """What an Optuna user does to see a study: open the storage, load it, read its trials."""
     storage = JournalStorage(JournalFileBackend(str(journal)))
     study = optuna.load_study(study_name=STUDY, storage=storage)
-    return study.trials
+    return list(study.trials)
 
 
 def best_trial_argv(journal: Path) -> list[str]:

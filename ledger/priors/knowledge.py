@@ -1,0 +1,291 @@
+"""The built-in knowledge file (data/priors.json): typical values, vec tile and cube tile rules.
+
+`parse_knowledge` checks the file's contents; `builtin_priors` turns them into `Prior`s for the
+keys asked for: typical values, vec tiles within the design range (R3; larger powers of two
+once a relaxation is recorded) and the cube tile row for the op's M. All pure.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from attrs import frozen
+
+from ledger.log import codec
+from ledger.priors.prior import Prior
+from ledger.priors.profile import OpProfile
+
+VEC_DESIGN_MAX = 64  # R3: the design range of a vec tile axis is [16, 64]
+
+
+@frozen
+class KnownValue:
+    """A typical value of one key, with the sources that give it."""
+
+    key: str
+    value: Any
+    weight: float
+    basis: str  # stated by the sources, or derived from them (the note says how)
+    sources: tuple[str, ...]
+    note: str
+
+
+@frozen
+class VecRule:
+    """Vec tile recommendations: values per tiled axis."""
+
+    axis_values: tuple[int, ...]
+    weight: float
+    sources: tuple[str, ...]
+    note: str
+    max_varied_axes: int
+
+
+@frozen
+class CubeRow:
+    """One row of the M-based cube tile table; "K" stands for the full K dimension."""
+
+    m_min: int
+    m_max: int | None
+    tiles: list[list[int | str]]
+
+
+@frozen
+class CubeRule:
+    """The M-based cube tile table."""
+
+    weight: float
+    sources: tuple[str, ...]
+    note: str
+    rows: tuple[CubeRow, ...]
+
+
+@frozen
+class Knowledge:
+    """The built-in priors file: sources by id, typical values, vec and cube tile rules."""
+
+    sources: dict[str, str]
+    values: tuple[KnownValue, ...]
+    vec: VecRule | None
+    cube: CubeRule | None
+
+
+def _get(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = doc.get(key)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise ValueError(f"{where}: {key} is {value!r}")
+    return value
+
+
+def _weight(doc: Mapping[str, Any], where: str) -> float:
+    weight = float(_get(doc, "weight", (int, float), where))
+    if not 0 <= weight <= 1:
+        raise ValueError(f"{where}: weight {weight} is outside [0, 1]")
+    return weight
+
+
+def _sources(doc: Mapping[str, Any], known: Mapping[str, str], where: str) -> tuple[str, ...]:
+    names = _get(doc, "sources", list, where)
+    unknown = [n for n in names if n not in known]
+    if not names or unknown:
+        raise ValueError(f"{where}: sources {names!r} must name entries of 'sources'")
+    return tuple(names)
+
+
+def parse_knowledge(doc: Any) -> Knowledge:
+    """The knowledge file's contents, checked; ValueError names what is malformed."""
+    if not isinstance(doc, dict) or doc.get("schema_version") != 1:
+        raise ValueError("not a priors file of schema_version 1")
+    sources = _get(doc, "sources", dict, "priors")
+    values = []
+    for index, entry in enumerate(_get(doc, "values", list, "priors")):
+        where = f"values[{index}]"
+        values.append(
+            KnownValue(
+                key=_get(entry, "key", str, where),
+                value=entry.get("value"),
+                weight=_weight(entry, where),
+                basis=_get(entry, "basis", str, where),
+                sources=_sources(entry, sources, where),
+                note=_get(entry, "note", str, where),
+            )
+        )
+    vec = None
+    if "vec_tile" in doc:
+        raw = _get(doc, "vec_tile", dict, "priors")
+        vec = VecRule(
+            axis_values=tuple(_get(raw, "axis_values", list, "vec_tile")),
+            weight=_weight(raw, "vec_tile"),
+            sources=_sources(raw, sources, "vec_tile"),
+            note=_get(raw, "note", str, "vec_tile"),
+            max_varied_axes=_get(raw, "max_varied_axes", int, "vec_tile"),
+        )
+    cube = None
+    if "cube_tiles" in doc:
+        raw = _get(doc, "cube_tiles", dict, "priors")
+        rows = tuple(
+            CubeRow(
+                m_min=_get(r, "m_min", int, "cube_tiles.rows"),
+                m_max=r.get("m_max"),
+                tiles=_get(r, "tiles", list, "cube_tiles"),
+            )
+            for r in _get(raw, "rows", list, "cube_tiles")
+        )
+        cube = CubeRule(
+            weight=_weight(raw, "cube_tiles"),
+            sources=_sources(raw, sources, "cube_tiles"),
+            note=_get(raw, "note", str, "cube_tiles"),
+            rows=rows,
+        )
+    return Knowledge(sources=dict(sources), values=tuple(values), vec=vec, cube=cube)
+
+
+def _canon(value: Any) -> str:
+    return codec.canonical_json(value)
+
+
+def _value_priors(knowledge: Knowledge) -> list[Prior]:
+    """One prior per typical value of the knowledge file."""
+    return [
+        Prior(
+            values={v.key: v.value},
+            kind="builtin",
+            weight=v.weight,
+            provenance=f"builtin: {v.key} {_canon(v.value)}, {v.note.split(';')[0]} "
+            f"({', '.join(v.sources)})",
+            reasons=(v.note, f"basis: {v.basis}", _cited(v.sources)),
+        )
+        for v in knowledge.values
+    ]
+
+
+def _cited(sources: Sequence[str]) -> str:
+    return f"sources: {', '.join(sources)} (see builtin_sources)"
+
+
+def _vec_template(best: Mapping[str, Any], op: OpProfile) -> list[int] | None:
+    tile = best.get("vec_tile_shape")
+    if isinstance(tile, list) and tile and all(isinstance(v, int) for v in tile):
+        return list(tile)
+    if op.shapes:  # no tile yet: tile the P0 shape's axes, leading ones one row at a time
+        return [1] * len(op.shapes[0])
+    return None
+
+
+def _varied_axes(template: Sequence[int], op: OpProfile, limit: int) -> list[int]:
+    axes = [i for i, v in enumerate(template) if v != 1]
+    if not axes and op.shapes and len(op.shapes[0]) == len(template):
+        axes = [i for i, d in enumerate(op.shapes[0]) if d != 1]
+    return axes[-limit:] if limit > 0 else []
+
+
+def _vec_priors(
+    rule: VecRule, best: Mapping[str, Any], op: OpProfile, vec_max: int
+) -> tuple[list[Prior], list[str]]:
+    template = _vec_template(best, op)
+    if template is None:
+        return [], [
+            "builtin vec tiles: no vec_tile_shape in the best config and no P0 shape "
+            "in SPEC.md to tile"
+        ]
+    axes = _varied_axes(template, op, rule.max_varied_axes)
+    sizes = set(rule.axis_values)
+    relaxed = vec_max > VEC_DESIGN_MAX
+    if relaxed:  # a recorded relaxation opens larger powers of two (R3)
+        sizes |= {2**e for e in range(7, int(math.log2(vec_max)) + 1)}
+    dims = op.shapes[0] if op.shapes and len(op.shapes[0]) == len(template) else None
+    per_axis = [sorted({min(s, dims[i]) if dims else s for s in sizes}) for i in axes]
+    tiles: list[tuple[list[int], int]] = []
+    for combo in itertools.product(*per_axis):
+        tile = list(template)
+        for axis, size in zip(axes, combo, strict=True):
+            tile[axis] = size
+        if tile != template:
+            tiles.append((tile, math.prod(combo)))
+    top = max((volume for _, volume in tiles), default=1)
+    priors = []
+    for tile, volume in tiles:
+        larger = math.log(volume) / math.log(top) if top > 1 else 1.0
+        beyond = " (beyond 64 under the relaxed limit)" if max(tile) > VEC_DESIGN_MAX else ""
+        priors.append(
+            Prior(
+                values={"vec_tile_shape": tile},
+                kind="builtin",
+                weight=rule.weight * (0.6 + 0.4 * larger),
+                provenance=f"builtin: vec_tile_shape {_canon(tile)}, tiled axes in "
+                f"{{{', '.join(str(s) for s in sorted(sizes))}}}{beyond} "
+                f"({', '.join(rule.sources)})",
+                reasons=(rule.note, _cited(rule.sources)),
+            )
+        )
+    return priors, []
+
+
+def _row_matches(row: CubeRow, cube_m: int) -> bool:
+    return row.m_min <= cube_m and (row.m_max is None or cube_m <= row.m_max)
+
+
+def _cube_priors(
+    rule: CubeRule, op: OpProfile, cube_m: int | None
+) -> tuple[list[Prior], list[str]]:
+    rows = [r for r in rule.rows if cube_m is None or _row_matches(r, cube_m)]
+    notes = (
+        []
+        if cube_m is not None
+        else [
+            "builtin cube tiles: M is unknown (target sheet or SPEC cube_m), every row is offered"
+        ]
+    )
+    priors = []
+    for row in rows:
+        if any(v == "K" for pair in row.tiles for v in pair) and op.cube_k is None:
+            notes.append(
+                f"builtin cube tiles: the row for M {_m_range(row)} needs K "
+                "(SPEC front matter cube_k) and is left out"
+            )
+            continue
+        tiles = [[op.cube_k if v == "K" else v for v in pair] for pair in row.tiles]
+        priors.append(
+            Prior(
+                values={"cube_tile_shape": tiles},
+                kind="builtin",
+                weight=rule.weight,
+                provenance=f"builtin: cube_tile_shape {_canon(tiles)}, the M-based table row for "
+                f"M {_m_range(row)} ({', '.join(rule.sources)})",
+                reasons=(rule.note, _cited(rule.sources)),
+            )
+        )
+    return priors, notes
+
+
+def _m_range(row: CubeRow) -> str:
+    if row.m_max is None:
+        return f">= {row.m_min}"
+    return str(row.m_min) if row.m_min == row.m_max else f"{row.m_min}-{row.m_max}"
+
+
+def builtin_priors(
+    knowledge: Knowledge,
+    best: Mapping[str, Any],
+    op: OpProfile,
+    *,
+    keys: Collection[str],
+    cube_m: int | None,
+    vec_max: int,
+) -> tuple[list[Prior], list[str]]:
+    """Typical values, vec tiles within the design range, and the cube row for M (the tile
+    rules only when `keys` has their key), with notes for what could not be offered."""
+    priors = [p for p in _value_priors(knowledge) if set(p.values) & set(keys)]
+    notes: list[str] = []
+    if knowledge.vec is not None and "vec_tile_shape" in keys:
+        vec, vec_notes = _vec_priors(knowledge.vec, best, op, vec_max)
+        priors.extend(vec)
+        notes.extend(vec_notes)
+    if knowledge.cube is not None and "cube_tile_shape" in keys:
+        cube, cube_notes = _cube_priors(knowledge.cube, op, cube_m)
+        priors.extend(cube)
+        notes.extend(cube_notes)
+    return priors, notes
