@@ -52,6 +52,20 @@ DEFAULT_POLICY: Mapping[str, Any] = {
 
 UTILIZATION_SCOPES = ("all-cores", "active-cores")
 
+# R11: refuse adopt / target-reached / a utilization stop that rests on values only reported
+# by the caller. Not pinned at init (older ops replay unchanged): unset means "auto", on when
+# the op's recorded manifest declares a verifier, so the ledger can measure instead.
+REQUIRE_MEASURED = "require_measured"
+
+
+def requires_measured(state: State) -> bool:
+    """True when decisions may not rest on reported values (R11, policy require_measured)."""
+    value = state.policy.get(REQUIRE_MEASURED, "auto")
+    if value == "auto":
+        return state.manifest is not None and state.manifest.has_verifier
+    return bool(value)
+
+
 # The keys a verdict depends on; each VerdictReached records them (R8).
 NOISE_KEYS = ("noise_threshold", "bootstrap_resamples", "bootstrap_confidence")
 STOP_KEYS = (
@@ -131,6 +145,13 @@ def _scope(value: Any) -> Any:
     return value
 
 
+def _require_measured(value: Any) -> Any:
+    # `is`, not `in`: 1 and 0 equal True and False but are not the documented values.
+    if not (value is True or value is False or value == "auto"):
+        raise ValueError(f'expected true, false or "auto", got {value!r}')
+    return value
+
+
 def _stages(value: Any) -> Any:
     from ledger.schema.events import STAGES
 
@@ -154,6 +175,7 @@ _CHECKS: Mapping[str, Callable[[Any], Any]] = {
     "utilization_stop_scope": _scope,
     "utilization_stop_stages": _stages,
     "retry_similarity": _fraction(0.0, 1.0, low_open=True, high_open=False),
+    REQUIRE_MEASURED: _require_measured,
 }
 
 

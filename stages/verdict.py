@@ -30,7 +30,7 @@ from ledger.schema.events import (
 from stages.binding import attempt_binding_problem
 from stages.commands import Abandon, Fail, Verify
 from stages.outcome import Result, accept, build, nonempty, refuse
-from stages.policy import NOISE_KEYS, effective_policy, verdict_policy
+from stages.policy import NOISE_KEYS, effective_policy, requires_measured, verdict_policy
 from stages.refusal import Refusal
 from stages.search import exhaustion
 from stages.stop import utilization_stop
@@ -218,6 +218,17 @@ def decide_verify(state: State, command: Verify) -> Result:
         )
     events: list[Payload] = [measured, verdict]
     adopted = verdict.verdict in ("adopt", "target-reached")
+    if adopted:
+        reported = _rests_on_reported(state, measured)
+        if reported:
+            return refuse(
+                "R11",
+                f"a {verdict.verdict} may not rest on values only reported by hand",
+                f"policy require_measured is on and {reported}",
+                f"let the ledger measure it: `tune-ledger measure {state.op} {attempt.id}` (or "
+                "`verify --run CMD`); to decide on reported values, a person sets "
+                f"`tune-ledger policy {state.op} require_measured false --reason TEXT`",
+            )
     closed = exhaustion(state, attempt, adopted, failure)
     if closed is not None:
         events.append(closed)
@@ -233,6 +244,19 @@ def decide_verify(state: State, command: Verify) -> Result:
         if stop is not None:
             events.append(stop)
     return accept(*events)
+
+
+def _rests_on_reported(state: State, measured: AttemptMeasured) -> str | None:
+    """What a decision would rest on that was only reported, under require_measured (R11)."""
+    if not requires_measured(state):
+        return None
+    if measured.origin.level == "reported":
+        return f"attempt {measured.attempt}'s times were reported, not measured"
+    best = state.best
+    if best is not None and best.measurement.origin_level == "reported":
+        which = f"attempt {best.attempt}" if best.attempt else "the baseline"
+        return f"the best it is compared with ({which}) was reported, not measured"
+    return None
 
 
 def decide_fail(state: State, command: Fail) -> Result:

@@ -82,7 +82,7 @@ def test_audit_summarizes_measured_artefact_and_reported_provenance(cli: Cli) ->
     )
     cli.ok("verify", OP, "pending", "--from-json", str(cli.root / "m.json"))
     audit = cli.ok("audit", OP)["ops"][0]
-    assert audit["provenance"] == {"measured": 1, "artefact": 1, "reported": 3}
+    assert audit["provenance"] == {"measured": 1, "unbound": 0, "artefact": 1, "reported": 3}
     human = cli("audit", OP, as_json=False)
     assert human.code == 0
     assert "artefact 1, measured 1, reported 3" in human.stdout

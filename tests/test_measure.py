@@ -25,6 +25,9 @@ VERIFIER = """
     doc = {"config": config, "impl_digest": digest, "tool": "fake-sim", "tool_version": "1",
            "times_us": [60.0], "layout_exit": 0,
            "outputs": [{"name": "y", "all_close": True, "max_diff": 0.0}]}
+    # The baseline config (the manifest's, also the knobs' default) is the slower one.
+    doc["times_us"] = [80.0 if config.get("vec_tile_shape", [1, 8, 1, 64]) == [1, 8, 1, 64]
+                       else 60.0]
     if mode == "lie":  # runs a neighbour of the config it was given
         doc["config"] = {**config, "vec_tile_shape": [1, 16, 1, 64]}
     if mode == "other-kernel":
@@ -66,8 +69,25 @@ def _manifest(cli: Cli, mode: str, *, timeout_s: float = 60, program: str | None
 
 @pytest.fixture
 def attempt(cli: Cli) -> str:
-    """An op in frontend with one candidate, `vec_tile_shape [1,8,1,32]`, pending."""
+    """An op in frontend with one candidate, `vec_tile_shape [1,8,1,32]`, pending (its
+    target sheet typed by hand: a reported baseline)."""
     return pending(cli)
+
+
+@pytest.fixture
+def measured_attempt(cli: Cli) -> str:
+    """The same, with the target sheet from SPEC.md and its baseline measured by the ledger."""
+    activate(cli)
+    _manifest(cli, "ok")
+    cli.ok("target", OP, "--from-spec")
+    cli.ok("skill", "load", OP, "pypto-op-perf-tune")
+    cli.ok("stage", "enter", OP, "frontend")
+    cli.ok("skill", "load", OP, "tune-frontend")
+    cli.ok("point", "open", OP, "F-1")
+    started = cli.ok(
+        "candidate", OP, "--config", '{"vec_tile_shape":[1,8,1,32]}', "--prior", "kernels/x.py:1"
+    )
+    return str(started["attempt"])
 
 
 def test_dry_run_prints_the_exact_command_and_writes_nothing(cli: Cli, attempt: str) -> None:
@@ -82,11 +102,11 @@ def test_dry_run_prints_the_exact_command_and_writes_nothing(cli: Cli, attempt: 
     assert snapshot(cli.root) == before
 
 
-def test_a_measurement_is_recorded_as_measured(cli: Cli, attempt: str) -> None:
+def test_a_measurement_is_recorded_as_measured(cli: Cli, measured_attempt: str) -> None:
     """The verifier's result gets the ledger's verdict, with the command and its exit code."""
     _manifest(cli, "ok")
     result = cli.ok("measure", OP)
-    assert result["attempt"] == attempt
+    assert result["attempt"] == measured_attempt
     assert result["verdict"] == "adopt"
     measured = next(e for e in cli.events() if e["type"] == "attempt.measured")
     origin = measured["payload"]["origin"]
@@ -204,7 +224,7 @@ def test_target_from_spec_measures_the_baseline_of_the_manifest(cli: Cli) -> Non
     activate(cli)
     _manifest(cli, "ok")
     written = cli.ok("target", OP, "--from-spec")
-    assert (written["baseline_us"], written["target_us"]) == (60.0, 50.0)
+    assert (written["baseline_us"], written["target_us"]) == (80.0, 50.0)
     sheet = next(e for e in cli.events() if e["type"] == "target.set")["payload"]
     assert sheet["shape"] == "[32, 32, 1, 256]"
     assert sheet["target_source"] == "spec" and sheet["metric"] == "max_work_time_us"
@@ -298,7 +318,9 @@ def test_verify_run_of_another_config_is_refused(cli: Cli, attempt: str) -> None
     assert snapshot(cli.root) == before
 
 
-def test_a_result_that_names_nothing_it_ran_is_recorded_unbound(cli: Cli, attempt: str) -> None:
+def test_a_result_that_names_nothing_it_ran_is_recorded_unbound(
+    cli: Cli, measured_attempt: str
+) -> None:
     """Neither config nor digest in the result: recorded, with the weaker provenance."""
     _manifest(cli, "silent")
     cli.ok("measure", OP)
@@ -306,7 +328,7 @@ def test_a_result_that_names_nothing_it_ran_is_recorded_unbound(cli: Cli, attemp
     assert measured["origin"]["level"] == "unbound" and "binding" not in measured
 
 
-def test_a_bound_measurement_records_what_it_ran(cli: Cli, attempt: str) -> None:
+def test_a_bound_measurement_records_what_it_ran(cli: Cli, measured_attempt: str) -> None:
     """The binding is kept in the event, and audit re-checks it clean."""
     _manifest(cli, "ok")
     cli.ok("measure", OP)
@@ -319,10 +341,41 @@ def test_a_bound_measurement_records_what_it_ran(cli: Cli, attempt: str) -> None
     assert cli.ok("audit", OP)["clean"] is True
 
 
-def test_measure_records_the_manifest_it_measures_with(cli: Cli, attempt: str) -> None:
+def test_measure_records_the_manifest_it_measures_with(cli: Cli, measured_attempt: str) -> None:
     """The manifest's digest is recorded when the campaign first uses it, and again on change."""
     _manifest(cli, "ok")
     cli.ok("measure", OP)
     recorded = [e for e in cli.events() if e["type"] == "manifest.recorded"]
     assert len(recorded) == 1 and recorded[0]["payload"]["source"] == "custom/sm/SPEC.md"
     assert recorded[0]["payload"]["declared"]["knobs"]["vec_tile_shape"]["stage"] == "frontend"
+
+
+def test_a_reported_adopt_is_refused_when_the_ledger_could_measure(
+    cli: Cli, measured_attempt: str
+) -> None:
+    """require_measured (auto: the manifest declares a verifier): hand-typed times cannot adopt."""
+    before = snapshot(cli.root)
+    refused = cli(
+        "verify", OP, measured_attempt, "--output", "y=true", "--layout-exit", "0", "--time", "1us"
+    )
+    assert refused.code == 3
+    assert refused.json["rule"] == "R11"
+    assert refused.json["error"] == "a target-reached may not rest on values only reported by hand"
+    assert f"tune-ledger measure {OP} {measured_attempt}" in refused.json["next"]
+    assert snapshot(cli.root) == before
+
+
+def test_without_require_measured_audit_lists_reported_decisions(cli: Cli, attempt: str) -> None:
+    """No verifier, so no require_measured: a reported target-reached is recorded, and audit
+    lists it as resting on reported values (R11)."""
+    done = cli.ok(
+        "verify", OP, attempt, "--output", "y=true", "--layout-exit", "0", "--time", "1us"
+    )
+    assert done["verdict"] == "target-reached"
+    audited = cli.ok("audit", OP)
+    rests = audited["ops"][0]["reported_decisions"]
+    assert rests == [
+        f"attempt {attempt}: target-reached rests on reported values (its times; the baseline)",
+        "stop target-reached rests on reported values (attempt " + attempt + ")",
+    ]
+    assert audited["clean"] is True

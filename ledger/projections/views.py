@@ -290,5 +290,13 @@ def audit_text(report: dict[str, Any]) -> str:
         lines.append(f"  retry override: attempt {override['attempt']}: {override['reason']}")
     for conflict in report.get("conflicts", ()):
         lines.append(f"  conflict: {conflict}")
+    for decision in report.get("reported_decisions", ()):
+        lines.append(f"  R11: {decision}")
+    for attempt in report.get("unbound", ()):
+        lines.append(f"  R11: attempt {attempt} was measured unbound (the result named no config)")
+    recorded = report.get("manifests", ())
+    if len(recorded) > 1:
+        digests = " -> ".join(m["digest"] for m in recorded)
+        lines.append(f"  manifest changed during the campaign: {digests}")
     lines.extend(f"  {f}" for f in report["findings"])
     return "\n".join(lines)

@@ -21,6 +21,7 @@ from ledger.log.record import Event, converter, unstructure_payload
 from ledger.projections import memory_file, splice
 from ledger.schema import events as ev
 from ledger.schema.events import Binding, Origin, OutputCheck
+from ledger.shell import audit_trust as trust
 from stages import commands as cmd
 
 if TYPE_CHECKING:
@@ -280,7 +281,9 @@ def provenance_summary(events: Sequence[Event]) -> dict[str, int]:
         )
         if origin:
             counts[origin["level"]] += 1
-    return {level: counts.get(level, 0) for level in ("measured", "artefact", "reported")}
+    return {
+        level: counts.get(level, 0) for level in ("measured", "unbound", "artefact", "reported")
+    }
 
 
 def check_memory_file(ledger: OpLedger, loaded: Loaded | None = None) -> list[str]:
@@ -323,4 +326,7 @@ def audit_op(ledger: OpLedger) -> dict[str, Any]:
         "overrides": [{"attempt": a, "reason": r} for a, r in state.overrides],
         "repairs": list(state.repairs),
         "conflicts": list(state.conflicts),
+        "reported_decisions": trust.reported_decisions(events),
+        "unbound": trust.unbound_measurements(events),
+        "manifests": trust.manifests(events),
     }

@@ -1,0 +1,72 @@
+"""What audit says about trust (R11): decisions resting on reported values, measurements that
+name nothing they ran, and the manifests a campaign used.
+
+A decision "rests on reported values" when the verdict's own times or the best it was compared
+with were typed in by the caller rather than measured or parsed from an artefact. A stop for
+target-reached or utilization rests on the adopt that triggered it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ledger.domain.keys import attempt_id
+from ledger.log.record import Event
+
+_ADOPTED = ("adopt", "target-reached")
+
+
+def reported_decisions(events: Sequence[Event]) -> list[str]:
+    """Each adopt, target-reached and stop that rests on reported values, in ledger order."""
+    level: dict[str | None, str] = {}  # attempt id (None: the baseline) -> origin level
+    last_adopted: tuple[str, bool] | None = None  # (attempt, rests on reported)
+    found: list[str] = []
+    for event in events:
+        data = event.data
+        if event.type == "target.set":
+            level[None] = data["origin"]["level"]
+        elif event.type == "attempt.measured":
+            level[data["attempt"]] = data["origin"]["level"]
+        elif event.type == "attempt.verdict" and data["verdict"] in _ADOPTED:
+            attempt = data["attempt"]
+            parts = []
+            if level.get(attempt) == "reported":
+                parts.append("its times")
+            best = data.get("best_attempt")
+            if level.get(best) == "reported":
+                parts.append("the baseline" if best is None else f"best {best}")
+            if parts:
+                found.append(
+                    f"attempt {attempt}: {data['verdict']} rests on reported values "
+                    f"({'; '.join(parts)})"
+                )
+            last_adopted = (attempt, bool(parts))
+        elif (
+            event.type == "campaign.stopped"
+            and data["reason"] != "user"
+            and last_adopted is not None
+            and last_adopted[1]
+        ):
+            found.append(
+                f"stop {data['reason']} rests on reported values (attempt {last_adopted[0]})"
+            )
+    return found
+
+
+def unbound_measurements(events: Sequence[Event]) -> list[str]:
+    """Attempts measured by a verifier the ledger ran whose result named nothing it ran."""
+    return [
+        event.data["attempt"]
+        for event in events
+        if event.type == "attempt.measured" and event.data["origin"]["level"] == "unbound"
+    ]
+
+
+def manifests(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """The manifests recorded, in order (more than one: SPEC.md changed mid-campaign)."""
+    return [
+        {"digest": e.data["digest"], "event": attempt_id(e.id), "source": e.data["source"]}
+        for e in events
+        if e.type == "manifest.recorded"
+    ]
