@@ -180,7 +180,7 @@ def conflicts(ctx: Ctx, op: str) -> None:
 @click.option(
     "--resolution",
     required=True,
-    metavar="abandon:ATTEMPT|best:ATTEMPT|close:POINT|keep",
+    metavar="abandon:ATTEMPT|best:ATTEMPT|faster|close:POINT|keep",
     help="How to resolve it (`tune-ledger conflicts OP` lists what each accepts).",
 )
 @click.option("--reason", required=True, help="Why (recorded).")
@@ -189,7 +189,8 @@ def resolve_command(ctx: Ctx, op: str, conflict: str, resolution: str, reason: s
     """Resolve a protocol conflict left by merged branches, with a recorded event.
 
     abandon:ATTEMPT abandons one of two pending attempts (or one started after a stop);
-    best:ATTEMPT picks which of two attempts adopted on different branches is the best;
+    best:ATTEMPT picks which of two bests adopted on different branches is the best, faster
+    picks the one with the lower recorded median;
     close:POINT closes one of two open points; keep accepts the merged state as it is.
     """
     ledger = ctx.op(op)

@@ -44,16 +44,29 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str | None) -> merg
     Raises LedgerDamaged (exit 7, `ours` left as it was) when a side is damaged.
     """
     name = path or str(ours)
-    merged = merge.merge(_read(base), _read(ours), _read(theirs), name)
+    merged = merge.merge(_read_base(base), _read_side(ours), _read_side(theirs), name)
     ours.write_bytes(merged.data)
     return merged
 
 
-def _read(path: Path) -> bytes:
+def _read_base(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        return b""  # git passes an empty file for a missing side; tolerate an absent one
+        return b""  # the base only feeds the report: a file added on both sides has none
+
+
+def _read_side(path: Path) -> bytes:
+    """A side's bytes; BadInput (exit 2) when the file is missing: git always writes both
+    sides, so a missing one is a wrong argument, never an empty ledger to merge with."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(
+            f"{path}: no such file to merge",
+            hint="git runs the driver as `tune-ledger merge-driver %O %A %B %P`; check the "
+            "driver command (`tune-ledger git-setup` writes it)",
+        ) from None
 
 
 # --- the MEMORY.md driver ----------------------------------------------------------------------
