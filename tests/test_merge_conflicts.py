@@ -262,3 +262,40 @@ def test_new_steps_are_refused_until_the_conflict_is_resolved(
     assert merged.load().state.conflicts == []
     merged.execute(cmd.TryMutation(param="vec_tile_shape", value=vec(8)))
     _audit_clean(merged)
+
+
+def test_an_attempt_pending_on_one_branch_and_a_stop_on_the_other_conflict(
+    tmp_path: Path,
+) -> None:
+    """Whichever comes first in canonical order, the attempt goes on after the stop (R10)."""
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    ours.execute(cmd.Stop(reason="enough"))
+    late = _start(theirs, candidate(vec_tile_shape=vec(32)))
+    merged = _merge(ours, theirs)
+    state = merged.load().state
+    (conflict,) = state.conflicts
+    assert late in conflict and "stopped (user)" in conflict
+    assert resolve.options(state, conflict) == (f"abandon:{late}",)
+    assert _resolve(merged, "1", f"abandon:{late}") == ["attempt.abandoned", "conflict.resolved"]
+    assert merged.load().state.conflicts == []
+    _audit_clean(merged)
+
+
+def test_a_step_of_an_earlier_stage_after_a_later_stage_is_a_conflict_kept(
+    tmp_path: Path,
+) -> None:
+    """One branch went on to swimlane; the other opened a point in frontend (R4)."""
+    trunk = _trunk(tmp_path, in_stage().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    ours.execute(cmd.ExitStage(stage="frontend", reason="user", by_user=True))
+    ours.execute(cmd.UnloadSkill(name="tune-frontend"))
+    ours.execute(cmd.EnterStage(stage="swimlane"))
+    for text in ("a", "b", "c"):  # the point comes after swimlane in canonical order
+        theirs.execute(cmd.AddNote(text=text))
+    theirs.execute(cmd.OpenPoint(name="F-9"))
+    merged = _merge(ours, theirs)
+    state = merged.load().state
+    assert "stages frontend and swimlane in progress on two branches" in state.conflicts
+    assert state.stage == "swimlane"
+    _audit_clean(merged)
