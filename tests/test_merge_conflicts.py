@@ -125,18 +125,18 @@ def test_abandoning_either_pending_attempt_resolves_it(
     _audit_clean(merged)
 
 
-def test_a_verified_branch_attempt_leaves_the_other_pending(
+def test_a_verified_branch_attempt_leaves_the_other_pending_and_no_conflict(
     pending_twice: tuple[OpLedger, str, str],
 ) -> None:
-    """Replay keeps the attempt still pending in view when the other one is verified."""
+    """Once one of two pending attempts is verified nothing competes: the other is the
+    pending attempt, and no resolution is needed (issue 18: conflicts only where outcomes
+    compete; this asserted a `keep` resolution before)."""
     merged, a, b = pending_twice
     merged.execute(verify(a, 95.0))
     state = merged.load().state
-    assert state.pending == b
-    assert resolve.options(state, state.conflicts[0]) == (f"abandon:{b}", "keep")
-    assert _resolve(merged, "1", "keep") == ["conflict.resolved"]
-    assert merged.load().state.pending == b
+    assert (state.pending, state.conflicts) == (b, [])
     _audit_clean(merged)
+    assert _check(merged) == []
 
 
 def test_two_adopts_from_the_same_best_are_a_conflict_resolved_by_choosing_the_best(
@@ -150,15 +150,16 @@ def test_two_adopts_from_the_same_best_are_a_conflict_resolved_by_choosing_the_b
     theirs.execute(verify(fast, 80.0))
     merged = _merge(ours, theirs)
     state = merged.load().state
-    # Both attempts were pending at once too; both are verified by now, so keep resolves it.
-    pending, conflict = state.conflicts
-    assert pending.endswith("pending at once")
-    assert resolve.options(state, pending) == ("keep",)
+    # Both attempts finished on their branches: only the two bests compete (issue 18; this
+    # asserted a pending-at-once conflict and a `keep` for the bests before).
+    (conflict,) = state.conflicts
     assert "was adopted against best baseline while attempt" in conflict
-    assert set(resolve.options(state, conflict)) == {f"best:{slow}", f"best:{fast}", "keep"}
+    faster, *bests = resolve.options(state, conflict)
+    assert (faster, set(bests)) == ("faster", {f"best:{slow}", f"best:{fast}"})
     _audit_clean(merged)
-    assert _resolve(merged, pending, "keep") == ["conflict.resolved"]
-    assert _resolve(merged, conflict, f"best:{fast}") == ["conflict.resolved"]
+    assert _resolve(merged, conflict, "faster") == ["conflict.resolved"]
+    resolved = merged.store.read().events[-1]
+    assert resolved.data["resolution"] == f"best:{fast}"  # recorded as the choice it made
     state = merged.load().state
     assert state.best is not None and state.best.attempt == fast
     assert state.conflicts == []
@@ -166,7 +167,8 @@ def test_two_adopts_from_the_same_best_are_a_conflict_resolved_by_choosing_the_b
     assert _check(merged) == []
 
 
-def test_two_stage_entries_are_a_conflict_kept_as_they_are(tmp_path: Path) -> None:
+def test_the_same_stage_entered_on_two_branches_is_no_conflict(tmp_path: Path) -> None:
+    """Both branches agree on the stage (issue 18; this asserted "entered twice" before)."""
     from driver import with_sheet
 
     trunk = _trunk(tmp_path, with_sheet().events)
@@ -175,9 +177,8 @@ def test_two_stage_entries_are_a_conflict_kept_as_they_are(tmp_path: Path) -> No
         ledger.execute(cmd.EnterStage(stage="frontend"))
     merged = _merge(ours, theirs)
     state = merged.load().state
-    assert state.conflicts == ["stage frontend entered twice"]
+    assert (state.conflicts, state.stage, state.entered) == ([], "frontend", ["frontend"])
     _audit_clean(merged)
-    assert _resolve(merged, "frontend", "keep") == ["conflict.resolved"]
     assert _check(merged) == []
 
 
@@ -247,15 +248,54 @@ def test_resolve_refuses_unknown_conflicts_and_empty_reasons(
 def test_new_steps_are_refused_until_the_conflict_is_resolved(
     pending_twice: tuple[OpLedger, str, str],
 ) -> None:
-    """While a merge conflict is open, starting anything new is refused; finishing is not."""
+    """While a merge conflict is open, starting anything new is refused; finishing is not,
+    and finishing both attempts ends the conflict (issue 18: before, it needed a `keep`)."""
     from ledger.errors import RuleRefusal
 
     merged, a, b = pending_twice
-    merged.execute(verify(a, 95.0))
-    merged.execute(verify(b, 96.0))
     with pytest.raises(RuleRefusal) as refused:
         merged.execute(cmd.TryMutation(param="vec_tile_shape", value=vec(8)))
     assert refused.value.rule == "merge"
     assert "tune-ledger resolve" in (refused.value.hint or "")
-    assert _resolve(merged, "1", "keep") == ["conflict.resolved"]
+    merged.execute(verify(a, 95.0))
+    merged.execute(verify(b, 96.0))
+    assert merged.load().state.conflicts == []
     merged.execute(cmd.TryMutation(param="vec_tile_shape", value=vec(8)))
+    _audit_clean(merged)
+
+
+def test_an_attempt_pending_on_one_branch_and_a_stop_on_the_other_conflict(
+    tmp_path: Path,
+) -> None:
+    """Whichever comes first in canonical order, the attempt goes on after the stop (R10)."""
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    ours.execute(cmd.Stop(reason="enough"))
+    late = _start(theirs, candidate(vec_tile_shape=vec(32)))
+    merged = _merge(ours, theirs)
+    state = merged.load().state
+    (conflict,) = state.conflicts
+    assert late in conflict and "stopped (user)" in conflict
+    assert resolve.options(state, conflict) == (f"abandon:{late}",)
+    assert _resolve(merged, "1", f"abandon:{late}") == ["attempt.abandoned", "conflict.resolved"]
+    assert merged.load().state.conflicts == []
+    _audit_clean(merged)
+
+
+def test_a_step_of_an_earlier_stage_after_a_later_stage_is_a_conflict_kept(
+    tmp_path: Path,
+) -> None:
+    """One branch went on to swimlane; the other opened a point in frontend (R4)."""
+    trunk = _trunk(tmp_path, in_stage().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    ours.execute(cmd.ExitStage(stage="frontend", reason="user", by_user=True))
+    ours.execute(cmd.UnloadSkill(name="tune-frontend"))
+    ours.execute(cmd.EnterStage(stage="swimlane"))
+    for text in ("a", "b", "c"):  # the point comes after swimlane in canonical order
+        theirs.execute(cmd.AddNote(text=text))
+    theirs.execute(cmd.OpenPoint(name="F-9"))
+    merged = _merge(ours, theirs)
+    state = merged.load().state
+    assert "stages frontend and swimlane in progress on two branches" in state.conflicts
+    assert state.stage == "swimlane"
+    _audit_clean(merged)

@@ -61,12 +61,13 @@ def memory_merge_driver(
 ) -> None:
     """git merge driver for MEMORY.md: `tune-ledger memory-merge-driver %O %A %B %P`.
 
-    Merges the human text as git does (`git merge-file`), keeps our managed sections, writes
-    the result over OURS and exits 0, or 1 when the human text conflicts (conflict markers
-    are left in OURS). Afterwards `tune-ledger render OP` re-renders the managed sections from
-    the merged ledger; `tune-ledger check OP` reports them stale until then.
+    Merges the human text as git does (`git merge-file`), renders the managed sections from
+    the merged ledger (when PATH is given and the merged ledger is known), writes the result
+    over OURS and exits 0, or 1 when the human text conflicts (conflict markers are left in
+    OURS). When the merged ledger is not known it keeps our sections: `tune-ledger render OP`
+    re-renders them, and `tune-ledger check OP` reports them stale until then.
     """
-    done = drivers.memory_merge_driver(base, ours, theirs, marker_size)
+    done = drivers.memory_merge_driver(base, ours, theirs, marker_size, path)
     op = PurePath(path).parent.name if path else "OP"
     notes = (
         []
@@ -75,15 +76,21 @@ def memory_merge_driver(
     )
     ctx.warn(notes)
     conflicts = f"{done.conflicts} text conflict(s) to resolve by hand; " if done.conflicts else ""
+    sections = (
+        "managed sections rendered from the merged ledger"
+        if done.rendered
+        else f"managed sections kept from ours; run `tune-ledger render {op}` once the merge "
+        "is done"
+    )
     ctx.emit(
         {
             "path": path or str(ours),
             "conflicts": done.conflicts,
+            "rendered": done.rendered,
             "warnings": notes,
-            "next": f"tune-ledger render {op}",
+            "next": None if done.rendered else f"tune-ledger render {op}",
         },
-        f"tune-ledger: merged {path or ours}: {conflicts}managed sections kept from ours; "
-        f"run `tune-ledger render {op}` once the merge is done",
+        f"tune-ledger: merged {path or ours}: {conflicts}{sections}",
     )
     if done.conflicts:
         raise SystemExit(1)
@@ -180,7 +187,7 @@ def conflicts(ctx: Ctx, op: str) -> None:
 @click.option(
     "--resolution",
     required=True,
-    metavar="abandon:ATTEMPT|best:ATTEMPT|close:POINT|keep",
+    metavar="abandon:ATTEMPT|best:ATTEMPT|faster|close:POINT|keep",
     help="How to resolve it (`tune-ledger conflicts OP` lists what each accepts).",
 )
 @click.option("--reason", required=True, help="Why (recorded).")
@@ -189,7 +196,8 @@ def resolve_command(ctx: Ctx, op: str, conflict: str, resolution: str, reason: s
     """Resolve a protocol conflict left by merged branches, with a recorded event.
 
     abandon:ATTEMPT abandons one of two pending attempts (or one started after a stop);
-    best:ATTEMPT picks which of two attempts adopted on different branches is the best;
+    best:ATTEMPT picks which of two bests adopted on different branches is the best, faster
+    picks the one with the lower recorded median;
     close:POINT closes one of two open points; keep accepts the merged state as it is.
     """
     ledger = ctx.op(op)

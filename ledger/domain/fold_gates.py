@@ -8,6 +8,7 @@ branches can produce is recorded as a protocol conflict.
 
 from __future__ import annotations
 
+from ledger.domain import fold_conflicts as conflicts
 from ledger.domain.keys import config_key
 from ledger.domain.state import Best, Evidence, Measurement, Point, Relaxation, State, TargetSheet
 from ledger.log.record import Event
@@ -68,11 +69,10 @@ def activation_failed(state: State, event: Event) -> None:
 
 
 def skill_loaded(state: State, event: Event) -> None:
-    """Add a loaded skill; a repeat or an exceeded budget is a conflict (R2)."""
+    """Add a loaded skill; an exceeded budget is a conflict (R2)."""
     name = event.data["name"]
     if name in state.skills:
-        state.record_conflict(f"skill {name} loaded twice")
-        return
+        return  # two branches loaded the same skill: both agree it is loaded
     state.skills.append(name)
     tune = [s for s in state.skills if s in TUNE_SKILLS]
     if len(state.skills) > _MAX_SKILLS or len(tune) > 1:
@@ -80,12 +80,10 @@ def skill_loaded(state: State, event: Event) -> None:
 
 
 def skill_unloaded(state: State, event: Event) -> None:
-    """Remove an unloaded skill; one not loaded is a conflict (R2)."""
+    """Remove an unloaded skill (two branches that both unloaded it agree it is not loaded)."""
     name = event.data["name"]
     if name in state.skills:
         state.skills.remove(name)
-    else:
-        state.record_conflict(f"skill {name} unloaded while not loaded")
 
 
 def target(state: State, event: Event) -> None:
@@ -137,12 +135,13 @@ def relaxed(state: State, event: Event) -> None:
 
 
 def stage_entered(state: State, event: Event) -> None:
-    """Enter a stage; a repeat or an out-of-order stage is a conflict (R4)."""
+    """Enter a stage; an out-of-order stage, or one behind a stage another branch entered,
+    is a conflict (R4); two branches entering the same stage agree."""
     stage = event.data["stage"]
+    if stage == state.stage or conflicts.stage_step(state, stage):
+        return  # the later stage stays current: stages are never entered backwards (R4)
     expected = STAGES[len(state.entered)] if len(state.entered) < len(STAGES) else None
-    if stage in state.entered:
-        state.record_conflict(f"stage {stage} entered twice")
-    elif stage != expected:
+    if stage != expected:
         state.record_conflict(f"stage {stage} entered out of order (expected {expected})")
     state.stage = stage
     if stage not in state.entered:
@@ -158,7 +157,11 @@ def point_opened(state: State, event: Event) -> None:
     """Open an optimization point; two open at once is a conflict (R7)."""
     data = event.data
     name = data["name"]
-    if name in state.points:
+    conflicts.stage_step(state, data["stage"])
+    existing = state.points.get(name)
+    if existing is not None and existing.is_open and existing.stage == data["stage"]:
+        return  # two branches opened the same point: one point, both branches' attempts
+    if existing is not None:
         state.record_conflict(f"point {name} opened twice")
     if state.open_point is not None and state.open_point != name:
         state.record_conflict(f"points {state.open_point} and {name} open at once")
@@ -186,3 +189,5 @@ def point_closed(state: State, event: Event) -> None:
             if state.open_points
             else None
         )
+    if state.conflicts:
+        conflicts.point_closed(state)

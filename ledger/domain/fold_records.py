@@ -7,6 +7,7 @@ State in place.
 
 from __future__ import annotations
 
+from ledger.domain import fold_conflicts as conflicts
 from ledger.domain.state import Best, RecordedManifest, State
 from ledger.log.record import Event
 
@@ -22,6 +23,7 @@ def stopped(state: State, event: Event) -> None:
     """Record the campaign's stop and its reason (R10)."""
     state.stopped = event.data["reason"]
     state.stop_detail = event.data["detail"]
+    conflicts.stopped(state)
 
 
 def policy(state: State, event: Event) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from ledger.domain import fold_conflicts as conflicts
 from ledger.domain import fold_gates as gates
 from ledger.domain import fold_records as records
 from ledger.domain.keys import ATTEMPT_ID_LEN, attempt_id, config_key
@@ -81,10 +82,8 @@ def _attempt_started(state: State, event: Event) -> None:
         data["retry_override"],
     )
     state.attempts[aid] = attempt
-    if state.pending is not None:
-        state.record_conflict(f"attempts {state.pending} and {aid} pending at once")
-    if state.stopped is not None:
-        state.record_conflict(f"attempt {aid} started after the campaign stopped ({state.stopped})")
+    conflicts.attempt_started(state, aid)
+    conflicts.stage_step(state, attempt.stage)
     state.pending = aid
     point = state.points.get(attempt.point) if attempt.point else None
     if point is not None:
@@ -129,6 +128,8 @@ def _finish(state: State, attempt: Attempt, status: str) -> None:
         # Only merged branches leave a second attempt pending (a recorded conflict); the
         # search is skipped otherwise, so finishing an attempt stays O(1).
         state.pending = _still_pending(state) if state.conflicts else None
+    if state.conflicts:
+        conflicts.attempt_finished(state, attempt.id, status)
 
 
 def _still_pending(state: State) -> str | None:
@@ -145,7 +146,7 @@ def _verdict(state: State, event: Event) -> None:
     attempt.compared_us = data["best_median_us"]
     adopted = attempt.verdict in _ADOPTED
     if adopted and attempt.measurement is not None:
-        _check_compared_best(state, attempt.id, data["best_attempt"])
+        conflicts.adopted(state, attempt.id, data["best_attempt"])
         state.best = Best(attempt.config, attempt.measurement, attempt.id)
         state.adopted.append(attempt.id)
     point = state.points.get(attempt.point) if attempt.point else None
@@ -155,18 +156,6 @@ def _verdict(state: State, event: Event) -> None:
             point.streak = 0
         elif attempt.failure is None:
             point.streak += 1
-
-
-def _check_compared_best(state: State, aid: str, compared: str | None) -> None:
-    """Record a conflict when an attempt was adopted against a best that is no longer the
-    best: two branches each adopted an attempt against the same earlier best (R8)."""
-    current = state.best.attempt if state.best is not None else None
-    if compared != current:
-        state.record_conflict(
-            f"attempt {aid} was adopted against best {compared or 'baseline'} "
-            f"while attempt {current or 'baseline'} was the best (adopted on another "
-            "branch)",
-        )
 
 
 def _failed(state: State, event: Event) -> None:

@@ -8,6 +8,7 @@ both appended merge into one log with every event once, whichever side is "ours"
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -20,7 +21,7 @@ from pathlib import Path
 from attrs import frozen
 
 from ledger.errors import BadInput, LedgerError
-from ledger.git import merge
+from ledger.git import memory_render, merge
 from ledger.projections import splice
 
 EVENTS_DRIVER = "tune-ledger-events"
@@ -44,16 +45,31 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str | None) -> merg
     Raises LedgerDamaged (exit 7, `ours` left as it was) when a side is damaged.
     """
     name = path or str(ours)
-    merged = merge.merge(_read(base), _read(ours), _read(theirs), name)
+    merged = merge.merge(_read_base(base), _read_side(ours), _read_side(theirs), name)
     ours.write_bytes(merged.data)
+    if path:
+        memory_render.stash(path, merged.data)  # for the MEMORY.md driver git runs next
     return merged
 
 
-def _read(path: Path) -> bytes:
+def _read_base(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        return b""  # git passes an empty file for a missing side; tolerate an absent one
+        return b""  # the base only feeds the report: a file added on both sides has none
+
+
+def _read_side(path: Path) -> bytes:
+    """A side's bytes; BadInput (exit 2) when the file is missing: git always writes both
+    sides, so a missing one is a wrong argument, never an empty ledger to merge with."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(
+            f"{path}: no such file to merge",
+            hint="git runs the driver as `tune-ledger merge-driver %O %A %B %P`; check the "
+            "driver command (`tune-ledger git-setup` writes it)",
+        ) from None
 
 
 # --- the MEMORY.md driver ----------------------------------------------------------------------
@@ -65,6 +81,7 @@ class MemoryMerge:
 
     conflicts: int
     stripped: bool  # False when a side's markers were malformed: merged as plain text
+    rendered: bool = False  # True when the managed sections are the merged ledger's
 
 
 def strip_managed(text: str) -> str:
@@ -76,15 +93,15 @@ def strip_managed(text: str) -> str:
 
 
 def memory_merge_driver(
-    base: Path, ours: Path, theirs: Path, marker_size: int | None = None
+    base: Path, ours: Path, theirs: Path, marker_size: int | None = None, path: str | None = None
 ) -> MemoryMerge:
-    """Merge MEMORY.md's human text as git merges text; managed sections come from ours.
+    """Merge MEMORY.md's human text as git merges text; managed sections from the merged ledger.
 
     Managed sections are generated from the ledger, so they are emptied on all three sides
-    before the text merge (they never conflict), then our bodies are put back: git merges the
-    ledger separately and writes it to the work tree only after every driver ran, so nothing
-    can render the merged ledger here. Ours then records our ledger position, so `tune-ledger
-    check` reports it stale until `tune-ledger render OP` (unless the merged ledger is ours).
+    before the text merge (they never conflict), then filled again: rendered from the merged
+    ledger the ledger driver left for this merge, taken from the side whose ledger git kept,
+    or, when neither can be told (`path`, git's %P, unknown), ours, which `tune-ledger check`
+    then reports stale until `tune-ledger render OP` (ledger/git/memory_render.py).
     """
     texts = [_text(path) for path in (ours, base, theirs)]
     try:
@@ -94,22 +111,22 @@ def memory_merge_driver(
         ours.write_bytes(merged)
         return MemoryMerge(conflicts=max(conflicts, 1), stripped=False)
     merged, conflicts = merge_text(stripped[0], stripped[1], stripped[2], marker_size)
-    ours.write_bytes(_with_bodies(merged, texts[0]))
-    return MemoryMerge(conflicts=conflicts, stripped=True)
+    source = memory_render.bodies_source(path, texts[2]) if path else None
+    if isinstance(source, bytes):
+        with contextlib.suppress(LedgerError, UnicodeDecodeError):
+            rendered = memory_render.render(merged.decode("utf-8"), source, path or "")
+            ours.write_bytes(rendered.encode("utf-8"))
+            return MemoryMerge(conflicts=conflicts, stripped=True, rendered=True)
+    bodies = texts[2] if source == "theirs" else texts[0]
+    ours.write_bytes(_with_bodies(merged, bodies))
+    return MemoryMerge(conflicts=conflicts, stripped=True, rendered=source == "theirs")
 
 
 def _with_bodies(merged: bytes, source: str) -> bytes:
     """`merged` with the managed bodies of `source` put back (as is, when that is impossible:
     text conflicts around the markers)."""
     try:
-        text = merged.decode("utf-8")
-        present = {section.name for section in splice.find_sections(text)}
-        bodies = {
-            s.name: splice.normalize_newlines(s.body)
-            for s in splice.find_sections(source)
-            if s.name in present
-        }
-        return splice.splice(text, bodies).encode("utf-8") if bodies else merged
+        return memory_render.with_bodies_of(merged.decode("utf-8"), source).encode("utf-8")
     except (BadInput, UnicodeDecodeError):
         return merged
 

@@ -109,6 +109,7 @@ def merge(base: bytes, ours: bytes, theirs: bytes, name: str = "events.jsonl") -
     """
     ours_log = chain.scan(ours, f"{name} (ours)")
     theirs_log = chain.scan(theirs, f"{name} (theirs)")
+    _same_genesis([ours_log, theirs_log], name)
     notes = [_torn_note(log) for log in (ours_log, theirs_log) if log.torn is not None]
     ours_ids = {event.id for event in ours_log.events}
     theirs_ids = {event.id for event in theirs_log.events}
@@ -135,9 +136,38 @@ def merge(base: bytes, ours: bytes, theirs: bytes, name: str = "events.jsonl") -
 def merge_many(sides: Sequence[bytes], name: str = "events.jsonl") -> bytes:
     """The canonical union of any number of verified ledgers (merge is associative)."""
     logs = [chain.scan(data, f"{name} (#{index + 1})") for index, data in enumerate(sides)]
+    _same_genesis(logs, name)
     data = _join(canonical_lines(entry for log in logs for entry in _entries(log)))
     _verified(data, name)
     return data
+
+
+def genesis(log: chain.Log) -> tuple[str, ...]:
+    """The ids of the events without parents: the one op.initialized of an op's ledger."""
+    return tuple(event.id for event in log.events if not event.parents)
+
+
+def _same_genesis(logs: Sequence[chain.Log], name: str) -> None:
+    """Refuse (LedgerDamaged, exit 7) to merge ledgers that do not start from the same event:
+    they belong to different ops (or one op was created twice), and a union would mix them."""
+    started = [(log, genesis(log)) for log in logs if log.events]
+    if len({roots for _log, roots in started}) <= 1:
+        return
+    described = "; ".join(
+        f"{log.name} starts at {', '.join(r[:12] for r in roots)}{_op_named(log)}"
+        for log, roots in started
+    )
+    raise LedgerDamaged(
+        f"{name}: the sides are ledgers of different ops, not branches of one ({described})",
+        hint="merge only branches of one op's ledger: keep one side (`git checkout --ours "
+        "FILE` or `--theirs FILE`) and move the other op to its own folder custom/<op>/",
+        details={"path": name, "genesis": [list(roots) for _log, roots in started]},
+    )
+
+
+def _op_named(log: chain.Log) -> str:
+    first = log.events[0]
+    return f" (op {first.data.get('op')!r})" if first.type == "op.initialized" else ""
 
 
 def _entries(log: chain.Log) -> Iterator[Entry]:

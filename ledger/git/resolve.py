@@ -5,25 +5,29 @@ together; it stays, shown by `status`, `audit` and `conflicts`, and fails `check
 `conflict.resolved` event names it. A resolution is one of:
 
 - `abandon:<attempt>`: abandon a pending attempt the conflict names (two attempts pending at
-  once, R6; an attempt started after the campaign stopped, R10). Records attempt.abandoned.
-- `best:<attempt>`: choose which of two attempts adopted against the same earlier best on
-  two branches is the best (R8). Replay makes it the best.
+  once, R6; an attempt started after the campaign stopped, or pending when it stopped, R10).
+  Records attempt.abandoned.
+- `best:<attempt>`: choose which of two bests adopted on two branches is the best (R8).
+  Replay makes it the best. `faster` is recorded as `best:` the one whose recorded median is
+  lower (the lower id on a tie), so audit re-decides it like any choice.
 - `close:<point>`: close a point the conflict names (two points open at once, R7). Records
   point.closed.
-- `keep`: the merged state stands as it is. Refused while it would leave the state breaking
-  a rule (two attempts or two points still open, an attempt pending after a stop).
+- `keep`: the merged state stands as it is: steps recorded after a stop stay history and the
+  campaign stays stopped; of two stages in progress the later stays current. Refused while
+  it would leave the state breaking a rule (two attempts or two points still open, an
+  attempt pending after a stop) or choose arbitrarily (two bests).
 
 The batch is the consistency events, then the conflict.resolved event; audit re-decides it.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, cast
 
 from attrs import frozen
 
+from ledger.domain import fold_conflicts as known
 from ledger.domain.state import State
 from ledger.errors import BadInput, LedgerError
 from ledger.log import codec
@@ -32,15 +36,8 @@ from ledger.schema.events import AttemptAbandoned, ConflictResolved, Payload, Po
 from stages.outcome import Decision
 
 KEEP = "keep"
+FASTER = "faster"
 _ADOPTED = ("adopt", "target-reached")
-
-_PENDING = re.compile(r"attempts (?P<a>\S+) and (?P<b>\S+) pending at once")
-_AFTER_STOP = re.compile(r"attempt (?P<a>\S+) started after the campaign stopped \(.*\)")
-_STALE_ADOPT = re.compile(
-    r"attempt (?P<a>\S+) was adopted against best \S+ while attempt "
-    r"(?P<b>\S+) was the best \(adopted on another branch\)"
-)
-_POINTS = re.compile(r"points (?P<a>.+) and (?P<b>.+) open at once")
 
 
 @frozen
@@ -54,16 +51,18 @@ class Resolve:
 
 def options(state: State, conflict: str) -> tuple[str, ...]:
     """The resolutions that resolve `conflict` in `state`, in the order to offer them."""
-    if match := _PENDING.fullmatch(conflict):
+    if match := known.PENDING.fullmatch(conflict):
         pending = [a for a in match.groups() if _is_pending(state, a)]
         return (*(f"abandon:{a}" for a in pending), *([KEEP] if len(pending) <= 1 else []))
-    if match := _AFTER_STOP.fullmatch(conflict):
+    if match := known.AFTER_STOP.fullmatch(conflict) or known.PENDING_AT_STOP.fullmatch(conflict):
         attempt = match.group("a")
         return (f"abandon:{attempt}",) if _is_pending(state, attempt) else (KEEP,)
-    if match := _STALE_ADOPT.fullmatch(conflict):
+    if match := known.TWO_BESTS.fullmatch(conflict):
         adopted = [a for a in match.groups() if _is_adopted(state, a)]
-        return (*(f"best:{a}" for a in adopted), KEEP)
-    if match := _POINTS.fullmatch(conflict):
+        if len(adopted) < 2:  # the baseline against an adopted best (not one of ours today)
+            return (*(f"best:{a}" for a in adopted), KEEP)
+        return (FASTER, *(f"best:{a}" for a in adopted))
+    if match := known.POINTS.fullmatch(conflict):
         still_open = [p for p in match.groups() if p in state.points and state.points[p].is_open]
         return (*(f"close:{p}" for p in still_open), *([KEEP] if len(still_open) <= 1 else []))
     return (KEEP,)
@@ -77,6 +76,18 @@ def _is_pending(state: State, attempt: str) -> bool:
 def _is_adopted(state: State, attempt: str) -> bool:
     found = state.attempts.get(attempt)
     return found is not None and found.verdict in _ADOPTED and found.measurement is not None
+
+
+def _faster(state: State, conflict: str) -> str:
+    """`best:` the adopted attempt of `conflict` with the lower recorded median time."""
+    match = known.TWO_BESTS.fullmatch(conflict)
+    assert match is not None  # FASTER is offered only for two adopted bests
+    timed = []
+    for attempt in match.groups():
+        measurement = state.attempts[attempt].measurement
+        assert measurement is not None  # _is_adopted checked it
+        timed.append((measurement.median_us, attempt))
+    return f"best:{min(timed)[1]}"
 
 
 def find_conflict(state: State, text: str) -> str:
@@ -110,7 +121,8 @@ def decide(state: State, command: Resolve) -> list[Payload]:
             hint=f"resolve it with one of: {', '.join(offered)}",
             details={"conflict": conflict, "options": list(offered)},
         )
-    kind, _, target = command.resolution.partition(":")
+    resolution = _faster(state, conflict) if command.resolution == FASTER else command.resolution
+    kind, _, target = resolution.partition(":")
     events: list[Payload] = []
     if kind == "abandon":
         events.append(AttemptAbandoned(attempt=target, reason=f"merge conflict: {reason}"))
@@ -124,7 +136,7 @@ def decide(state: State, command: Resolve) -> list[Payload]:
                 reason=f"merge conflict: {reason}",
             )
         )
-    events.append(ConflictResolved(conflict=conflict, resolution=command.resolution, reason=reason))
+    events.append(ConflictResolved(conflict=conflict, resolution=resolution, reason=reason))
     return events
 
 

@@ -269,6 +269,24 @@ def schema_findings(events: Sequence[Event], lines: Sequence[int] | None = None)
     return findings
 
 
+def ownership_findings(events: Sequence[Event], op: str) -> list[str]:
+    """Every event belongs to the op of its folder: one genesis, the `op.initialized` of `op`,
+    that every other event follows (a union with another op's ledger has two)."""
+    findings = []
+    for line, event in enumerate(events, start=1):
+        where = f"line {line} ({event.id[:12]} {event.type})"
+        if event.type == ev.OpInitialized.TYPE and event.data.get("op") != op:
+            findings.append(
+                f"{where}: initializes op {event.data.get('op')!r}, not {op!r}: this ledger "
+                "holds another op's events; restore it from git before the merge that mixed them"
+            )
+        elif event.type == ev.OpInitialized.TYPE and line > 1:
+            findings.append(f"{where}: a second op.initialized; the op was created twice")
+        elif not event.parents and line > 1:
+            findings.append(f"{where}: starts a second history in the ledger (no parents)")
+    return findings
+
+
 def provenance_summary(events: Sequence[Event]) -> dict[str, int]:
     """How many measurements and evidence were run by the ledger, parsed, or only reported."""
     counts: Counter[str] = Counter()
@@ -315,6 +333,7 @@ def audit_op(ledger: OpLedger) -> dict[str, Any]:
     lines = list(range(1, len(events) + 1))
     findings = [f"{path}:{f}" for f in integrity]
     findings += [f"{path}:{f}" for f in schema_findings(events, lines)]
+    findings += [f"{path}:{f}" for f in ownership_findings(events, ledger.op)]
     findings += [f"{path}:{f}" for f in legality_findings(events, lines)]
     findings += merge.order_findings(ledger.file_store, ledger.op)
     findings += check_memory_file(ledger, loaded)

@@ -1,0 +1,131 @@
+"""Protocol conflicts of merged branches: which combinations replay records, their texts, and
+when they stop competing (DESIGN §8).
+
+A merged ledger interleaves the batches of two branches in canonical order, so replay passes
+through moments no branch ever saw (two attempts started, neither finished yet). Only outcomes
+that still compete are conflicts: two attempts or points both still open, two adopted bests,
+steps after a stop, two branches in different stages. A conflict
+whose cause is gone by the end of the interleaving (each branch finished its attempt) is
+dropped by the fold itself, so nobody has to resolve what does not exist.
+
+The texts are the conflicts' identity: `conflict.resolved` names one by its text, and
+ledger/git/resolve.py reads the parties back with the patterns below (their one home).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ledger.domain.state import State
+from ledger.schema.events import STAGES
+
+PENDING = re.compile(r"attempts (?P<a>\S+) and (?P<b>\S+) pending at once")
+AFTER_STOP = re.compile(r"attempt (?P<a>\S+) started after the campaign stopped \(.*\)")
+PENDING_AT_STOP = re.compile(
+    r"attempt (?P<a>\S+) was pending on another branch when the campaign stopped \(.*\)"
+)
+TWO_BESTS = re.compile(
+    r"attempt (?P<a>\S+) was adopted against best \S+ while attempt "
+    r"(?P<b>\S+) was the best \(adopted on another branch\)"
+)
+POINTS = re.compile(r"points (?P<a>.+) and (?P<b>.+) open at once")
+STAGES_APART = re.compile(r"stages (?P<a>\S+) and (?P<b>\S+) in progress on two branches")
+
+
+# --- R6: attempts pending at once ----------------------------------------------------------------
+
+
+def attempt_started(state: State, attempt: str) -> None:
+    """Record two attempts pending at once (R6) and an attempt started after a stop (R10)."""
+    if state.pending is not None:
+        state.record_conflict(f"attempts {state.pending} and {attempt} pending at once")
+    if state.stopped is not None:
+        state.record_conflict(
+            f"attempt {attempt} started after the campaign stopped ({state.stopped})"
+        )
+
+
+def attempt_finished(state: State, attempt: str, status: str) -> None:
+    """Re-derive the pending-at-once conflicts after an attempt finished: two branches that
+    each finished their attempt leave none, three that left two pending leave one (R6). An
+    attempt abandoned no longer goes on after a stop (R10: a user stop abandons the pending
+    attempt in its own batch, right after the stop event)."""
+    if status == "abandoned":
+        state.conflicts[:] = [
+            c
+            for c in state.conflicts
+            if not ((m := PENDING_AT_STOP.fullmatch(c)) and m.group("a") == attempt)
+        ]
+    if not any(PENDING.fullmatch(c) for c in state.conflicts):
+        return
+    state.conflicts[:] = [c for c in state.conflicts if not PENDING.fullmatch(c)]
+    pending = [a.id for a in state.attempts.values() if a.status == "pending"]
+    if len(pending) >= 2:
+        state.record_conflict(f"attempts {pending[-2]} and {pending[-1]} pending at once")
+
+
+# --- R7: points open at once ---------------------------------------------------------------------
+
+
+def point_closed(state: State) -> None:
+    """Re-derive the open-at-once conflicts after a point closed (R7), as for attempts."""
+    if not any(POINTS.fullmatch(c) for c in state.conflicts):
+        return
+    state.conflicts[:] = [c for c in state.conflicts if not POINTS.fullmatch(c)]
+    still_open = [p.name for p in state.points.values() if p.is_open]
+    if len(still_open) >= 2:
+        state.record_conflict(f"points {still_open[-2]} and {still_open[-1]} open at once")
+
+
+# --- R8: two adopted bests -----------------------------------------------------------------------
+
+
+def adopted(state: State, attempt: str, compared: str | None) -> None:
+    """Record two bests adopted on two branches (R8): an adoption against a best that is not
+    the best replay holds. A later adoption on either branch carries the conflict forward,
+    so it always names the two bests that compete now."""
+    for conflict in state.conflicts:
+        match = TWO_BESTS.fullmatch(conflict)
+        if match and compared in match.groups():
+            rival = match.group("b") if compared == match.group("a") else match.group("a")
+            state.conflicts.remove(conflict)
+            state.record_conflict(_two_bests(attempt, compared, rival))
+            return
+    current = state.best.attempt if state.best is not None else None
+    if compared != current:
+        state.record_conflict(_two_bests(attempt, compared, current))
+
+
+def _two_bests(attempt: str, compared: str | None, rival: str | None) -> str:
+    return (
+        f"attempt {attempt} was adopted against best {compared or 'baseline'} while attempt "
+        f"{rival or 'baseline'} was the best (adopted on another branch)"
+    )
+
+
+# --- R10: steps after a stop ---------------------------------------------------------------------
+
+
+def stopped(state: State) -> None:
+    """Record an attempt another branch still had pending when the campaign stopped (R10):
+    on one branch a stop abandons the pending attempt first, so only a merge leaves one."""
+    if state.pending is not None and state.stopped is not None:
+        state.record_conflict(
+            f"attempt {state.pending} was pending on another branch when the campaign "
+            f"stopped ({state.stopped})"
+        )
+
+
+# --- R4: stages ----------------------------------------------------------------------------------
+
+
+def stage_step(state: State, stage: str) -> bool:
+    """Record two branches in different stages (R4) when a step of `stage` comes after a later
+    stage was entered; True when `stage` is behind the current one (the later stage stays)."""
+    current = state.stage
+    if current is None or stage == current or stage not in STAGES or current not in STAGES:
+        return False
+    if STAGES.index(stage) > STAGES.index(current):
+        return False
+    state.record_conflict(f"stages {stage} and {current} in progress on two branches")
+    return True

@@ -1,0 +1,119 @@
+"""Managed sections of a merged MEMORY.md, rendered from the merged ledger (DESIGN §8).
+
+git runs the drivers of one merge (or one picked commit) before it writes anything to the work
+tree, in reverse path order, so `custom/<op>/events.jsonl` is merged before
+`custom/<op>/MEMORY.md`. The ledger driver leaves its result in `$GIT_DIR/tune-ledger/merged/`
+and the MEMORY.md driver takes it from there and renders from it: the merge commit holds a
+current MEMORY.md with no manual step. When git merged the ledger without the driver (only one
+side changed it), the merged ledger is one side's, and that side's MEMORY.md was rendered from
+it. Whatever cannot be told for sure keeps our sections, which `check` reports stale.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+from pathlib import Path, PurePosixPath
+
+from ledger.domain.replay import replay
+from ledger.errors import LedgerError
+from ledger.log import chain
+from ledger.projections import memory_file, splice
+from stages.policy import effective_policy
+
+_STASH = PurePosixPath("tune-ledger") / "merged"
+_LAST = re.compile(r"<!-- tune-ledger:rendered-from op=\S+ events=\d+ last=(?P<last>[0-9a-f]+)")
+
+
+def ledger_of(memory_path: str) -> str:
+    """The ledger beside a MEMORY.md path (`custom/<op>/events.jsonl`)."""
+    return str(PurePosixPath(memory_path).parent / "events.jsonl")
+
+
+def stash(ledger_path: str, data: bytes) -> None:
+    """Leave the merged ledger for the MEMORY.md driver of the same merge (best effort)."""
+    folder = _git_dir()
+    if folder is None:
+        return
+    target = folder / _STASH / ledger_path
+    with contextlib.suppress(OSError):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def _take_stash(ledger_path: str) -> bytes | None:
+    folder = _git_dir()
+    if folder is None:
+        return None
+    target = folder / _STASH / ledger_path
+    try:
+        data = target.read_bytes()
+        target.unlink()
+    except OSError:
+        return None
+    return data
+
+
+def _git_dir() -> Path | None:
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--absolute-git-dir"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(done.stdout.decode().strip()) if done.returncode == 0 else None
+
+
+def _ids(data: bytes, name: str) -> set[str]:
+    return {event.id for event in chain.scan(data, name).events}
+
+
+def _last_rendered(text: str) -> str | None:
+    found = _LAST.search(text)
+    return found.group("last") if found else None
+
+
+def bodies_source(memory_path: str, theirs_text: str) -> bytes | str | None:
+    """What the merged MEMORY.md's managed sections come from: the merged ledger's bytes,
+    "theirs" (git took their ledger as it is), or None (keep ours)."""
+    ledger_path = ledger_of(memory_path)
+    theirs_last = _last_rendered(theirs_text)
+    try:
+        ours = Path(ledger_path).read_bytes()  # git has not touched the work tree yet
+    except OSError:
+        return None
+    try:
+        ours_ids = _ids(ours, ledger_path)
+        merged = _take_stash(ledger_path)
+        if merged is not None:
+            merged_ids = _ids(merged, ledger_path)
+            # A stash of an earlier, abandoned merge would lack what this one brings.
+            if ours_ids <= merged_ids and (theirs_last is None or theirs_last in merged_ids):
+                return merged
+        if theirs_last is None or theirs_last in ours_ids:
+            return ours  # their ledger adds nothing to ours
+    except LedgerError:
+        return None
+    return "theirs"  # their ledger is ahead and git took it: its MEMORY.md was rendered from it
+
+
+def render(text: str, ledger: bytes, name: str) -> str:
+    """`text` with its managed sections rendered from `ledger` (LedgerError if damaged)."""
+    state = replay(chain.scan(ledger, name).events)
+    position = memory_file.Position(events=state.event_count, last=state.last_event or "")
+    return memory_file.render_memory(text, state, effective_policy(state), position)
+
+
+def with_bodies_of(text: str, source: str) -> str:
+    """`text` with the managed bodies of `source` (both with intact markers)."""
+    present = {section.name for section in splice.find_sections(text)}
+    bodies = {
+        s.name: splice.normalize_newlines(s.body)
+        for s in splice.find_sections(source)
+        if s.name in present
+    }
+    return splice.splice(text, bodies) if bodies else text
