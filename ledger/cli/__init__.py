@@ -58,6 +58,8 @@ COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
         "resolve",
     ),
     "ledger.cli.priors": ("priors",),
+    "ledger.cli.mcp": ("mcp",),
+    "ledger.cli.agent_setup": ("agent-setup",),
 }
 
 

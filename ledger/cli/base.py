@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,13 @@ def _existing_folder(root: str) -> Path:
     return path
 
 
+# A long-lived caller (the MCP server, ledger/mcp) keeps each op's OpLedger between commands,
+# so that its replayed state is reused; set while it runs a command. None: one per command.
+open_ledgers: ContextVar[Callable[[Path, str], OpLedger] | None] = ContextVar(
+    "open_ledgers", default=None
+)
+
+
 class Ctx:
     """Global options shared by every command, and the arguments the process was given."""
 
@@ -50,12 +58,15 @@ class Ctx:
         self.as_json = as_json
         self.key = key
         self.argv = list(sys.argv[1:] if argv is None else argv)
+        self.ledgers = open_ledgers.get()
 
     def op(self, name: str, *, must_exist: bool = True) -> OpLedger:
         """The op's ledger, refusing an unknown or unsafe op name (exit 2)."""
         from ledger.shell.api import OpLedger
 
-        ledger = OpLedger(self.root, name)
+        ledger = (
+            OpLedger(self.root, name) if self.ledgers is None else self.ledgers(self.root, name)
+        )
         if must_exist:
             ledger.require()
         return ledger

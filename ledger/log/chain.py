@@ -11,6 +11,7 @@ import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
+import attrs
 from attrs import frozen
 
 from ledger.errors import LedgerDamaged
@@ -160,6 +161,9 @@ class Tip:
     repaired: frozenset[str]
     # The backend's fingerprint of the bytes this tip was read from (see FileStore).
     stamp: object = None
+    # The walker that verified these bytes, kept to verify only what is appended after them
+    # (`resume`); None when the tip cannot be resumed from (a torn tail, a keeping scan).
+    cursor: Walker | None = attrs.field(default=None, eq=False, repr=False)
 
 
 def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Tip:
@@ -185,6 +189,7 @@ def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Tip:
             events=len(log.events),
             repaired=frozenset(walker.repaired),
         )
+    walker.position = len(data)
     return Tip(
         name=name,
         head=tuple(sorted(walker.heads)),
@@ -193,6 +198,40 @@ def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Tip:
         torn=None,
         events=len(lines),
         repaired=frozenset(walker.repaired),
+        cursor=walker,
+    )
+
+
+def resume(tip: Tip, appended: bytes, sink: Callable[[Event], object]) -> Tip | None:
+    """Verify `appended`, the bytes written after `tip`'s clean end, with the walker that
+    verified the bytes before, handing each event to `sink`; the tip after them, or None when
+    they are not complete, valid batches (a torn tail, damage): the caller must then read the
+    whole ledger again, which names the tail or the damage exactly, and drop what `sink` got."""
+    walker = tip.cursor
+    if walker is None or walker.position != tip.size:
+        return None  # another tip's resume or append moved this walker on
+    walker.position = -1  # spent until it verifies the new bytes cleanly
+    lines, rest = split_lines(appended)
+    if rest:
+        return None
+    walker.sink = sink
+    try:
+        with paused_gc():
+            walker.feed(lines)
+    except BadLine:
+        return None
+    if walker.open or walker.pending:
+        return None
+    walker.position = tip.size + len(appended)
+    return Tip(
+        name=tip.name,
+        head=tuple(sorted(walker.heads)),
+        lamport=walker.max_lamport,
+        size=walker.position,
+        torn=None,
+        events=tip.events + len(lines),
+        repaired=tip.repaired | walker.repaired,
+        cursor=walker,
     )
 
 

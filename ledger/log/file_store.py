@@ -48,6 +48,13 @@ class FileStore(Store):
         with opened_for_reading(self.path) as fd:
             return (b"", None) if fd is None else (_read_all(fd), _identity(fd))
 
+    def _read_from(self, offset: int) -> tuple[object, bytes]:
+        with opened_for_reading(self.path) as fd:
+            if fd is None:
+                return None, b""
+            size = os.fstat(fd).st_size
+            return _identity(fd), os.pread(fd, max(size - offset, 0), offset)
+
     def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
         with opened_for_reading(self.path) as fd:
             return (None, 0, b"") if fd is None else _stamp_of(fd, tail)

@@ -51,6 +51,10 @@ class MemoryStore(Store):
         with self._lock:
             return self._data, self._generation
 
+    def _read_from(self, offset: int) -> tuple[object, bytes]:
+        with self._lock:
+            return self._generation, self._data[offset:]
+
     def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
         with self._lock:
             return _MemorySession(self).stamp(tail)

@@ -28,7 +28,14 @@ from ledger.log.quarantine import (
     quarantined,
 )
 from ledger.log.record import Draft, Event
-from ledger.log.tip_stamp import stamp_of, tip_after, unchanged_since
+from ledger.log.tip_stamp import (
+    Stamp,
+    appended_since,
+    stamp_after,
+    stamp_of,
+    tip_after,
+    unchanged_since,
+)
 from ledger.log.verification import Finding
 
 
@@ -93,6 +100,20 @@ class Store(ABC):
             return tip  # the next append has a repair to make: it takes the full path
         stamp = stamp_of(identity, data, next_quarantine_name(self.name, names))
         return evolve(tip, stamp=stamp)
+
+    def stream_after(self, tip: Tip, sink: Callable[[Event], object]) -> Tip | None:
+        """Verify only the bytes appended since `tip` (a tip from `stream`), handing their events
+        to `sink`; None when that cannot be done (the prefix was rewritten, replaced or repaired,
+        or the new bytes hold a torn tail or damage): then `sink` may have seen some events, its
+        state must be dropped, and `stream` reads the whole ledger (and names any damage)."""
+        found = appended_since(tip, self._read_from, self.quarantine_exists)
+        if found is None or not isinstance(tip.stamp, Stamp):
+            return None
+        identity, data = found
+        resumed = chain.resume(tip, data[len(tip.stamp.tail) :], sink)
+        if resumed is None:
+            return None
+        return evolve(resumed, stamp=stamp_after(tip.stamp, identity, data))
 
     def append(
         self,
@@ -192,6 +213,11 @@ class Store(ABC):
     def _read_stamped(self) -> tuple[bytes, object]:
         """The ledger's bytes as one consistent snapshot, and the identity of what holds them
         (a file replaced by a checkout is another file, even with the same bytes)."""
+
+    @abstractmethod
+    def _read_from(self, offset: int) -> tuple[object, bytes]:
+        """The identity of what holds the ledger and its bytes from `offset` to the end, as one
+        consistent snapshot."""
 
     @abstractmethod
     def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:

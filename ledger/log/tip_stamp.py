@@ -18,6 +18,8 @@ TAIL = 4096
 
 # A backend's (identity, size, last bytes) of the ledger now, given how many last bytes.
 StampNow = Callable[[int], tuple[object, int, bytes]]
+# A backend's (identity, bytes from an offset to the end) of the ledger now.
+ReadFrom = Callable[[int], tuple[object, bytes]]
 
 
 @frozen
@@ -58,6 +60,11 @@ def tip_after(tip: Tip, events: Sequence[Event], written: bytes) -> Tip:
     stamp = tip.stamp
     assert isinstance(stamp, Stamp)  # the fast path is only taken with a stamped tip
     size = stamp.size + len(written)
+    cursor = tip.cursor
+    if cursor is not None and cursor.position == stamp.size:
+        cursor.take_written(events, size)
+    else:
+        cursor = None
     # Built directly: attrs.evolve inspects the class on every call, which an append notices.
     return Tip(
         name=tip.name,
@@ -73,4 +80,32 @@ def tip_after(tip: Tip, events: Sequence[Event], written: bytes) -> Tip:
             tail=(stamp.tail + written)[-TAIL:],
             next_quarantine=stamp.next_quarantine,
         ),
+        cursor=cursor,
+    )
+
+
+def appended_since(
+    tip: Tip, read_from: ReadFrom, quarantine_exists: Callable[[str], bool]
+) -> tuple[object, bytes] | None:
+    """The bytes appended after `tip` and the holder's identity, when the ledger still holds
+    the bytes `tip` was read from as its prefix (same holder, its last 4 KiB unchanged, no
+    quarantine file since); None when the prefix was rewritten, replaced or repaired."""
+    stamp = tip.stamp
+    if not isinstance(stamp, Stamp) or quarantine_exists(stamp.next_quarantine):
+        return None
+    start = stamp.size - len(stamp.tail)
+    identity, data = read_from(start)
+    if identity != stamp.identity or not data.startswith(stamp.tail):
+        return None
+    return identity, data
+
+
+def stamp_after(stamp: Stamp, identity: object, data: bytes) -> Stamp:
+    """The stamp of a ledger that now ends with `data` (read from `stamp`'s tail on)."""
+    start = stamp.size - len(stamp.tail)
+    return Stamp(
+        identity=identity,
+        size=start + len(data),
+        tail=data[-TAIL:],
+        next_quarantine=stamp.next_quarantine,
     )

@@ -72,6 +72,9 @@ class Walker:
         self.sink = sink
         self.pending: list[Event] = []  # with a sink: the parts of the batch being read
         self.repaired: set[str] = set()  # quarantine files named by ledger.repaired events
+        # The byte count of the clean prefix this walker has verified, when a stream keeps it
+        # to verify only what is appended later (`chain.resume`); -1 while it cannot resume.
+        self.position = -1
 
     def _deliver(self, event: Event) -> None:
         """Hand `event` to the sink once its batch is complete (all or none, DESIGN §4)."""
@@ -164,6 +167,16 @@ class Walker:
             else:
                 deliver(event)
         self.max_lamport = max_lamport
+
+    def take_written(self, events: Sequence[Event], position: int) -> None:
+        """Take in a batch this process sealed after the walker's head and wrote itself (valid
+        by construction), so that the walker can still resume at `position`."""
+        for event in events:
+            self.lamports[event.id] = event.lamport
+            self.heads.difference_update(event.parents)
+            self.heads.add(event.id)
+            self.max_lamport = max(self.max_lamport, event.lamport)
+        self.position = position
 
     def diagnose(self, index: int, line: bytes) -> BadLine:
         """Why `line` (the `index`-th, 0-based) cannot be the next event."""

@@ -105,11 +105,20 @@ class OpLedger:
         While nothing has written to the ledger since, a later call returns the same Loaded
         (checked as an append checks its tip): one CLI command looks up a retried key, resolves
         an attempt id and then decides, and each used to replay the whole ledger. `execute`
-        folds its new events into that state and keeps it with the tip after its append."""
+        folds its new events into that state and keeps it with the tip after its append.
+        When another writer appended since, only its bytes are verified and folded (a server
+        keeps its OpLedgers between calls); a rewritten or damaged ledger is read again whole."""
         self.require()
         kept = self._loaded
-        if kept is not None and self.store.unchanged_since(kept.tip):
-            return kept
+        if kept is not None:
+            if self.store.unchanged_since(kept.tip):
+                return kept
+            tip = self.store.stream_after(kept.tip, partial(evolve, kept.state))
+            if tip is not None:
+                self._loaded = Loaded(tip=tip, state=kept.state)
+                return self._loaded
+            # The kept state may hold part of what could not be resumed: it is dropped.
+            self._loaded = None
         state = State()
         tip = self.store.stream(partial(evolve, state))
         self._loaded = Loaded(tip=tip, state=state)

@@ -1,0 +1,100 @@
+"""Running one `tune-ledger --json` command in the server's process, on warm OpLedgers.
+
+Each tool is the CLI command of the same step, run through `ledger.cli.main` as the console
+script runs it: the same parsing, gates, messages, JSON objects and exit codes, so the server
+cannot drift from the CLI. What the server adds is memory: the OpLedger of each op is kept
+between calls (`ledger.cli.base.open_ledgers`), so a call folds only what was appended since
+the last one instead of replaying the whole ledger.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+from mcp.types import CallToolResult, TextContent
+
+from ledger.cli import main
+from ledger.cli.base import open_ledgers
+from ledger.shell.api import OpLedger
+
+
+class Ledgers:
+    """The OpLedger of each (root, op) this server has used, kept for its replayed state."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[Path, str], OpLedger] = {}
+
+    def __call__(self, root: Path, op: str) -> OpLedger:
+        """The kept OpLedger of `op` under `root`, opened on first use."""
+        key = (root.resolve(), op)
+        ledger = self._kept.get(key)
+        if ledger is None:
+            ledger = OpLedger(root, op)  # refuses an unsafe op name before it is kept
+            self._kept[key] = ledger
+        return ledger
+
+
+class Invoker:
+    """Runs CLI commands with `--root ROOT --json`, one at a time, on kept OpLedgers."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.ledgers = Ledgers()
+        # One command at a time: the commands print through the process's sys.stdout, which
+        # is redirected for each, and one writer per op keeps the kept states simple.
+        self._lock = threading.Lock()
+
+    def run(self, argv: list[str]) -> tuple[int, dict[str, Any]]:
+        """The command's exit code and JSON object (the CLI's error object when it refused)."""
+        code, printed = self.run_raw(["--root", str(self.root), "--json", *argv])
+        data = _one_object(printed, code)
+        if code != 0:
+            data.setdefault("code", code)
+        return code, data
+
+    def call(self, argv: list[str]) -> CallToolResult:
+        """The command as a tool's result: its JSON object, or, when it exits non-zero, a tool
+        error whose text is exactly the CLI's JSON error object (rule, blocking, next...)."""
+        code, data = self.run(argv)
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)],
+            structured_content=data,
+            is_error=code != 0,
+        )
+
+    def run_raw(self, argv: list[str]) -> tuple[int, str]:
+        """Run `tune-ledger ARGV` in this process; its exit code and what it printed."""
+        out, err = io.StringIO(), io.StringIO()
+        with self._lock, redirect_stdout(out), redirect_stderr(err):
+            token = open_ledgers.set(self.ledgers)
+            try:
+                main(argv)
+                code = 0
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            finally:
+                open_ledgers.reset(token)
+        return code, out.getvalue()
+
+
+def _one_object(printed: str, code: int) -> dict[str, Any]:
+    """The one JSON object a `--json` command prints (an error object if it printed none)."""
+    lines = [line for line in printed.splitlines() if line.strip()]
+    try:
+        value = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        return value
+    return {
+        "error": f"the command printed no JSON object (exit {code})",
+        "kind": "LedgerError",
+        "code": code or 1,
+        "next": "report it as a bug with the tool's arguments",
+    }

@@ -1,0 +1,36 @@
+"""The prompt that walks an agent through the tuning protocol with this server's tools."""
+
+from __future__ import annotations
+
+PROTOCOL = """\
+You tune the PyPTO kernel custom/{op}/ through the tune-ledger tools. The ledger is the only
+truth: every step is a tool call, and a refused call tells you why (its `rule`, the `blocking`
+fact, the `next` action and the `allowed` steps). Never work around a refusal; do what `next` says.
+
+0. Start or resume: call `resume` (op="{op}"). If the op has no ledger, call `init`.
+   Read the resource memory://{op} (MEMORY.md) and spec://{op} (SPEC.md) before deciding.
+1. Activation (R1): `evidence_compare` (the E2E tensor compare, `run` lets the ledger run it),
+   `evidence_layout`, then `activate`. Code 5 means hand back: accuracy is not frozen; stop.
+2. Target sheet (R3): `target` with the measured baseline, the SPEC's P0 shape, the target and
+   its source (or `from_spec`). Tile shapes stay within the limits; `relax` needs measured data.
+3. Skills (R2): `skill_load` pypto-op-perf-tune and perf-analyzer; a stage's tune skill only
+   inside that stage; `skill_unload` to free the budget.
+4. Stages (R4) in order: frontend, swimlane, incore, algorithm (`stage_enter`, `stage_exit`).
+   In each: `point_open` one point at a time (R7); `priors` proposes candidates with their
+   provenance; `candidate` for each (a full config and its prior); then `try` single-parameter
+   changes (`change` = PARAM=JSON) of the best (R5: one change at a time; R6: one pending).
+5. Every attempt ends with `measure` (the ledger runs SPEC's verifier) or `verify` (you give
+   outputs, layout exit and times), or `fail` with its category. The ledger gives the verdict
+   (R8): adopt, no-gain, rollback, target-reached. Never retry a failed or measured config
+   (R9, code 4). `point_close` when a point is done; a point also closes when exhausted.
+6. Stop (R10): target-reached or the utilization stop end the campaign (code 6 afterwards);
+   the user may `stop`. Write the `report` at the end. `audit` re-derives everything.
+Codes: 2 bad input (fix the value), 3 a rule refused (read `next`), 4 a retry (choose another
+idea), 5 hand back, 6 stopped, 7 ledger damaged (stop and tell the user; never edit the file).
+After a crash: `resume`; a pending attempt is measured again or `abandon`ed.
+"""
+
+
+def protocol(op: str) -> str:
+    """The protocol walk for `op`."""
+    return PROTOCOL.format(op=op)

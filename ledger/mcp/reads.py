@@ -1,0 +1,132 @@
+"""The read side as tools (status, resume, log, priors, audit, check, report, render), each
+op's MEMORY.md, status and SPEC.md as resources, and a prompt that walks the protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from ledger.domain.units import check_op_name
+from ledger.mcp.arguments import Failure, Op, Stage, Verdict, options
+from ledger.mcp.invoke import Invoker
+
+Result = CallToolResult
+
+
+class ReadTools:
+    """The commands that read (and `report`/`render`, which write only projections)."""
+
+    def __init__(self, invoker: Invoker) -> None:
+        self.invoker = invoker
+
+    def status(self, op: Op) -> Result:
+        """Where the campaign stands: activated, target sheet, stage, skills, pending attempt,
+        best, points, stopped, and `allowed` (the steps allowed next)."""
+        return self.invoker.call(["status", op])
+
+    def resume(self, op: Op) -> Result:
+        """What an interrupted agent must reload and run next (call it first after any
+        interruption)."""
+        return self.invoker.call(["resume", op])
+
+    def log(
+        self,
+        op: Op,
+        stage: Annotated[Stage | None, Field(description="Only this stage's attempts.")] = None,
+        verdict: Annotated[
+            Verdict | None, Field(description="Only attempts with this verdict.")
+        ] = None,
+        failure: Annotated[
+            Failure | None, Field(description="Only attempts that failed this way.")
+        ] = None,
+        limit: Annotated[int | None, Field(description="Only the last N attempts.", ge=1)] = None,
+    ) -> Result:
+        """The attempts, with their configs, times and verdicts."""
+        argv = options(stage=stage, verdict=verdict, failure=failure, limit=limit)
+        return self.invoker.call(["log", op, *argv])
+
+    def priors(
+        self,
+        op: Op,
+        point: Annotated[
+            str | None, Field(description="Propose for this point (default: the open one).")
+        ] = None,
+        keys: Annotated[
+            str | None, Field(description="Config keys to propose values for, comma-separated.")
+        ] = None,
+        count: Annotated[
+            int | None, Field(description="How many candidates (default about 10).", ge=1)
+        ] = None,
+        from_source: Annotated[
+            list[str] | None,
+            Field(description="PyPTO kernel source folders or files to scan for literal configs."),
+        ] = None,
+    ) -> Result:
+        """Propose candidate configs, each with its provenance, from other ledgers, kernel sources
+        and built-in knowledge (R7)."""
+        argv = options(point=point, keys=keys, count=count, from_source=from_source)
+        return self.invoker.call(["priors", op, *argv])
+
+    def audit(self, op: Op) -> Result:
+        """Integrity, legality of every step, every verdict re-derived, provenance levels,
+        MEMORY.md (reads the whole ledger)."""
+        return self.invoker.call(["audit", op])
+
+    def check(self, op: Op) -> Result:
+        """Fail when MEMORY.md is stale or hand-edited, the ledger is not canonical, or a merge
+        conflict is unresolved."""
+        return self.invoker.call(["check", op])
+
+    def report(self, op: Op) -> Result:
+        """Write OP_tuning_report.md and its SVG chart, and record them."""
+        return self.invoker.call(["report", op])
+
+    def render(self, op: Op) -> Result:
+        """Re-render MEMORY.md's managed sections from the ledger."""
+        return self.invoker.call(["render", op])
+
+    def tools(self) -> dict[str, Any]:
+        """Each tool's name and function."""
+        return {
+            "status": self.status,
+            "resume": self.resume,
+            "log": self.log,
+            "priors": self.priors,
+            "audit": self.audit,
+            "check": self.check,
+            "report": self.report,
+            "render": self.render,
+        }
+
+
+class OpResources:
+    """Each op's MEMORY.md, status and SPEC.md, read by the op's name."""
+
+    def __init__(self, invoker: Invoker) -> None:
+        self.invoker = invoker
+
+    def _file(self, op: str, name: str) -> str:
+        path = Path(self.invoker.root) / "custom" / check_op_name(op) / name
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} does not exist")
+        return path.read_text("utf-8")
+
+    def memory(self, op: str) -> str:
+        """The op's MEMORY.md: the agent's memory and the reviewer's view."""
+        return self._file(op, "MEMORY.md")
+
+    def spec(self, op: str) -> str:
+        """The op's SPEC.md, written by people: shapes, budget, verifier."""
+        return self._file(op, "SPEC.md")
+
+    def status(self, op: str) -> str:
+        """The op's status object, as the `status` tool returns it."""
+        result = self.invoker.call(["status", op])
+        text = result.content[0]
+        if result.is_error or not isinstance(text, TextContent):
+            raise ResourceError(getattr(text, "text", "status failed"))
+        return text.text

@@ -1,0 +1,406 @@
+"""One tool per protocol step (DESIGN §3): each runs the CLI command of the same name with
+`--json` and returns its JSON object; a refusal is a tool error carrying the CLI's error
+object (rule, error, blocking, next, allowed, code)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from ledger.mcp.arguments import (
+    Attempt,
+    Config,
+    Failure,
+    Impl,
+    MaxDiffs,
+    Op,
+    Outputs,
+    OverrideRetry,
+    Percent,
+    Reason,
+    RunCommand,
+    Stage,
+    options,
+)
+from ledger.mcp.invoke import Invoker
+
+Key = Annotated[
+    str | None,
+    Field(
+        description="Idempotency key: a call retried with the same key (after a timeout or a "
+        "crash) returns the original result without appending again; never reuse it for "
+        "another call."
+    ),
+]
+Result = CallToolResult
+
+
+class StepTools:
+    """The state-changing steps, as tools over one Invoker."""
+
+    def __init__(self, invoker: Invoker) -> None:
+        self.invoker = invoker
+
+    def _run(self, key: str | None, *argv: str) -> Result:
+        return self.invoker.call([*options(idempotency_key=key), *argv])
+
+    def init(self, op: Op, idempotency_key: Key = None) -> Result:
+        """Create custom/OP/events.jsonl and MEMORY.md for a new op (the folder must hold
+        OP_impl.py's future home)."""
+        return self._run(idempotency_key, "init", op)
+
+    def evidence_compare(
+        self,
+        op: Op,
+        output: Outputs | None = None,
+        max_diff: MaxDiffs | None = None,
+        from_json: Annotated[
+            str | None, Field(description="A JSON file with outputs [{name, all_close, max_diff}].")
+        ] = None,
+        run: RunCommand = None,
+        impl: Impl = None,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Record the E2E tensor compare against the golden (R1): give `output`, `from_json` or
+        `run`."""
+        argv = options(output=output, max_diff=max_diff, from_json=from_json, run=run, impl=impl)
+        return self._run(idempotency_key, "evidence", "compare", op, *argv)
+
+    def evidence_layout(
+        self,
+        op: Op,
+        exit_code: Annotated[
+            int | None, Field(description="The layout check's exit code (0 passes).")
+        ] = None,
+        run: RunCommand = None,
+        impl: Impl = None,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Record the op's layout check (R1): its exit code, or run it with `run`."""
+        argv = options(exit_code=exit_code, run=run, impl=impl)
+        return self._run(idempotency_key, "evidence", "layout", op, *argv)
+
+    def activate(self, op: Op, impl: Impl = None, idempotency_key: Key = None) -> Result:
+        """Open tuning when both pieces of evidence pass for the current implementation (R1); a
+        failure hands back (code 5)."""
+        return self._run(idempotency_key, "activate", op, *options(impl=impl))
+
+    def target(
+        self,
+        op: Op,
+        baseline: Annotated[
+            str | float | None,
+            Field(description="The measured baseline time (`78.73us`; bare = ms)."),
+        ] = None,
+        shape: Annotated[
+            str | None,
+            Field(description="The SPEC's P0 shape measured: `32x32x1x256` or `[32, 32, 1, 256]`."),
+        ] = None,
+        target: Annotated[
+            str | float | None, Field(description="The target time (`30us`; bare = ms).")
+        ] = None,
+        target_source: Annotated[
+            Literal["spec", "upstream", "torch-eager"] | None,
+            Field(
+                description="Where the target comes from (precedence: spec, upstream, torch-eager)."
+            ),
+        ] = None,
+        source_ref: Annotated[
+            str | None, Field(description="The SPEC line or kernel the target cites.")
+        ] = None,
+        config: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="The config (JSON object) the baseline was measured with: the first "
+                "best. Default {}."
+            ),
+        ] = None,
+        tool: Annotated[
+            str | None, Field(description="The tool that measured the baseline.")
+        ] = None,
+        util: Percent = None,
+        bubble: Percent = None,
+        run: RunCommand = None,
+        from_json: Annotated[
+            str | None, Field(description="A measurement JSON file for the baseline.")
+        ] = None,
+        from_spec: Annotated[
+            bool,
+            Field(
+                description="Take shape, target and baseline config from SPEC.md's manifest and "
+                "measure the baseline with its verifier."
+            ),
+        ] = False,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Write the Performance target sheet (R3): baseline, P0 shape, target and its source."""
+        argv = options(
+            baseline=baseline, shape=shape, target=target, target_source=target_source,
+            source_ref=source_ref, config=config, tool=tool, util=util, bubble=bubble, run=run,
+            from_json=from_json, from_spec=from_spec,
+        )  # fmt: skip
+        return self._run(idempotency_key, "target", op, *argv)
+
+    def relax(
+        self,
+        op: Op,
+        what: Annotated[
+            Literal["vec", "cube"],
+            Field(description="Which tile-shape limit: vec (per axis) or cube (the shape table)."),
+        ],
+        limit: Annotated[
+            str,
+            Field(
+                description="The new limit: an int for vec (per axis), a JSON cube tile list for "
+                "cube."
+            ),
+        ],
+        basis: Annotated[
+            str,
+            Field(
+                description="The measured data that justifies it (e.g. the gain of the previous "
+                "growth)."
+            ),
+        ],
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Relax a tile-shape limit, recording the profiling data that justifies it (R3)."""
+        argv = options(what=what, limit=limit, basis=basis)
+        return self._run(idempotency_key, "relax", op, *argv)
+
+    def skill_load(
+        self,
+        op: Op,
+        name: Annotated[
+            str,
+            Field(description="The skill, e.g. pypto-op-perf-tune, perf-analyzer, tune-frontend."),
+        ],
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Load a skill within the budget (R2): tune skills only inside their stage."""
+        return self._run(idempotency_key, "skill", "load", op, name)
+
+    def skill_unload(
+        self,
+        op: Op,
+        name: Annotated[str, Field(description="A loaded skill.")],
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Unload a skill, freeing its place in the budget (R2)."""
+        return self._run(idempotency_key, "skill", "unload", op, name)
+
+    def stage_enter(
+        self,
+        op: Op,
+        name: Annotated[Stage, Field(description="The next stage of the pipeline.")],
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Enter the next stage: frontend -> swimlane -> incore -> algorithm (R4)."""
+        return self._run(idempotency_key, "stage", "enter", op, name)
+
+    def stage_exit(
+        self,
+        op: Op,
+        name: Annotated[Stage, Field(description="The current stage.")],
+        reason: Annotated[str | None, Field(description="Why the stage ends.")] = None,
+        user_stop: Annotated[
+            bool, Field(description="Exit because the user said stop (R4).")
+        ] = False,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Leave the current stage once its points are closed (R4, R7)."""
+        argv = options(reason=reason, user_stop=user_stop)
+        return self._run(idempotency_key, "stage", "exit", op, name, *argv)
+
+    def point_open(
+        self,
+        op: Op,
+        name: Annotated[str, Field(description="The optimization point, e.g. vec_tile_shape.")],
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Open an optimization point of the current stage (R7)."""
+        return self._run(idempotency_key, "point", "open", op, name)
+
+    def point_close(
+        self,
+        op: Op,
+        name: Annotated[str, Field(description="An open point.")],
+        reason: Reason,
+        not_applicable: Annotated[
+            bool, Field(description="The point does not apply to this op.")
+        ] = False,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Close an optimization point as done (or not applicable) with a reason (R7)."""
+        argv = options(reason=reason, not_applicable=not_applicable)
+        return self._run(idempotency_key, "point", "close", op, name, *argv)
+
+    def candidate(
+        self,
+        op: Op,
+        config: Config,
+        prior: Annotated[
+            str,
+            Field(
+                description="Where the candidate comes from: a kernel file:line, another op's "
+                "ledger, a `priors` proposal."
+            ),
+        ],
+        override_retry: OverrideRetry = None,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Start a candidate config from a prior (R7); returns the attempt id, then measure and
+        verify it."""
+        argv = options(config=config, prior=prior, override_retry=override_retry)
+        return self._run(idempotency_key, "candidate", op, *argv)
+
+    def try_(
+        self,
+        op: Op,
+        change: Annotated[
+            str | None,
+            Field(
+                description="One parameter change of the best config (the CLI's --set): "
+                "`PARAM=JSON`, e.g. `vec_tile_shape=[1,16,1,64]`."
+            ),
+        ] = None,
+        algorithm: Annotated[
+            str | None, Field(description="An algorithm change, described (algorithm stage only).")
+        ] = None,
+        impl: Impl = None,
+        override_retry: OverrideRetry = None,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Start one single-parameter mutation of the best (R5, R6) or an algorithm change; returns
+        the attempt id."""
+        argv = options(set_=change, algorithm=algorithm, impl=impl, override_retry=override_retry)
+        return self._run(idempotency_key, "try", op, *argv)
+
+    def measure(
+        self,
+        op: Op,
+        attempt: Attempt,
+        dry_run: Annotated[
+            bool, Field(description="Only print the verifier command; run and write nothing.")
+        ] = False,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Run SPEC.md's verifier on the attempt's config and record its verdict (R8, R11
+        measured)."""
+        return self._run(idempotency_key, "measure", op, attempt, *options(dry_run=dry_run))
+
+    def verify(
+        self,
+        op: Op,
+        attempt: Attempt,
+        output: Outputs | None = None,
+        max_diff: MaxDiffs | None = None,
+        layout_exit: Annotated[
+            int | None, Field(description="The layout check's exit code.")
+        ] = None,
+        time: Annotated[
+            list[str] | None,
+            Field(description="Measured times, one per sample (`25.17us`; bare = ms)."),
+        ] = None,
+        util: Percent = None,
+        bubble: Percent = None,
+        perf_dir: Annotated[
+            str | None, Field(description="A PyPTO output folder, or one holding measurement.json.")
+        ] = None,
+        from_json: Annotated[str | None, Field(description="A measurement JSON file.")] = None,
+        run: RunCommand = None,
+        timeout: Annotated[
+            float | None,
+            Field(
+                description="Seconds allowed to `run`; past it the attempt fails with timeout.",
+                gt=0,
+            ),
+        ] = None,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Record the verifier's result for the attempt; the ledger gives the verdict (R8): adopt,
+        no-gain, rollback or target-reached."""
+        argv = options(
+            output=output, max_diff=max_diff, layout_exit=layout_exit, time=time, util=util,
+            bubble=bubble, perf_dir=perf_dir, from_json=from_json, run=run, timeout=timeout,
+        )  # fmt: skip
+        return self._run(idempotency_key, "verify", op, attempt, *argv)
+
+    def fail(
+        self,
+        op: Op,
+        attempt: Attempt,
+        category: Annotated[Failure, Field(description="What kind of failure.")],
+        detail: Annotated[
+            str | None, Field(description="What failed: the error message or a log excerpt.")
+        ] = None,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Record a failed attempt (verdict rollback); its config is never tried again (R9)."""
+        argv = options(category=category, detail=detail)
+        return self._run(idempotency_key, "fail", op, attempt, *argv)
+
+    def abandon(
+        self, op: Op, attempt: Attempt, reason: Reason, idempotency_key: Key = None
+    ) -> Result:
+        """Give up a pending attempt (after a crash), so another can start."""
+        return self._run(idempotency_key, "abandon", op, attempt, *options(reason=reason))
+
+    def stop(self, op: Op, reason: Reason, idempotency_key: Key = None) -> Result:
+        """The user stops the campaign (R10); later steps are refused with code 6."""
+        return self._run(idempotency_key, "stop", op, *options(reason=reason))
+
+    def note(
+        self,
+        op: Op,
+        text: Annotated[str, Field(description="Free text to record.")],
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Record free text in the ledger."""
+        return self._run(idempotency_key, "note", op, *options(text=text))
+
+    def policy(
+        self,
+        op: Op,
+        key: Annotated[
+            str,
+            Field(
+                description="A policy knob, e.g. noise_threshold, patience.frontend, util_stop_pct."
+            ),
+        ],
+        value: Annotated[
+            str, Field(description='Its new value as JSON, e.g. `0.02` or `["incore"]`.')
+        ],
+        reason: Annotated[str | None, Field(description="Why the policy changes.")] = None,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Change a policy threshold of this op (recorded; later decisions apply it)."""
+        return self._run(idempotency_key, "policy", op, key, value, *options(reason=reason))
+
+    def tools(self) -> dict[str, Any]:
+        """Each tool's name and function, in protocol order."""
+        return {
+            "init": self.init,
+            "evidence_compare": self.evidence_compare,
+            "evidence_layout": self.evidence_layout,
+            "activate": self.activate,
+            "target": self.target,
+            "relax": self.relax,
+            "skill_load": self.skill_load,
+            "skill_unload": self.skill_unload,
+            "stage_enter": self.stage_enter,
+            "stage_exit": self.stage_exit,
+            "point_open": self.point_open,
+            "point_close": self.point_close,
+            "candidate": self.candidate,
+            "try": self.try_,
+            "measure": self.measure,
+            "verify": self.verify,
+            "fail": self.fail,
+            "abandon": self.abandon,
+            "stop": self.stop,
+            "note": self.note,
+            "policy": self.policy,
+        }

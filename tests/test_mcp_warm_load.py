@@ -1,0 +1,190 @@
+"""A kept OpLedger (the MCP server's warm state) folds only what another writer appended, and
+never keeps a stale or damaged state: torn tails, tampered lines and rewritten prefixes fall
+back to the full read, which names them as the CLI does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from driver import IMPL, candidate, compare, layout, sheet, vec, verify
+
+from ledger.domain.replay import replay
+from ledger.domain.state import State
+from ledger.errors import LedgerDamaged
+from ledger.log.store import FileStore, MemoryStore, Store
+from ledger.shell.api import OpLedger
+from stages import commands as cmd
+
+OP = "softmax"
+Open = Callable[[], OpLedger]
+
+
+@pytest.fixture(params=["file", "memory"])
+def open_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Open:
+    """Opens OpLedgers of one op over one store: the ledger file, or one shared MemoryStore."""
+    if request.param == "file":
+        return lambda: OpLedger(tmp_path, OP)
+    store = MemoryStore()
+    return lambda: OpLedger(tmp_path, OP, store=store)
+
+
+def _fresh_state(store: Store) -> State:
+    return replay(store.read().events)
+
+
+def _pending(ledger: OpLedger) -> str:
+    for command in (
+        cmd.Init(op=OP),
+        compare(),
+        layout(),
+        cmd.Activate(impl_digest=IMPL),
+        cmd.LoadSkill(name="pypto-op-perf-tune"),
+        sheet(),
+        cmd.EnterStage(stage="frontend"),
+        cmd.LoadSkill(name="tune-frontend"),
+        cmd.OpenPoint(name="F-1"),
+    ):
+        ledger.execute(command)
+    return ledger.execute(candidate(vec_tile_shape=vec(32))).events[0].id[:12]
+
+
+def _raw(store: Store) -> bytes:
+    return store.raw if isinstance(store, MemoryStore) else Path(store.name).read_bytes()
+
+
+def _append_behind(store: Store, data: bytes) -> None:
+    """Bytes added to the ledger's end the way a careless writer would (same holder)."""
+    if isinstance(store, MemoryStore):
+        with store._lock:  # an in-place append: the holder stays the same
+            store._data += data
+        return
+    with open(store.name, "ab") as out:
+        out.write(data)
+
+
+@pytest.fixture
+def count_full_streams(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the stores read whole (`Store.stream`) from now on."""
+    streams: list[str] = []
+    original = Store.stream
+
+    def counted(self: Store, sink: Callable[..., object]) -> object:
+        streams.append(self.name)
+        return original(self, sink)
+
+    monkeypatch.setattr(Store, "stream", counted)
+    return streams
+
+
+def test_another_writers_append_is_folded_without_a_full_read(
+    open_ledger: Open, count_full_streams: list[str]
+) -> None:
+    """A kept OpLedger resumes from its tip: the other writer's events are folded on top."""
+    attempt = _pending(open_ledger())
+    kept = open_ledger()
+    kept.load()
+    count_full_streams.clear()
+    open_ledger().execute(verify(attempt, 90.0))
+    open_ledger().execute(cmd.AddNote(text="from the CLI"))
+    loaded = kept.load()
+    assert len(count_full_streams) == 2  # the two other writers' own loads, not the kept one
+    assert loaded.state == _fresh_state(kept.store)
+    assert loaded.state.notes == ["from the CLI"]
+    assert loaded.state.attempts[attempt].verdict == "adopt"
+    assert loaded.tip.events == len(kept.store.read().events)
+    assert loaded.tip.head == kept.store.read().head
+
+
+def test_own_and_other_appends_interleave_without_a_full_read(
+    open_ledger: Open, count_full_streams: list[str]
+) -> None:
+    """After its own append the kept OpLedger still resumes when another writer follows."""
+    _pending(open_ledger())
+    kept = open_ledger()
+    other = open_ledger()
+    for number in range(3):
+        kept.execute(cmd.AddNote(text=f"kept {number}"))
+        other.execute(cmd.AddNote(text=f"other {number}"))
+    count_full_streams.clear()
+    state = kept.load().state
+    assert count_full_streams == []
+    assert state == _fresh_state(kept.store)
+    assert state.notes == [f"{who} {n}" for n in range(3) for who in ("kept", "other")]
+
+
+def test_a_torn_tail_appended_behind_the_back_falls_back_to_the_full_read(
+    open_ledger: Open,
+) -> None:
+    """An unterminated last line is not folded: the full read reports it as torn."""
+    _pending(open_ledger())
+    kept = open_ledger()
+    before = kept.load().state.event_count
+    _append_behind(kept.store, b'{"id":"0123')
+    loaded = kept.load()
+    assert loaded.tip.torn is not None
+    assert loaded.state.event_count == before
+    assert loaded.state == _fresh_state(kept.store)
+
+
+def test_a_tampered_line_appended_behind_the_back_is_damage(open_ledger: Open) -> None:
+    """A valid-looking line whose id does not match its bytes is refused with exit 7, naming
+    its line, and the kept state is not returned afterwards."""
+    _pending(open_ledger())
+    kept = open_ledger()
+    kept.load()
+    raw = _raw(kept.store)
+    last = raw.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    forged = last.replace(b'"lamport":', b'"lamport":9', 1) + b"\n"
+    _append_behind(kept.store, forged)
+    line = raw.count(b"\n") + 1
+    with pytest.raises(LedgerDamaged, match=f":{line}:") as damaged:
+        kept.load()
+    assert damaged.value.code == 7
+    with pytest.raises(LedgerDamaged):
+        kept.load()
+
+
+def test_a_valid_batch_then_damage_never_leaves_a_half_folded_state(open_ledger: Open) -> None:
+    """When the new bytes hold a good batch and then a bad line, nothing of them is kept:
+    once the bad line is cut away the state is the ledger's exactly."""
+    _pending(open_ledger())
+    kept = open_ledger()
+    kept.load()
+    clean = _raw(kept.store)
+    open_ledger().execute(cmd.AddNote(text="good"))
+    good = _raw(kept.store)
+    _append_behind(kept.store, b'{"id":"not an event"}\n')
+    with pytest.raises(LedgerDamaged):
+        kept.load()
+    _restore(kept.store, good)
+    assert kept.load().state == _fresh_state(kept.store)
+    assert kept.load().state.notes == ["good"]
+    assert clean != good
+
+
+def test_a_rewritten_prefix_is_read_again_whole(
+    open_ledger: Open, count_full_streams: list[str]
+) -> None:
+    """A ledger replaced by other bytes (a checkout, a normalize) is not resumed from."""
+    _pending(open_ledger())
+    kept = open_ledger()
+    kept.load()
+    shorter = OpLedger(kept.root, "other", store=MemoryStore())
+    for command in (cmd.Init(op=OP), cmd.AddNote(text="another history")):
+        shorter.execute(command)
+    _restore(kept.store, shorter.store.raw)
+    count_full_streams.clear()
+    state = kept.load().state
+    assert len(count_full_streams) == 1
+    assert state.notes == ["another history"]
+    assert state == _fresh_state(kept.store)
+
+
+def _restore(store: Store, data: bytes) -> None:
+    if isinstance(store, MemoryStore):
+        store.set_raw(data)
+    else:
+        assert isinstance(store, FileStore)
+        store.path.write_bytes(data)
