@@ -26,7 +26,8 @@ import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tools.bench.generate import OP, cached_ledger
+from tools.bench.campaign import OP
+from tools.bench.ledgers import cached_ledger
 
 SIZES = (100, 10_000, 100_000)
 _TRY_ARGUMENT = {"set": "change", "algorithm": "algorithm"}
