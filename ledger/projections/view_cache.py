@@ -31,6 +31,7 @@ lands in the same timestamp tick (a few ms) as the write before it goes unseen u
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -114,12 +115,25 @@ def render(state: State, warnings: list[str]) -> Rendered:
     """`status` and `resume` of a replayed state, as printed (`warnings`: about the file)."""
     from ledger.projections import views
 
-    status = {**views.status(state), "warnings": warnings}
-    resume = {**status, **views.resume_fields(state, status["allowed"])}
+    status = _json_safe({**views.status(state), "warnings": warnings})
+    resume = _json_safe({**status, **views.resume_fields(state, status["allowed"])})
     return {
         "status": {"json": codec.canonical_json(status), "text": views.status_text(status)},
         "resume": {"json": codec.canonical_json(resume), "text": views.resume_text(resume)},
     }
+
+
+def _json_safe(value: Any) -> Any:
+    """`value` with every float JSON cannot carry (an infinity, NaN) as null: a value an older
+    release recorded (a target so small that Baseline/Target overflows) must never make a read
+    command fail (R11)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 def torn_warning(path: Path | str, line: int, byte_count: int, reason: str) -> str:
