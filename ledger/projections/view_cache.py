@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger import __version__
 from ledger.log import codec
+from ledger.log.files import refuse_symlinks
 from ledger.log.locks import opened_for_reading
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ def cached_views(
 
     Views with warnings (a torn tail) are not cached: the warning names the path as typed,
     and the next state-changing command repairs the tail anyway."""
+    refuse_symlinks(path)  # a hit must refuse a linked ledger as the replay would (exit 2)
     if disabled():
         return compute()
     before = position(path)
