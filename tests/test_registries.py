@@ -23,7 +23,7 @@ def test_the_payload_union_is_the_one_list_of_event_types() -> None:
     """PAYLOAD_TYPES holds each class of the Payload union under its own TYPE, names unique."""
     union = typing.get_args(ev.Payload)
     assert union == ev.PAYLOAD_CLASSES
-    assert len(union) == 24
+    assert len(union) == 25
     assert {cls.TYPE: cls for cls in union} == ev.PAYLOAD_TYPES
     assert len({cls.TYPE for cls in union}) == len(union)
     assert all(name == cls.TYPE for name, cls in ev.PAYLOAD_TYPES.items())
@@ -42,7 +42,9 @@ def test_every_payload_type_has_exactly_one_audit_entry() -> None:
     counts = _classes_of(audit.AUDIT_ENTRIES)
     assert set(counts) == set(ev.PAYLOAD_CLASSES)
     assert [cls for cls, n in counts.items() if n != 1] == []
-    assert {"ledger.repaired", "conflict.resolved"} == audit._NOT_DECIDED
+    assert {"ledger.repaired", "conflict.resolved", "ledger.newline_restored"} == (
+        audit._NOT_DECIDED
+    )
     assert set(audit._COMMAND_OF) | audit._NOT_DECIDED == set(ev.PAYLOAD_TYPES)
 
 

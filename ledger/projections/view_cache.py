@@ -139,7 +139,9 @@ def _json_safe(value: Any) -> Any:
 
 
 def torn_warning(path: Path | str, line: int, byte_count: int, reason: str) -> str:
-    """The warning about a torn tail awaiting repair."""
+    """The warning about a torn tail awaiting repair (none torn: a newline to restore)."""
+    if byte_count == 0:
+        return f"{path}:{line}: {reason}"
     return (
         f"{path}:{line}: torn tail of {byte_count} bytes ({reason}); the next "
         "state-changing command quarantines it"

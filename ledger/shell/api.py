@@ -285,7 +285,7 @@ def _raise_recorded_refusal(events: Sequence[Event], state: State) -> None:
 
 
 # Written by the store while appending a keyed command, not by the command itself.
-_NOT_THE_COMMANDS = frozenset({"ledger.repaired"})
+_NOT_THE_COMMANDS = frozenset({"ledger.repaired", "ledger.newline_restored"})
 
 
 def _events_for_key(events: Sequence[Event], key: str, request: str) -> tuple[Event, ...]:

@@ -150,6 +150,7 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.NoteAdded, lambda d: cmd.AddNote(text=d["text"])),
     (ev.LedgerRepaired, None),
     (ev.ConflictResolved, None),
+    (ev.NewlineRestored, None),
 )
 
 _COMMAND_OF: dict[str, CommandOf] = {
