@@ -205,6 +205,13 @@ def decide_target(state: State, command: SetTarget) -> Result:
         util_pct=command.util_pct,
         bubble_pct=command.bubble_pct,
     )
+    # Derived values are checked like recorded ones: the views print this ratio (R11).
+    if not math.isfinite(sheet.baseline_us / sheet.target_us):
+        raise BadInput(
+            f"the required speedup {sheet.baseline_us:g} µs / {sheet.target_us:g} µs is not "
+            "a finite number",
+            hint="give a baseline and a target of realistic size (for example 100us and 50us)",
+        )
     beyond = limit_refusal(state, config, "the baseline config", command.cube_m)
     if beyond is not None:
         return beyond

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from ledger.log import codec, record
 from ledger.schema.events import PAYLOAD_TYPES, PolicySet
+from ledger.schema.values import TIME_MAX_US, TIME_MIN_US
 
 # Text that includes what breaks naive line handling: line and paragraph separators, NEL,
 # quotes, backslashes, control characters and astral-plane characters.
@@ -37,10 +38,17 @@ ANY_FLOAT = st.one_of(
     FINITE.map(np.float64),
     st.floats(width=32, allow_nan=False, allow_infinity=False).map(np.float32),
 )
+# Times within the range the events accept (R11: 1e-6 µs .. 1e12 µs), edges included; the
+# float32 bounds are the float32 values just inside it (neither edge is a float32).
+_F32_RANGE = {
+    "min_value": float(np.nextafter(np.float32(TIME_MIN_US), np.float32(1))),
+    "max_value": float(np.nextafter(np.float32(TIME_MAX_US), np.float32(0))),
+}
 POSITIVE = st.one_of(
-    st.floats(min_value=5e-324, allow_infinity=False),
-    st.floats(min_value=0.0, width=32, exclude_min=True, allow_infinity=False).map(np.float32),
-    st.floats(min_value=5e-324, allow_infinity=False).map(np.float64),
+    st.floats(min_value=TIME_MIN_US, max_value=TIME_MAX_US),
+    st.floats(width=32, **_F32_RANGE).map(np.float32),
+    st.floats(min_value=TIME_MIN_US, max_value=TIME_MAX_US).map(np.float64),
+    st.sampled_from([TIME_MIN_US, TIME_MAX_US]),
 )
 PERCENT = st.one_of(
     st.floats(min_value=0, max_value=100),

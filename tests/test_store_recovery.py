@@ -23,7 +23,7 @@ from ledger.log import codec
 from ledger.log.record import Draft, Event, seal_batch
 from ledger.log.store import FileStore, Store, chain_findings
 from ledger.log.verification import schema_findings, verify
-from ledger.schema.events import LedgerRepaired, NoteAdded
+from ledger.schema.events import LedgerRepaired, NewlineRestored, NoteAdded
 from ledger.shell import audit
 
 
@@ -75,6 +75,9 @@ def _complete_before(cut: int) -> tuple[int, int]:
 
 def _check_cut(store: Store, cut: int) -> None:
     set_raw_bytes(store, DATA[:cut])
+    if cut + 1 in BATCH_ENDS:
+        _check_newline_cut(store, cut)
+        return
     good, count = _complete_before(cut)
     log = store.read()
     assert log.events == tuple(EVENTS[:count])
@@ -92,6 +95,26 @@ def _check_cut(store: Store, cut: int) -> None:
     assert after.events[:count] == tuple(EVENTS[:count])
     assert after.events[count:] == (*result.repairs, *result.events)
     assert raw_bytes(store)[:good] == DATA[:good]
+
+
+def _check_newline_cut(store: Store, cut: int) -> None:
+    """Only the newline of a batch's last line is missing: every event counts, and the next
+    append writes the newline back and records it; nothing is quarantined."""
+    _good, count = _complete_before(cut + 1)
+    log = store.read()
+    assert log.events == tuple(EVENTS[:count])
+    assert log.size == cut
+    assert log.torn is not None and log.torn.newline_only
+    assert (log.torn.line, log.torn.offset, log.torn.byte_count) == (count, cut, 0)
+    result = store.append([note("after the edit")], expected_head=log.head)
+    (restored,) = result.repairs
+    assert restored.payload() == NewlineRestored(line=count, event=EVENTS[count - 1].id)
+    assert restored.parents == log.head
+    assert raw_bytes(store)[: cut + 1] == DATA[: cut + 1]
+    assert store.quarantines() == []
+    after = store.read()
+    assert after.torn is None
+    assert after.events == (*EVENTS[:count], *result.repairs, *result.events)
 
 
 def _check_repair(
@@ -201,14 +224,16 @@ def test_a_failing_command_does_not_repair_either(store: Store) -> None:
 
 def test_read_reports_a_torn_tail_without_repairing(store: Store) -> None:
     """A read reports the torn tail but writes nothing."""
-    set_raw_bytes(store, DATA[:-1])
+    # Two bytes: the last line's newline and its closing brace (a line missing only its
+    # newline verifies, and is completed rather than torn: test_reliability_newline.py).
+    set_raw_bytes(store, DATA[:-2])
     log = store.read()
     assert log.torn is not None
     assert log.torn.reason == (
         "the last batch has only 1 of its 2 events and a line without "
         "its newline (an interrupted write)"
     )
-    assert raw_bytes(store) == DATA[:-1]
+    assert raw_bytes(store) == DATA[:-2]
     assert store.quarantines() == []
 
 

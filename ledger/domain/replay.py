@@ -203,6 +203,9 @@ HANDLERS: tuple[tuple[type[ev.Payload], Handler], ...] = (
     (ev.LedgerRepaired, records.repaired),
     (ev.ConflictResolved, records.conflict_resolved),
     (ev.ManifestRecorded, records.manifest),
+    # reliability (issue 20): a restored newline changes no state (the event it ended is
+    # replayed like any other); audit and `log` show it.
+    (ev.NewlineRestored, lambda _state, _event: None),
 )
 
 _BY_TYPE: Mapping[str, Handler] = {payload.TYPE: handler for payload, handler in HANDLERS}

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import attrs
-from attrs import frozen
+from attrs import evolve, frozen
 
 from ledger.errors import LedgerDamaged
 from ledger.log.record import Event
@@ -41,6 +41,12 @@ class Torn:
     offset: int
     byte_count: int
     reason: str
+
+    @property
+    def newline_only(self) -> bool:
+        """True when nothing is torn but the last line's newline: that line verified
+        completely (id, parents, Lamport, its batch), so it counts and only `\n` is missing."""
+        return self.byte_count == 0
 
 
 @frozen
@@ -141,9 +147,9 @@ class Scanner:
         log = _log(self.name, data, lines, self._walker, keep, reason)
         if log.torn is None:
             self._data = data
-        else:
-            self._reset()  # the tail will be cut off and replaced: do not build on it
-        return log
+            return log
+        self._reset()  # the tail will be cut off and replaced: do not build on it
+        return (_completed_by_newline(data, self.name) if rest else None) or log
 
 
 @frozen
@@ -180,6 +186,12 @@ def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Tip:
         # Rare: a torn tail, or a batch left unfinished (damage). The sink has seen only
         # complete batches; the keeping scan names the tail or the damage exactly.
         log = scan(data, name)
+        if log.torn is not None and log.torn.newline_only:
+            # The unterminated last line verified and closed its batch: hand the sink the
+            # events of that batch, which the walker had held back as unfinished.
+            seen = min((b.first for b in walker.open.values()), default=len(lines))
+            for event in log.events[seen:]:
+                sink(event)
         return Tip(
             name=name,
             head=log.head,
@@ -262,6 +274,25 @@ def _log(name: str, data: bytes, lines: list[bytes], walker: Walker, keep: int, 
         size=size,
         torn=torn,
     )
+
+
+NEWLINE_MISSING = (
+    "the last line verifies completely but has no newline (an editor or a tool stripped "
+    "it); the next state-changing command writes the newline back"
+)
+
+
+def _completed_by_newline(data: bytes, name: str) -> Log | None:
+    """The log of `data` whose unterminated last line verifies completely with its newline
+    written back (its batch complete), or None when it does not: then it is a torn tail."""
+    try:
+        completed = Scanner(name).scan(data + b"\n")
+    except LedgerDamaged:
+        return None
+    if completed.torn is not None:
+        return None
+    torn = Torn(line=len(completed.events), offset=len(data), byte_count=0, reason=NEWLINE_MISSING)
+    return evolve(completed, size=len(data), torn=torn)
 
 
 def _head_of(events: Sequence[Event]) -> set[str]:

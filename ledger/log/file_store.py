@@ -9,7 +9,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from ledger.log.atomic import fsync_dir, replace_file
-from ledger.log.files import lock_path
+from ledger.log.files import lock_path, refuse_symlinks
 from ledger.log.locks import exclusive_lock, opened_for_reading
 from ledger.log.quarantine import QUARANTINE_SUFFIX, quarantine_number
 from ledger.log.store_interface import Session, Store
@@ -22,6 +22,7 @@ class FileStore(Store):
     def __init__(self, path: Path | str) -> None:
         super().__init__(str(path))
         self.path = Path(path)
+        refuse_symlinks(self.path)
         self.lock_path = lock_path(self.path)
         # Plain strings for the append path: pathlib's objects cost more per call than the
         # system calls they wrap, and an append is a handful of system calls.

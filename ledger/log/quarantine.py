@@ -11,7 +11,7 @@ from attrs import frozen
 from ledger.log import codec
 from ledger.log.chain import Log
 from ledger.log.verification import Finding, Verification
-from ledger.schema.events import LedgerRepaired
+from ledger.schema.events import LedgerRepaired, NewlineRestored
 
 QUARANTINE_SUFFIX = ".quarantine-"
 
@@ -32,6 +32,8 @@ class TornCut:
     name: str
     data: bytes
     kept: bool
+    # Nothing to cut: the last line verified and only its newline is written back.
+    newline_only: bool = False
 
 
 class Cutter(Protocol):
@@ -53,13 +55,13 @@ def plan_repairs(
     read: Callable[[str], bytes],
     data: bytes,
     log: Log,
-) -> tuple[list[LedgerRepaired], TornCut | None]:
+) -> tuple[list[LedgerRepaired | NewlineRestored], TornCut | None]:
     """The repair events to write before the command's batch (a torn tail is kept, recorded,
     never silently dropped), and the torn bytes to move to quarantine."""
     unrecorded = [quarantined(name, read(name)) for name in _unrecorded(names, log)]
     # A quarantine whose repair event never became durable (a crash right after the
     # tail was cut) is recorded now, at the line where the ledger then ended.
-    repairs = [
+    repairs: list[LedgerRepaired | NewlineRestored] = [
         LedgerRepaired(
             quarantine=q.name,
             line=len(log.events) + 1,
@@ -70,12 +72,17 @@ def plan_repairs(
     ]
     if log.torn is None:
         return repairs, None
+    if log.torn.newline_only:  # an acknowledged event stays: only its newline is restored
+        repairs.append(NewlineRestored(line=log.torn.line, event=log.events[-1].id))
+        return repairs, TornCut(name="", data=b"", kept=False, newline_only=True)
     torn = data[log.torn.offset :]
     digest = codec.digest(torn)
     # A crash after these bytes were kept but before they were cut: reuse that copy.
     kept = next((q for q in unrecorded if q.digest == digest), None)
     if kept is not None:
-        repairs = [r for r in repairs if r.quarantine != kept.name]
+        repairs = [
+            r for r in repairs if not (isinstance(r, LedgerRepaired) and r.quarantine == kept.name)
+        ]
     name = kept.name if kept is not None else next_quarantine_name(ledger_name, names)
     repairs.append(
         LedgerRepaired(quarantine=name, line=log.torn.line, byte_count=len(torn), digest=digest)
@@ -83,13 +90,17 @@ def plan_repairs(
     return repairs, TornCut(name=name, data=torn, kept=kept is not None)
 
 
-def cut_torn_tail(session: Cutter, torn: TornCut, size: int) -> None:
-    """Keep the torn bytes in quarantine (fsynced), then cut the ledger back to `size`."""
+def cut_torn_tail(session: Cutter, torn: TornCut, size: int) -> bytes:
+    """Keep the torn bytes in quarantine (fsynced), then cut the ledger back to `size`;
+    return the bytes to write before the next batch (the newline of a line that verified)."""
+    if torn.newline_only:
+        return b"\n"
     # In this order a crash in between leaves a copy that the next append reuses: never a
     # loss, and never bytes that the next batch would be glued onto.
     if not torn.kept:
         session.quarantine(torn.name, torn.data)
     session.truncate(size)
+    return b""
 
 
 def next_quarantine_name(ledger_name: str, names: Sequence[str]) -> str:

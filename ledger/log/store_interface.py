@@ -156,9 +156,8 @@ class Store(ABC):
             events, lines = _seal_batches(
                 [*([Draft(r, drafts[0].provenance)] for r in repairs), drafts], log
             )
-            if torn is not None:
-                cut_torn_tail(session, torn, log.size)
-            session.write(b"".join(lines))
+            lead = cut_torn_tail(session, torn, log.size) if torn is not None else b""
+            session.write(lead + b"".join(lines))
         return AppendResult(
             events=tuple(events[len(repairs) :]),
             repairs=tuple(events[: len(repairs)]),

@@ -22,9 +22,10 @@ _CONTROLS = re.compile(r"[\x00-\x08\x09\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]")
 # Markdown-significant characters that could change structure: `\` (so escapes stay literal),
 # `|` (a table cell boundary), '`' (a code span that could swallow the text after it), `<`
 # (raw HTML, comments, our markers: written as `&lt;`, so no `<!--` of user text is left in
-# the file at all), and `&` where it would start an entity (so `&lt;` typed by a user stays
-# text).
-_MD_SPECIAL = re.compile(r"[\\|`<]|&(?=#?[A-Za-z0-9]+;)")
+# the file at all), `[` (every link, image, reference or footnote opens with one: escaped, a
+# `[text](url)` or `![alt](url)` in a note stays text, never a hidden target or a fetched
+# image), and `&` where it would start an entity (so `&lt;` typed by a user stays text).
+_MD_SPECIAL = re.compile(r"[\\|`<[]|&(?=#?[A-Za-z0-9]+;)")
 _MD_ESCAPES = {"<": "&lt;"}
 
 ELLIPSIS = "…"
@@ -93,8 +94,9 @@ def truncate(text: str, limit: int) -> str:
 def md_text(text: str, limit: int | None = None) -> str:
     """User text as inline Markdown on one line, safe in a table cell or after a label.
 
-    `|`, `\\` and backticks are backslash-escaped and `<` becomes `&lt;`, so the text can
-    neither split a table row nor open HTML (a marker-like `<!--` becomes `&lt;!--`).
+    `|`, `\\`, backticks and `[` are backslash-escaped and `<` becomes `&lt;`, so the text can
+    neither split a table row, open HTML (a marker-like `<!--` becomes `&lt;!--`) nor form
+    a link or an image.
     """
     flat = one_line(text)
     if limit is not None:

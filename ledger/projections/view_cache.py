@@ -31,6 +31,7 @@ lands in the same timestamp tick (a few ms) as the write before it goes unseen u
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger import __version__
 from ledger.log import codec
+from ledger.log.files import refuse_symlinks
 from ledger.log.locks import opened_for_reading
 
 if TYPE_CHECKING:
@@ -74,6 +76,7 @@ def cached_views(
 
     Views with warnings (a torn tail) are not cached: the warning names the path as typed,
     and the next state-changing command repairs the tail anyway."""
+    refuse_symlinks(path)  # a hit must refuse a linked ledger as the replay would (exit 2)
     if disabled():
         return compute()
     before = position(path)
@@ -114,16 +117,31 @@ def render(state: State, warnings: list[str]) -> Rendered:
     """`status` and `resume` of a replayed state, as printed (`warnings`: about the file)."""
     from ledger.projections import views
 
-    status = {**views.status(state), "warnings": warnings}
-    resume = {**status, **views.resume_fields(state, status["allowed"])}
+    status = _json_safe({**views.status(state), "warnings": warnings})
+    resume = _json_safe({**status, **views.resume_fields(state, status["allowed"])})
     return {
         "status": {"json": codec.canonical_json(status), "text": views.status_text(status)},
         "resume": {"json": codec.canonical_json(resume), "text": views.resume_text(resume)},
     }
 
 
+def _json_safe(value: Any) -> Any:
+    """`value` with every float JSON cannot carry (an infinity, NaN) as null: a value an older
+    release recorded (a target so small that Baseline/Target overflows) must never make a read
+    command fail (R11)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def torn_warning(path: Path | str, line: int, byte_count: int, reason: str) -> str:
-    """The warning about a torn tail awaiting repair."""
+    """The warning about a torn tail awaiting repair (none torn: a newline to restore)."""
+    if byte_count == 0:
+        return f"{path}:{line}: {reason}"
     return (
         f"{path}:{line}: torn tail of {byte_count} bytes ({reason}); the next "
         "state-changing command quarantines it"

@@ -353,6 +353,23 @@ class ConflictResolved:
     reason: str = field(validator=nonempty)
 
 
+# --- reliability (issue 20): repairs and confirmations written outside the protocol's steps --
+
+
+@frozen
+class NewlineRestored:
+    """The ledger's last line verified completely but had lost its newline, which was written
+    back before this append instead of quarantining the event (DESIGN §4.3)."""
+
+    TYPE: ClassVar[str] = "ledger.newline_restored"
+    SCHEMA: ClassVar[int] = 1
+    line: int
+    event: str
+
+
+# --- end of the reliability block ------------------------------------------------------------
+
+
 Payload = (
     OpInitialized
     | CompareEvidence
@@ -379,6 +396,7 @@ Payload = (
     | LedgerRepaired
     | ConflictResolved
     | ManifestRecorded
+    | NewlineRestored
 )
 
 PAYLOAD_CLASSES: tuple[type[Payload], ...] = get_args(Payload)
@@ -412,6 +430,7 @@ __all__ = [
     "LedgerRepaired",
     "LimitRelaxed",
     "ManifestRecorded",
+    "NewlineRestored",
     "NoteAdded",
     "OpInitialized",
     "Origin",

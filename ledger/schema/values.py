@@ -46,11 +46,22 @@ def finite(value: Any) -> float:
     return number
 
 
+# The range of a time in µs the ledger records (R11): a picosecond to about eleven days. Far
+# beyond any kernel either way, and narrow enough that every ratio of two times (a speedup, a
+# verdict's ratio) stays a finite float, which JSON and the views can carry.
+TIME_MIN_US = 1e-6
+TIME_MAX_US = 1e12
+
+
 def positive_time(value: Any) -> float:
-    """A finite time > 0."""
+    """A finite time in µs within [TIME_MIN_US, TIME_MAX_US] (R11)."""
     number = finite(value)
     if number <= 0:
         raise ValueError(f"a time must be > 0, got {value!r}")
+    if not TIME_MIN_US <= number <= TIME_MAX_US:
+        raise ValueError(
+            f"a time must be within {TIME_MIN_US:g} µs .. {TIME_MAX_US:g} µs, got {value!r} µs"
+        )
     return number
 
 

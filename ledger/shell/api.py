@@ -208,13 +208,25 @@ class OpLedger:
         return new_state, warnings
 
     def _render_after_append(self, state: State) -> tuple[str, ...]:
-        # The events are durable by now: a MEMORY.md that cannot be spliced (hand-broken
-        # markers) must not make the command look failed, so it becomes a warning instead.
+        # The events are durable by now: any failure to rewrite MEMORY.md (hand-broken markers,
+        # a full disk, a file size limit, an immutable file) must not make the command look
+        # failed, since exit codes other than 0 say "nothing written" and a retry would append
+        # the step twice. It becomes a warning that MEMORY.md is stale and how to re-render.
+        rerender = f"then `tune-ledger render {self.op}`"
         try:
             self.render_memory(state)
         except BadInput as e:
+            return (f"MEMORY.md not updated: {e.message}; fix it, {rerender}",)
+        except OSError as e:
+            cause = e.strerror or str(e)
             return (
-                f"MEMORY.md not updated: {e.message}; fix it, then `tune-ledger render {self.op}`",
+                f"the events were appended, but MEMORY.md could not be written ({cause}) and "
+                f"is stale; free space or fix the file's permissions, {rerender}",
+            )
+        except Exception as e:  # noqa: BLE001 - a rendering bug must not hide a durable append
+            return (
+                f"the events were appended, but rendering MEMORY.md failed (a bug: "
+                f"{type(e).__name__}: {e}); MEMORY.md is stale: report it, {rerender}",
             )
         return ()
 
@@ -282,7 +294,7 @@ def _raise_recorded_refusal(events: Sequence[Event], state: State) -> None:
 
 
 # Written by the store while appending a keyed command, not by the command itself.
-_NOT_THE_COMMANDS = frozenset({"ledger.repaired"})
+_NOT_THE_COMMANDS = frozenset({"ledger.repaired", "ledger.newline_restored"})
 
 
 def _events_for_key(events: Sequence[Event], key: str, request: str) -> tuple[Event, ...]:

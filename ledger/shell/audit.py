@@ -162,6 +162,7 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
             digest=d["digest"], source=d["source"], declared=d["declared"]
         ),
     ),
+    (ev.NewlineRestored, None),
 )
 
 _COMMAND_OF: dict[str, CommandOf] = {
