@@ -7,11 +7,11 @@
 from __future__ import annotations
 
 from stages.allowed import ALWAYS, COMMAND_NAMES, InFlight, allowed, command_name, in_flight
+from stages.alternates import alternates
 from stages.decide import decide
 from stages.outcome import Decision, Result
 from stages.policy import DEFAULT_POLICY, effective_policy
 from stages.refusal import Refusal
-from stages.search import alternates
 from stages.verdict import Comparison, compute_verdict
 
 __all__ = [

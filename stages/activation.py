@@ -124,5 +124,29 @@ def activation_gate(state: State) -> Refusal | None:
         "R1",
         "tuning is not activated: nothing else may happen until activation passes",
         blocking,
-        _NEXT,
+        _gate_next(state),
+    )
+
+
+def _gate_next(state: State) -> str:
+    """The true next step before activation: activate when both pieces of evidence pass
+    for one implementation, else record them (R1); a failed activation hands back."""
+    compare, layout = state.compare, state.layout
+    if (
+        compare is not None
+        and layout is not None
+        and compare.passed
+        and layout.passed
+        and compare.impl_digest == layout.impl_digest
+    ):
+        return (
+            f"both pieces of evidence pass for implementation {_short(compare.impl_digest)}: "
+            f"tune-ledger activate {state.op}"
+        )
+    if state.handed_back:
+        return _NEXT
+    return (
+        f"record passing evidence for the current implementation (tune-ledger evidence "
+        f"compare {state.op}, tune-ledger evidence layout {state.op}), then tune-ledger "
+        f"activate {state.op}"
     )

@@ -98,13 +98,16 @@ class ExitStage:
     stage: str
     reason: str = ""
     by_user: bool = False
+    # The algorithm stage hands the result back to the orchestrator with the report (R4).
+    hand_back: bool = False
 
 
 @frozen
 class OpenPoint:
-    """Open an optimization point in the current stage (R7)."""
+    """Open an optimization point in the current stage for named knobs (R5, R7)."""
 
     name: str
+    knobs: tuple[str, ...] = ()
 
 
 @frozen
@@ -123,6 +126,10 @@ class ProposeCandidate:
     config: dict[str, Any]
     prior: str
     override: str | None = None
+    # The digest of the implementation on disk and its file, computed by the shell (R6:
+    # a new attempt starts from the best); None skips the check.
+    disk_digest: str | None = None
+    impl_file: str | None = None
 
 
 @frozen
@@ -132,6 +139,8 @@ class TryMutation:
     param: str
     value: Any
     override: str | None = None
+    disk_digest: str | None = None  # as for ProposeCandidate (R6)
+    impl_file: str | None = None
 
 
 @frozen

@@ -72,14 +72,14 @@ def entry_blocker(state: State, stage: str) -> Refusal | None:
             "R4",
             f"stage {stage} would skip {expected}: stages go " + " -> ".join(STAGES),
             f"the next stage is {expected}",
-            f"enter {expected} first (tune-ledger stage enter OP {expected})",
+            f"enter {expected} first (tune-ledger stage enter {state.op} {expected})",
         )
     if state.target is None:
         return refuse(
             "R3",
             f"stage {stage} needs the Performance target sheet",
             "no target sheet is recorded",
-            "write it: tune-ledger target OP ...",
+            f"write it: tune-ledger target {state.op} ...",
         )
     previous = STAGES[STAGES.index(stage) - 1] if stage != STAGES[0] else None
     if previous is not None and previous not in state.exited:
@@ -87,7 +87,8 @@ def entry_blocker(state: State, stage: str) -> Refusal | None:
             "R4",
             f"stage {stage} needs {previous} exited",
             f"{previous} is current",
-            f"exit {previous} when an exit condition holds (tune-ledger stage exit)",
+            f"exit {previous} when an exit condition holds "
+            f"(tune-ledger stage exit {state.op} {previous})",
         )
     loaded = [s for s in state.skills if s in TUNE_SKILLS]
     if loaded:
@@ -95,7 +96,7 @@ def entry_blocker(state: State, stage: str) -> Refusal | None:
             "R2",
             f"unload {loaded[0]} before entering {stage}",
             f"{loaded[0]} is loaded",
-            f"tune-ledger skill unload OP {loaded[0]}",
+            f"tune-ledger skill unload {state.op} {loaded[0]}",
         )
     if stage == "algorithm":
         return _algorithm_blocker(state)
@@ -108,7 +109,7 @@ def _algorithm_blocker(state: State) -> Refusal | None:
             "R4",
             "the algorithm stage needs a tuning report generated after incore exited",
             "no report since incore exited",
-            "tune-ledger report OP",
+            f"tune-ledger report {state.op}",
         )
     if target_met(state):
         return refuse(
@@ -129,12 +130,36 @@ def decide_enter(state: State, command: EnterStage) -> Result:
     return accept(StageEntered(stage=stage))
 
 
-def exit_condition(state: State, stage: str, by_user: bool) -> ExitCondition | None:
+def ideas_without_gain(state: State) -> int:
+    """Algorithm attempts finished without gain since the last adopted one (R4)."""
+    count = 0
+    for attempt in reversed(state.attempts.values()):
+        if attempt.kind != "algorithm" or attempt.status not in ("verified", "failed"):
+            continue
+        if attempt.verdict in ("adopt", "target-reached"):
+            break
+        count += 1
+    return count
+
+
+def report_covers_attempts(state: State) -> bool:
+    """True when a report was generated after the latest attempt started (R4 hand-back)."""
+    return state.attempts_at_report == len(state.attempts)
+
+
+def exit_condition(
+    state: State, stage: str, by_user: bool, hand_back: bool = False
+) -> ExitCondition | None:
     """The exit condition that holds for the current `stage`, if any (R4)."""
     if by_user:
         return "user"
     if target_met(state):
         return "target-met"
+    if stage == "algorithm":
+        if hand_back and report_covers_attempts(state):
+            return "hand-back"
+        limit = int(effective_policy(state)["algorithm_patience"])
+        return "ideas-exhausted" if ideas_without_gain(state) >= limit else None
     best = state.best.measurement if state.best else None
     if (
         stage == "incore"
@@ -148,7 +173,9 @@ def exit_condition(state: State, stage: str, by_user: bool) -> ExitCondition | N
     return None
 
 
-def exit_blocker(state: State, stage: str, by_user: bool) -> Refusal | None:
+def exit_blocker(
+    state: State, stage: str, by_user: bool, hand_back: bool = False
+) -> Refusal | None:
     """Why the current `stage` may not be exited now (R4), or None."""
     current = active_stage(state)
     if stage != current:
@@ -170,9 +197,11 @@ def exit_blocker(state: State, stage: str, by_user: bool) -> Refusal | None:
             "R4",
             f"point {state.open_point} is still open",
             f"point {state.open_point} is open",
-            f"close it first (tune-ledger point close OP {state.open_point} --reason)",
+            f"close it first (tune-ledger point close {state.op} {state.open_point} --reason)",
         )
-    if exit_condition(state, stage, by_user) is None:
+    if stage == "algorithm" and exit_condition(state, stage, by_user, hand_back) is None:
+        return _algorithm_exit_refusal(state, hand_back)
+    if exit_condition(state, stage, by_user, hand_back) is None:
         held = (
             "no optimization point was opened"
             if not any(p.stage == stage for p in state.points.values())
@@ -190,18 +219,42 @@ def exit_blocker(state: State, stage: str, by_user: bool) -> Refusal | None:
             f"no exit condition of {stage} holds",
             held,
             "exit when the target is met; every point opened in the stage is closed"
-            f"{incore}; or the user says stop (stage exit --user-stop)",
+            f"{incore}; or the user says stop (tune-ledger stage exit {state.op} {stage} "
+            "--user-stop)",
         )
     return None
+
+
+def _algorithm_exit_refusal(state: State, hand_back: bool) -> Refusal:
+    limit = int(effective_policy(state)["algorithm_patience"])
+    streak = ideas_without_gain(state)
+    if hand_back:
+        return refuse(
+            "R4",
+            "a hand-back needs the tuning report of every attempt",
+            "no report was generated since the latest attempt started",
+            f"generate it (tune-ledger report {state.op}), then tune-ledger stage exit "
+            f"{state.op} algorithm --hand-back",
+        )
+    return refuse(
+        "R4",
+        "no exit condition of algorithm holds",
+        f"the target is not met; {streak} of {limit} consecutive algorithm attempts "
+        "without gain (policy algorithm_patience)",
+        f"try another idea (tune-ledger try {state.op} --algorithm TEXT --impl PATH); "
+        f"or hand back with the report (tune-ledger report {state.op}, then tune-ledger "
+        f"stage exit {state.op} algorithm --hand-back); or the user says stop "
+        f"(tune-ledger stage exit {state.op} algorithm --user-stop)",
+    )
 
 
 def decide_exit(state: State, command: ExitStage) -> Result:
     """Exit the current stage under the exit condition that holds (R4)."""
     stage = known_stage(command.stage)
-    blocker = exit_blocker(state, stage, command.by_user)
+    blocker = exit_blocker(state, stage, command.by_user, command.hand_back)
     if blocker is not None:
         return blocker
-    condition = exit_condition(state, stage, command.by_user)
+    condition = exit_condition(state, stage, command.by_user, command.hand_back)
     if condition is None:  # exit_blocker refuses this case; kept for the type checker
         raise BadInput(f"no exit condition of {stage} holds")
     return accept(StageExited(stage=stage, condition=condition, reason=command.reason))

@@ -41,10 +41,14 @@ DEFAULT_POLICY: Mapping[str, Any] = {
     # part divided by (cores x wall time) - idle cores count against utilization, so a kernel
     # that leaves cores unused cannot stop the campaign. "active-cores": only cores that ran work.
     "utilization_stop_scope": "all-cores",
-    # R10: the stages in which the utilization stop applies. DESIGN §3 applies it everywhere;
-    # the upstream skill checks it in incore only. Utilization counts busy time, not useful
-    # work, so an op whose small tiles keep cores busy may record ["incore"] with its reason.
-    "utilization_stop_stages": ["frontend", "swimlane", "incore", "algorithm"],
+    # R10: the stages in which the utilization stop applies: incore only, as upstream's skills
+    # apply it (DESIGN §3 R10). Utilization counts busy time, not useful work: small tiles keep
+    # cores busy while they are slow, so a stop in frontend would end a campaign too early.
+    # Ops created before this default pinned all four stages and replay with them.
+    "utilization_stop_stages": ["incore"],
+    # R4: consecutive algorithm attempts without gain (failures included) that exhaust the
+    # algorithm stage's ideas, so it may be exited.
+    "algorithm_patience": 3,
     # R9: an algorithm idea this similar (difflib ratio or token Jaccard) to a failed one
     # is a retry.
     "retry_similarity": 0.9,
@@ -79,6 +83,22 @@ STOP_KEYS = (
 def effective_policy(state: State) -> dict[str, Any]:
     """The policy in force: the defaults, overridden by the op's recorded policy events."""
     return {**DEFAULT_POLICY, **state.policy}
+
+
+def policy_overrides(state: State) -> list[dict[str, Any]]:
+    """Each policy whose value differs from the defaults pinned at init, with the value, the
+    default and the recorded reason (R10: shown in MEMORY.md, status and resume)."""
+    pinned = {**DEFAULT_POLICY, **state.policy_defaults}
+    return [
+        {
+            "key": key,
+            "value": value,
+            "default": pinned.get(key),
+            "reason": state.policy_reasons.get(key, ""),
+        }
+        for key, value in sorted(state.policy.items())
+        if key in state.policy_reasons and value != pinned.get(key)
+    ]
 
 
 def policy_value(policy: Mapping[str, Any], key: str) -> Any:

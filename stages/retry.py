@@ -6,7 +6,7 @@ import difflib
 import re
 from typing import Any
 
-from ledger.domain.replay import config_key
+from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
 from stages.outcome import refuse
@@ -38,7 +38,7 @@ def outcome_of(state: State, attempt_id: str) -> str:
 
 def config_retry(state: State, config: dict[str, Any]) -> Refusal | None:
     """Refuse a config already measured in this op, naming the earlier attempt (R9)."""
-    earlier = state.measured_configs.get(config_key(config))
+    earlier = state.measured_configs.get(measured_key(state, config))
     if earlier is None:
         return None
     outcome = outcome_of(state, earlier)

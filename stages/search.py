@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ledger.domain.state import Attempt, Point, State
 from ledger.errors import BadInput
-from ledger.log import codec
 from ledger.schema.events import CONFIG_STAGES, AttemptStarted, PointClosed, PointOpened
+from stages.changes import (
+    changed_knobs,
+    knob_refusal,
+    point_knobs,
+    same_impl_refusal,
+    start_refusal,
+    unchanged_refusal,
+)
 from stages.commands import ClosePoint, OpenPoint, ProposeCandidate, TryAlgorithm, TryMutation
 from stages.outcome import Result, accept, build, nonempty, plain, refuse
-from stages.pipeline import active_stage
-from stages.policy import effective_policy, patience, policy_value
+from stages.pipeline import active_stage, next_stage
+from stages.policy import effective_policy, patience
 from stages.refusal import Refusal
 from stages.retry import config_retry, idea_retry, override_reason
 from stages.target import limit_refusal, validate_config
@@ -40,14 +46,14 @@ def config_stage_blocker(state: State, change: str) -> Refusal | None:
             "R4",
             f"a {change} needs a current stage",
             "no stage is current",
-            "enter the next stage (tune-ledger stage enter)",
+            f"enter the next stage (tune-ledger stage enter {state.op} {next_stage(state)})",
         )
     if stage not in CONFIG_STAGES:
         return refuse(
             "R5",
             f"the {stage} stage changes the algorithm only, not the config",
             f"current stage: {stage}",
-            "tune-ledger try OP --algorithm TEXT",
+            f"tune-ledger try {state.op} --algorithm TEXT",
         )
     return None
 
@@ -59,7 +65,7 @@ def point_blocker(state: State) -> Refusal | None:
             "R7",
             "every attempt in stages 1-3 belongs to an open optimization point",
             "no point is open",
-            "tune-ledger point open OP NAME",
+            f"tune-ledger point open {state.op} NAME",
         )
     return None
 
@@ -76,7 +82,7 @@ def open_blocker(state: State) -> Refusal | None:
             "R7",
             "optimization points belong to stages 1-3",
             f"current stage: {stage}",
-            "tune-ledger try OP --algorithm TEXT",
+            f"tune-ledger try {state.op} --algorithm TEXT",
         )
     return _first(
         config_stage_blocker(state, "point"),
@@ -87,7 +93,7 @@ def open_blocker(state: State) -> Refusal | None:
             "R7",
             "one optimization point at a time",
             f"point {state.open_point} is open",
-            f"close it first (tune-ledger point close OP {state.open_point} --reason)",
+            f"close it first (tune-ledger point close {state.op} {state.open_point} --reason TEXT)",
         ),
     )
 
@@ -106,8 +112,10 @@ def decide_open(state: State, command: OpenPoint) -> Result:
             f"point {name}: {earlier.outcome or 'open'}",
             "open a point by a new name",
         )
-    stage = active_stage(state)
-    return accept(build(PointOpened, "point", stage=stage, name=name))
+    knobs = point_knobs(state, name, command.knobs)
+    if isinstance(knobs, Refusal):
+        return knobs
+    return accept(build(PointOpened, "point", stage=active_stage(state), name=name, knobs=knobs))
 
 
 def close_blocker(state: State) -> Refusal | None:
@@ -117,7 +125,7 @@ def close_blocker(state: State) -> Refusal | None:
             "R7",
             "no optimization point is open",
             "no point is open",
-            "open one (tune-ledger point open OP NAME)",
+            f"open one (tune-ledger point open {state.op} NAME)",
         )
     return pending_blocker(state)
 
@@ -177,13 +185,20 @@ def candidate_blocker(state: State) -> Refusal | None:
 
 
 def _config_refusal(
-    state: State, config: dict[str, Any], what: str, override: str | None
+    state: State,
+    config: dict[str, Any],
+    what: str,
+    override: str | None,
+    command: ProposeCandidate | TryMutation,
 ) -> Refusal | None:
     cube_m = state.target.cube_m if state.target else None
-    beyond = limit_refusal(state, config, what, cube_m)
-    if beyond is not None:
-        return beyond
-    return None if override else config_retry(state, config)
+    best = state.best.config if state.best else {}
+    return _first(
+        knob_refusal(state, changed_knobs(state, best, config), _open_point(state)),
+        limit_refusal(state, config, what, cube_m),
+        start_refusal(state, command.disk_digest, command.impl_file),
+        None if override else config_retry(state, config),
+    )
 
 
 def decide_candidate(state: State, command: ProposeCandidate) -> Result:
@@ -194,7 +209,7 @@ def decide_candidate(state: State, command: ProposeCandidate) -> Result:
     prior = nonempty(command.prior, "the candidate's prior (its provenance)")
     config = validate_config(command.config, "the candidate config")
     override = override_reason(command.override)
-    refusal = _config_refusal(state, config, "the candidate config", override)
+    refusal = _config_refusal(state, config, "the candidate config", override, command)
     if refusal is not None:
         return refusal
     point = _open_point(state)
@@ -254,18 +269,12 @@ def decide_mutation(state: State, command: TryMutation) -> Result:
     best = state.best
     if best is None:  # the sheet, which sets the first best, precedes every stage
         raise BadInput("no best config to mutate")
-    if param in best.config and codec.canonical_json(best.config[param]) == (
-        codec.canonical_json(value)
-    ):
-        return refuse(
-            "R6",
-            f"the mutation leaves {param} unchanged",
-            f"the best config already has {param} = {codec.canonical_json(value)}",
-            "change one parameter to a different value",
-        )
+    unchanged = unchanged_refusal(state, param, value)
+    if unchanged is not None:
+        return unchanged
     config = validate_config({**best.config, param: value}, "the mutated config")
     override = override_reason(command.override)
-    refusal = _config_refusal(state, config, "the mutated config", override)
+    refusal = _config_refusal(state, config, "the mutated config", override, command)
     if refusal is not None:
         return refusal
     point = _open_point(state)
@@ -315,10 +324,12 @@ def decide_algorithm(state: State, command: TryAlgorithm) -> Result:
         return blocker
     description = nonempty(command.description, "the algorithm change's description")
     override = override_reason(command.override)
-    if override is None:
-        retry = idea_retry(state, description)
-        if retry is not None:
-            return retry
+    refusal = _first(
+        same_impl_refusal(state, command.impl_digest, override),
+        None if override else idea_retry(state, description),
+    )
+    if refusal is not None:
+        return refusal
     best = state.best
     if best is None:
         raise BadInput("no best config")
@@ -364,33 +375,3 @@ def exhaustion(
         outcome="exhausted",
         reason=f"{limit} consecutive mutations without gain",
     )
-
-
-def alternate_candidates(state: State, policy: Mapping[str, Any]) -> list[Attempt]:
-    """The runner-up candidates (policy `alternates`) of the latest point with candidates (R7).
-
-    Valid candidates only (failed ones are never compared), fastest first, the best excluded.
-    """
-    keep = int(policy_value(policy, "alternates"))
-    candidates = [a for a in state.attempts.values() if a.kind == "candidate"]
-    if not candidates or keep <= 0:
-        return []
-    latest = max(candidates, key=lambda a: a.seq)
-    best = state.best.attempt if state.best else None
-    valid = [
-        a
-        for a in candidates
-        if a.point == latest.point
-        and a.stage == latest.stage
-        and a.id != best
-        and a.status == "verified"
-        and a.failure is None
-        and a.measurement is not None
-    ]
-    valid.sort(key=lambda a: (a.measurement.median_us if a.measurement else 0.0, a.seq))
-    return valid[:keep]
-
-
-def alternates(state: State) -> list[str]:
-    """Ids of the alternate candidates under the op's recorded policy (R7)."""
-    return [a.id for a in alternate_candidates(state, effective_policy(state))]

@@ -45,7 +45,7 @@ def load_blocker(state: State, name: str) -> Refusal | None:
             "R3",
             f"{name} needs the Performance target sheet first",
             "no target sheet is recorded",
-            "write it: tune-ledger target OP ...",
+            f"write it: tune-ledger target {state.op} ...",
         )
     stage = TUNE_SKILLS[name]
     current = active_stage(state)

@@ -120,13 +120,13 @@ def cube_limit(state: State, cube_m: int | None) -> CubeLimit | None:
     return cube_row(cube_m) if cube_m is not None else None
 
 
-def _beyond(what: str, detail: str) -> Refusal:
+def _beyond(what: str, detail: str, op: str | None) -> Refusal:
     return refuse(
         "R3",
         f"{what} is beyond the tile-shape upper limit: {detail}",
         detail,
         "choose tiles within the limits, or relax the limit with its "
-        "profiling basis (tune-ledger relax OP --what vec|cube --limit ... --basis ...)",
+        f"profiling basis (tune-ledger relax {op} --what vec|cube --limit ... --basis ...)",
     )
 
 
@@ -140,7 +140,7 @@ def limit_refusal(
         over = [(i, v) for i, v in enumerate(vec) if v > limit]
         if over:
             index, size = over[0]
-            return _beyond(what, f"vec_tile_shape axis {index} is {size} > {limit}")
+            return _beyond(what, f"vec_tile_shape axis {index} is {size} > {limit}", state.op)
     cube = config.get("cube_tile_shape")
     limits = cube_limit(state, cube_m)
     if isinstance(cube, list) and limits is not None:
@@ -151,6 +151,7 @@ def limit_refusal(
                         what,
                         f"cube_tile_shape {axis}{level} is {size} > {bound}"
                         + (f" (M = {cube_m})" if cube_m is not None else ""),
+                        state.op,
                     )
     return None
 

@@ -77,3 +77,29 @@ def test_golden_v1_audits_clean(tmp_path: Path) -> None:
 def test_the_current_code_still_writes_the_golden_bytes() -> None:
     """The deciders and the codec still produce exactly the schema-1 golden log."""
     assert golden_ledger.build() == LEDGER.read_bytes()
+
+
+OLD_LEDGER = DATA / "v1-all-stages.jsonl"
+
+
+def test_a_ledger_pinned_before_the_incore_default_replays_and_audits_clean(
+    tmp_path: Path,
+) -> None:
+    """The golden log written while the utilization stop defaulted to all four stages (kept
+    when issue 15 made incore the default) keeps its pinned default and audits clean."""
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(OLD_LEDGER, path)
+    events = FileStore(path).read().events
+    assert audit.legality_findings(events) == []
+    state = replay(events)
+    assert state.policy_defaults["utilization_stop_stages"] == [
+        "frontend", "swimlane", "incore", "algorithm",
+    ]  # fmt: skip
+    assert views.status(state)["policy_overrides"] == [
+        {
+            "key": "utilization_stop_stages",
+            "value": ["incore"],
+            "default": ["frontend", "swimlane", "incore", "algorithm"],
+            "reason": "golden",
+        }
+    ]

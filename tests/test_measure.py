@@ -83,7 +83,7 @@ def measured_attempt(cli: Cli) -> str:
     cli.ok("skill", "load", OP, "pypto-op-perf-tune")
     cli.ok("stage", "enter", OP, "frontend")
     cli.ok("skill", "load", OP, "tune-frontend")
-    cli.ok("point", "open", OP, "F-1")
+    cli.ok("point", "open", OP, "vec_tile_shape")
     started = cli.ok(
         "candidate", OP, "--config", '{"vec_tile_shape":[1,8,1,32]}', "--prior", "kernels/x.py:1"
     )

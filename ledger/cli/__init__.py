@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 import click
 
 from ledger import __version__
-from ledger.cli.base import Ctx, pass_ctx
+from ledger.cli.base import Ctx, StrictGroup, pass_ctx
 from ledger.errors import EXIT_CODES, BadInput, LedgerError, StorageError
 from ledger.log import codec
 
@@ -63,7 +63,7 @@ COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(StrictGroup):
     """A group that imports a command's module when the command is first looked up (click's
     "lazily loading subcommands" pattern). Listing the commands (`--help`) and a name that is
     not a command (click then suggests close ones from every command) import them all."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.base import Ctx, impl_path, one_source, pass_ctx, run_step
+from ledger.cli.base import Ctx, impl_path, on_disk, one_source, pass_ctx, run_step
 from ledger.domain import inputs
 from ledger.domain.replay import attempt_id
 from ledger.errors import BadInput
@@ -78,7 +78,9 @@ def candidate(ctx: Ctx, op: str, config: str, prior: str, override_retry: str | 
     run_step(
         ctx,
         op,
-        lambda _ledger: cmd.ProposeCandidate(config=value, prior=prior, override=override_retry),
+        lambda ledger: cmd.ProposeCandidate(
+            config=value, prior=prior, override=override_retry, **on_disk(ledger)
+        ),
         _started(op),
     )
 
@@ -114,7 +116,9 @@ def try_(
         value = inputs.parse_json_value(text, "--set")
 
         def build(ledger: OpLedger) -> Any:
-            return cmd.TryMutation(param=param, value=value, override=override_retry)
+            return cmd.TryMutation(
+                param=param, value=value, override=override_retry, **on_disk(ledger)
+            )
     else:
 
         def build(ledger: OpLedger) -> Any:

@@ -167,6 +167,16 @@ def impl_path(ledger: OpLedger, impl: str | None) -> Path:
     return Path(impl) if impl else ledger.dir / f"{ledger.op}_impl.py"
 
 
+def on_disk(ledger: OpLedger) -> dict[str, str | None]:
+    """The digest of custom/OP/OP_impl.py as it is now (None when absent) and its name, for
+    the decider's check that a new attempt starts from the best implementation (R6)."""
+    from ledger.domain.inputs import file_digest
+
+    path = impl_path(ledger, None)
+    name = f"custom/{ledger.op}/{path.name}"
+    return {"disk_digest": file_digest(path) if path.is_file() else None, "impl_file": name}
+
+
 def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
     """The op's replayed state and warnings about the file (a torn tail awaiting repair)."""
     from ledger.projections.view_cache import torn_warning
@@ -178,3 +188,70 @@ def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
         [] if torn is None else [torn_warning(ledger.path, torn.line, torn.byte_count, torn.reason)]
     )
     return loaded.state, warnings
+
+
+def _value_options(command: click.Command) -> dict[str, click.Option]:
+    """Each spelling of `command`'s options that take a value, flags excluded."""
+    spelled: dict[str, click.Option] = {}
+    for param in command.params:
+        if isinstance(param, click.Option) and not (param.is_flag or param.count):
+            for name in (*param.opts, *param.secondary_opts):
+                spelled[name] = param
+    return spelled
+
+
+def repeated_options(command: click.Command, args: Sequence[str]) -> None:
+    """Refuse a single-valued option given twice (exit 2): click would keep only the last.
+
+    `args` are the command's own arguments; a group's scan stops at its subcommand's name.
+    A silently dropped `--set` is a lost change (R6), so naming both values is the point.
+    """
+    spelled = _value_options(command)
+    seen: dict[str, list[tuple[str, str]]] = {}
+    index = 0
+    while index < len(args):
+        token = args[index]
+        index += 1
+        if token == "--":
+            break
+        name, _, inline = token.partition("=")
+        param = spelled.get(name) if token.startswith("--") else spelled.get(token)
+        if param is None:
+            if isinstance(command, click.Group) and not token.startswith("-"):
+                break  # the subcommand: its options are its own
+            continue
+        if "=" in token and token.startswith("--"):
+            value = inline
+        else:
+            value = " ".join(args[index : index + param.nargs])
+            index += param.nargs
+        if not param.multiple:
+            seen.setdefault(param.name or name, []).append((name, value))
+    for given in seen.values():
+        if len(given) > 1:
+            shown = " and ".join(f"{n} {v!r}" for n, v in given)
+            option = given[0][0]
+            raise BadInput(
+                f"{option} was given {len(given)} times ({shown}); it takes one value and "
+                "nothing was recorded",
+                hint=f"give {option} once"
+                + (": a mutation changes one parameter (R6)" if option == "--set" else ""),
+            )
+
+
+class StrictGroup(click.Group):
+    """A group whose commands refuse a repeated single-valued option (see repeated_options)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Check the group's own options, then parse as click does."""
+        repeated_options(self, args)
+        return super().parse_args(ctx, args)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Find the subcommand and check its options before click parses them."""
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None and not isinstance(command, click.Group):
+            repeated_options(command, rest)
+        return name, command, rest

@@ -8,7 +8,15 @@ from typing import Any
 
 import click
 
-from ledger.cli.base import Ctx, event_data, impl_path, one_source, pass_ctx, run_step
+from ledger.cli.base import (
+    Ctx,
+    StrictGroup,
+    event_data,
+    impl_path,
+    one_source,
+    pass_ctx,
+    run_step,
+)
 from ledger.domain import inputs
 from ledger.errors import BadInput
 from ledger.schema.events import SKILLS, STAGES, Origin
@@ -40,7 +48,7 @@ def init(ctx: Ctx, op: str) -> None:
     )
 
 
-@click.group()
+@click.group(cls=StrictGroup)
 def evidence() -> None:
     """Record accuracy evidence for the current implementation (R1)."""
 
@@ -186,7 +194,7 @@ def activate(ctx: Ctx, op: str, impl: str | None) -> None:
 # --- skills, stages, points ---------------------------------------------------------------------
 
 
-@click.group()
+@click.group(cls=StrictGroup)
 def skill() -> None:
     """Load and unload skills (R2: 2 base + 1 tune at most)."""
 
@@ -219,7 +227,7 @@ def skill_unload(ctx: Ctx, op: str, name: str) -> None:
     )
 
 
-@click.group()
+@click.group(cls=StrictGroup)
 def stage() -> None:
     """Enter and exit stages: frontend -> swimlane -> incore -> algorithm (R4)."""
 
@@ -243,8 +251,13 @@ def stage_enter(ctx: Ctx, op: str, name: str) -> None:
 @click.argument("name", type=STAGE, metavar="STAGE")
 @click.option("--reason", default="", help="Why the stage ends.")
 @click.option("--user-stop", is_flag=True, help="Exit because the user said stop (R4).")
+@click.option(
+    "--hand-back",
+    is_flag=True,
+    help="Leave the algorithm stage by handing the result back with the report (R4).",
+)
 @pass_ctx
-def stage_exit(ctx: Ctx, op: str, name: str, reason: str, user_stop: bool) -> None:
+def stage_exit(ctx: Ctx, op: str, name: str, reason: str, user_stop: bool, hand_back: bool) -> None:
     """Exit the current stage when an exit condition holds (R4)."""
 
     def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
@@ -254,12 +267,14 @@ def stage_exit(ctx: Ctx, op: str, name: str, reason: str, user_stop: bool) -> No
     run_step(
         ctx,
         op,
-        lambda _ledger: cmd.ExitStage(stage=name, reason=reason, by_user=user_stop),
+        lambda _ledger: cmd.ExitStage(
+            stage=name, reason=reason, by_user=user_stop, hand_back=hand_back
+        ),
         present,
     )
 
 
-@click.group()
+@click.group(cls=StrictGroup)
 def point() -> None:
     """Open and close optimization points of the current stage (R7)."""
 
@@ -267,13 +282,20 @@ def point() -> None:
 @point.command("open")
 @click.argument("op")
 @click.argument("name")
+@click.option(
+    "--knob",
+    "knobs",
+    multiple=True,
+    metavar="K",
+    help="A knob of the op manifest the point tunes (repeat; default: the knob NAME).",
+)
 @pass_ctx
-def point_open(ctx: Ctx, op: str, name: str) -> None:
-    """Open an optimization point in the current stage (R7), e.g. F-1 or vec_tile_shape."""
+def point_open(ctx: Ctx, op: str, name: str, knobs: tuple[str, ...]) -> None:
+    """Open an optimization point in the current stage for named knobs (R5, R7)."""
     run_step(
         ctx,
         op,
-        lambda _ledger: cmd.OpenPoint(name=name),
+        lambda _ledger: cmd.OpenPoint(name=name, knobs=knobs),
         lambda _outcome: ({"point": name}, f"opened point {name}"),
     )
 

@@ -9,7 +9,7 @@ branches can produce is recorded as a protocol conflict.
 from __future__ import annotations
 
 from ledger.domain import fold_conflicts as conflicts
-from ledger.domain.keys import config_key
+from ledger.domain.keys import measured_key
 from ledger.domain.state import Best, Evidence, Measurement, Point, Relaxation, State, TargetSheet
 from ledger.log.record import Event
 from ledger.schema.events import STAGES, TUNE_SKILLS
@@ -102,7 +102,8 @@ def target(state: State, event: Event) -> None:
         tool=origin.get("tool"),
         origin_level=origin["level"],
     )
-    state.measured_configs[config_key(data["config"])] = "baseline"
+    state.baseline_config = data["config"]
+    state.measured_configs[measured_key(state, data["config"])] = "baseline"
     if state.adopted:
         # Only a merge can put a sheet after an adopt (the deciders fix it once a stage is
         # entered); the adopted best stays, the rewrite is a conflict to resolve.
@@ -167,7 +168,7 @@ def point_opened(state: State, event: Event) -> None:
         state.record_conflict(f"points {state.open_point} and {name} open at once")
     if name not in state.points or not state.points[name].is_open:
         state.open_points += 1
-    state.points[name] = Point(stage=data["stage"], name=name)
+    state.points[name] = Point(stage=data["stage"], name=name, knobs=list(data.get("knobs", ())))
     state.open_point = name
 
 

@@ -8,6 +8,7 @@ State in place.
 from __future__ import annotations
 
 from ledger.domain import fold_conflicts as conflicts
+from ledger.domain.keys import rekey_measured
 from ledger.domain.state import Best, RecordedManifest, State
 from ledger.log.record import Event
 
@@ -15,6 +16,7 @@ from ledger.log.record import Event
 def report(state: State, event: Event) -> None:
     """Record a report, and whether it came after incore exited (R4)."""
     state.reports.append(event.id)
+    state.attempts_at_report = len(state.attempts)
     if "incore" in state.exited:
         state.report_after_incore = True
 
@@ -32,8 +34,10 @@ def policy(state: State, event: Event) -> None:
     if key == "defaults":
         # The defaults pinned at init never override a value set explicitly.
         state.policy = {**dict(value), **state.policy}
+        state.policy_defaults = dict(value)
     else:
         state.policy[key] = value
+        state.policy_reasons[key] = event.data.get("reason", "")
 
 
 def note(state: State, event: Event) -> None:
@@ -68,3 +72,4 @@ def manifest(state: State, event: Event) -> None:
         event=event.id, digest=data["digest"], source=data["source"], declared=data["declared"]
     )
     state.manifests.append(data["digest"])
+    rekey_measured(state)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from ledger.domain import fold_conflicts as conflicts
 from ledger.domain import fold_gates as gates
 from ledger.domain import fold_records as records
-from ledger.domain.keys import ATTEMPT_ID_LEN, attempt_id, config_key
+from ledger.domain.keys import ATTEMPT_ID_LEN, attempt_id, config_key, measured_key
 from ledger.domain.samples import median
 from ledger.domain.state import Attempt, Best, Measurement, State
 from ledger.log.chain import paused_gc
@@ -117,7 +117,7 @@ def _mark_measured(state: State, attempt: Attempt) -> None:
     # Algorithm attempts keep the best config and change the implementation: their config
     # says nothing about which configs were tried (R9 compares their descriptions instead).
     if attempt.kind != "algorithm":
-        state.measured_configs[config_key(attempt.config)] = attempt.id
+        state.measured_configs[measured_key(state, attempt.config)] = attempt.id
 
 
 def _finish(state: State, attempt: Attempt, status: str) -> None:

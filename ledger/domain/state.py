@@ -115,6 +115,8 @@ class Point:
     candidates: int = 0
     mutations: int = 0
     attempts: list[str] = field(factory=list)
+    # The manifest's knobs this point tunes (R7); empty: any (an op without a manifest)
+    knobs: list[str] = field(factory=list)
 
 
 @define
@@ -193,15 +195,24 @@ class State:
     adopted: list[str] = field(factory=list)  # attempt ids, in order of adoption
     # R9: canonical config JSON -> attempt id that measured it ("baseline" for the sheet)
     measured_configs: dict[str, str] = field(factory=dict)
+    # R3: the config the baseline was measured with (kept to re-key it under a new manifest)
+    baseline_config: dict[str, Any] = field(factory=dict)
     overrides: list[tuple[str, str]] = field(factory=list)  # (attempt id, reason)
     # R4: the event ids of reports, and whether one was generated after incore exited
     reports: list[str] = field(factory=list)
+    # R4: how many attempts had started when the latest report was generated (a hand-back
+    # needs a report that covers every attempt)
+    attempts_at_report: int = -1
     report_after_incore: bool = False
     # R10
     stopped: str | None = None
     stop_detail: str = ""
     # policy values set by events (defaults live in stages.policy)
     policy: dict[str, Any] = field(factory=dict)
+    # the defaults pinned at init, and the reason recorded with each later policy.set (R10:
+    # every policy that differs from the pinned defaults is shown with its reason)
+    policy_defaults: dict[str, Any] = field(factory=dict)
+    policy_reasons: dict[str, str] = field(factory=dict)
     notes: list[str] = field(factory=list)
     repairs: list[dict[str, Any]] = field(factory=list)
     # protocol conflicts found while replaying merged branches (issue: merge)

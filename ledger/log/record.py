@@ -18,7 +18,7 @@ from attrs import frozen
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from ledger.log import codec, upcast
-from ledger.schema.events import PAYLOAD_TYPES, AttemptMeasured, Payload
+from ledger.schema.events import PAYLOAD_TYPES, AttemptMeasured, Payload, PointOpened
 
 
 @frozen
@@ -83,6 +83,10 @@ def _make_converter() -> cattrs.Converter:
     made.register_unstructure_hook(
         AttemptMeasured,
         make_dict_unstructure_fn(AttemptMeasured, made, binding=override(omit_if_default=True)),
+    )
+    made.register_unstructure_hook(
+        PointOpened,
+        make_dict_unstructure_fn(PointOpened, made, knobs=override(omit_if_default=True)),
     )
     return made
 

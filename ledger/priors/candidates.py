@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ledger.domain.replay import config_key
+from ledger.domain.keys import config_key, measured_key
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.log import codec
@@ -115,7 +115,7 @@ def screen(
     mismatch = _rank_mismatch(best, config)
     if mismatch is not None:
         return out(mismatch)
-    earlier = state.measured_configs.get(config_key(config))
+    earlier = state.measured_configs.get(measured_key(state, config))
     if earlier is not None:
         name = "the baseline" if earlier == "baseline" else f"attempt {earlier}"
         return out(f"already measured by {name}: {outcome_of(state, earlier)}", "R9")

@@ -34,8 +34,8 @@ from ledger.projections.formatting import (
 from ledger.projections.memory_layout import heading, join_blocks
 from ledger.projections.timeline import Step, config_diff
 from ledger.schema.events import STAGES
-from stages.policy import policy_value
-from stages.search import alternate_candidates
+from stages.alternates import alternate_candidates
+from stages.policy import policy_overrides, policy_value
 from stages.skills import MAX_BASE, MAX_TUNE
 
 # Bounds that keep the section short however long the campaign runs.
@@ -59,6 +59,12 @@ def render_status(state: State, policy: Mapping[str, Any], op: str = "OP") -> st
     ]
     if state.best is not None:
         lines.append(f"- Best config: {md_json(state.best.config, CONFIG, in_table=False)}")
+    lines.extend(
+        f"- Policy {md_code(o['key'], 40)} = {md_json(o['value'], 120, in_table=False)} "
+        f"(default {md_json(o['default'], 120, in_table=False)}): "
+        f"{md_text(o['reason'] or 'no reason recorded', 300)}"
+        for o in policy_overrides(state)
+    )
     if state.overrides:
         lines.append(
             f"- Retry overrides (R9): {len(state.overrides)}, listed by `tune-ledger audit {op}`"
@@ -85,6 +91,9 @@ def _stages_text(state: State) -> str:
     for stage in state.entered:
         if stage in state.exited:
             items.append(f"{stage} (exited: {md_text(state.exited[stage])})")
+        elif state.stopped is not None:
+            # A stopped campaign has no current stage: every step is refused (R10).
+            items.append(f"{stage} (campaign stopped)")
         else:
             items.append(f"**{stage}** (current)")
     return " → ".join(items)

@@ -29,6 +29,8 @@ class Step:
 
 def baseline_config(state: State) -> dict[str, Any]:
     """The config the baseline was measured with (the first best, DESIGN §5)."""
+    if state.baseline_config:
+        return dict(state.baseline_config)
     for config, measured_by in state.measured_configs.items():
         if measured_by == "baseline":
             value = json.loads(config)

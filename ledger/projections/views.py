@@ -7,6 +7,7 @@ from typing import Any
 
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
+from ledger.log.codec import canonical_json
 from ledger.log.record import Event
 from ledger.projections.formatting import fmt_time_us
 
@@ -102,6 +103,7 @@ def _best(state: State) -> dict[str, Any] | None:
 def status(state: State) -> dict[str, Any]:
     """The `status --json` object (DESIGN §5 keys and a few more)."""
     from stages import allowed, alternates
+    from stages.policy import policy_overrides
 
     sheet = state.target
     return {
@@ -136,6 +138,10 @@ def status(state: State) -> dict[str, Any]:
         "conflicts": list(state.conflicts),
         "events": state.event_count,
         "allowed": allowed(state),
+        "policy_overrides": policy_overrides(state),
+        "manifest": {"digest": state.manifest.digest, "knobs": sorted(state.manifest.knobs)}
+        if state.manifest
+        else None,
     }
 
 
@@ -158,8 +164,31 @@ def status_text(data: dict[str, Any]) -> str:
     ]
     for conflict in data["conflicts"]:
         lines.append(f"  CONFLICT: {conflict}")
+    lines.extend(_policy_and_manifest_lines(data))
     lines.append(f"  allowed next: {', '.join(data['allowed']) or '-'}")
     return "\n".join(lines)
+
+
+def _policy_and_manifest_lines(data: dict[str, Any]) -> list[str]:
+    """The policies that differ from the pinned defaults, with their reasons (R10), and the
+    manifest in use (R5: without one, knobs have no stages)."""
+    lines = [
+        f"  policy {o['key']} = {canonical_json(o['value'])} (default "
+        f"{canonical_json(o['default'])}): {o['reason'] or 'no reason recorded'}"
+        for o in data.get("policy_overrides", ())
+    ]
+    manifest = data.get("manifest")
+    if manifest:
+        lines.append(
+            f"  manifest: {manifest['digest'][:12]} ({len(manifest['knobs'])} knobs, each "
+            "bound to its stage)"
+        )
+    else:
+        lines.append(
+            f"  manifest: none recorded, so knobs have no stages and no defaults "
+            f"(tune-ledger manifest {data['op']} records SPEC.md's)"
+        )
+    return lines
 
 
 def resume(state: State) -> dict[str, Any]:

@@ -179,6 +179,8 @@ class PointOpened:
     SCHEMA: ClassVar[int] = 1
     stage: Stage
     name: str = field(validator=nonempty)
+    # The op manifest's knobs the point tunes (R7); added later, left out while empty.
+    knobs: tuple[str, ...] = ()
 
 
 @frozen

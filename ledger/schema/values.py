@@ -25,7 +25,9 @@ Failure = Literal["accuracy", "layout", "timeout", "oom", "compile", "runtime"]
 FAILURES: tuple[Failure, ...] = ("accuracy", "layout", "timeout", "oom", "compile", "runtime")
 AttemptKind = Literal["candidate", "mutation", "algorithm"]
 StopReason = Literal["target-reached", "utilization", "user"]
-ExitCondition = Literal["target-met", "points-closed", "utilization", "user"]
+ExitCondition = Literal[
+    "target-met", "points-closed", "utilization", "user", "ideas-exhausted", "hand-back"
+]
 TargetSource = Literal["spec", "upstream", "torch-eager"]
 # How a measurement reached the ledger (R11): run by the ledger itself and bound to what it
 # ran, run by the ledger but naming neither the config nor the kernel it ran ("unbound"),

@@ -124,10 +124,13 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (
         ev.StageExited,
         lambda d: cmd.ExitStage(
-            stage=d["stage"], reason=d["reason"], by_user=d["condition"] == "user"
+            stage=d["stage"],
+            reason=d["reason"],
+            by_user=d["condition"] == "user",
+            hand_back=d["condition"] == "hand-back",
         ),
     ),
-    (ev.PointOpened, lambda d: cmd.OpenPoint(name=d["name"])),
+    (ev.PointOpened, lambda d: cmd.OpenPoint(name=d["name"], knobs=tuple(d.get("knobs", ())))),
     (
         ev.PointClosed,
         lambda d: cmd.ClosePoint(
