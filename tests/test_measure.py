@@ -379,3 +379,21 @@ def test_without_require_measured_audit_lists_reported_decisions(cli: Cli, attem
         "stop target-reached rests on reported values (attempt " + attempt + ")",
     ]
     assert audited["clean"] is True
+
+
+def test_status_and_resume_name_the_exact_measure_command(cli: Cli, measured_attempt: str) -> None:
+    """A pending attempt: its full config and the command that measures it, in JSON and text."""
+    status = cli.ok("status", OP)
+    assert status["pending_config"] == {"vec_tile_shape": [1, 8, 1, 32]}
+    assert status["next_command"] == f"tune-ledger measure {OP} {measured_attempt}"
+    assert cli.ok("resume", OP)["next"][0] == f"tune-ledger measure {OP} {measured_attempt}"
+    text = cli("resume", OP, as_json=False).stdout
+    assert 'pending config: {"vec_tile_shape":[1,8,1,32]}' in text
+    assert f"next: tune-ledger measure {OP} {measured_attempt}" in text
+
+
+def test_without_a_verifier_resume_says_what_to_measure(cli: Cli, attempt: str) -> None:
+    """No manifest verifier: the next step is verify, with the config to measure spelt out."""
+    step = cli.ok("resume", OP)["next"][0]
+    assert step.startswith(f"tune-ledger verify {OP} {attempt} --run 'VERIFIER'")
+    assert '{"vec_tile_shape":[1,8,1,32]}' in step

@@ -38,8 +38,6 @@ def resolve_attempt(state: State, text: str) -> str:
 
 def _change(attempt: Attempt) -> str:
     if attempt.kind == "mutation":
-        from ledger.log.codec import canonical_json
-
         return f"{attempt.param}={canonical_json(attempt.value)}"
     if attempt.kind == "algorithm":
         return attempt.description or ""
@@ -118,6 +116,10 @@ def status(state: State) -> dict[str, Any]:
         "stages_exited": dict(state.exited),
         "skills": list(state.skills),
         "pending": state.pending,
+        "pending_config": state.attempts[state.pending].config if state.pending else None,
+        "next_command": measure_command(state, state.attempts[state.pending])
+        if state.pending
+        else None,
         "best": _best(state),
         "alternates": [attempt_row(state.attempts[a]) for a in alternates(state)],
         "open_point": state.open_point,
@@ -162,6 +164,9 @@ def status_text(data: dict[str, Any]) -> str:
         f"  skills: {', '.join(data['skills']) or '-'}",
         f"  pending attempt: {data['pending'] or '-'}   open point: {data['open_point'] or '-'}",
     ]
+    if data.get("pending"):
+        lines.append(f"  pending config: {canonical_json(data['pending_config'])}")
+        lines.append(f"  measure it: {data['next_command']}")
     for conflict in data["conflicts"]:
         lines.append(f"  CONFLICT: {conflict}")
     lines.extend(_policy_and_manifest_lines(data))
@@ -204,9 +209,7 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
     op = state.op
     steps: list[str] = []
     if pending is not None:
-        steps.append(
-            f"tune-ledger verify {op} {pending.id} ... (measure config: {_change(pending)})"
-        )
+        steps.append(measure_command(state, pending))
         steps.append(
             f"or, if it cannot be measured: tune-ledger abandon {op} {pending.id} "
             "--reason 'interrupted'"
@@ -224,6 +227,18 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
         else None,
         "next": steps or [f"tune-ledger {name} {op} ..." for name in allowed],
     }
+
+
+def measure_command(state: State, attempt: Attempt) -> str:
+    """The exact command that measures a pending attempt: the ledger's own `measure` when the
+    recorded manifest declares a verifier, else `verify` with the values to fill in (R11)."""
+    if state.manifest is not None and state.manifest.has_verifier:
+        return f"tune-ledger measure {state.op} {attempt.id}"
+    return (
+        f"tune-ledger verify {state.op} {attempt.id} --run 'VERIFIER'  (a command that "
+        f"measures config {canonical_json(attempt.config)}; or --output NAME=true|false "
+        "--layout-exit N --time TIME to report it by hand)"
+    )
 
 
 def resume_text(data: dict[str, Any]) -> str:
