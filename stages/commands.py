@@ -166,6 +166,8 @@ class Verify:
     metrics: dict[str, float] = field(factory=dict)
     # What the verifier says it ran (R11): refused when it is not the attempt's config/kernel.
     binding: Binding | None = None
+    # Provenance of outputs and layout exit when they come from another source than the times.
+    accuracy_origin: Origin | None = None
 
 
 @frozen

@@ -175,6 +175,7 @@ def decide_verify(state: State, command: Verify) -> Result:
         bubble_pct=command.bubble_pct,
         metrics=command.metrics,
         binding=command.binding,
+        accuracy_origin=command.accuracy_origin,
     )
     best, sheet = state.best, state.target
     if best is None or sheet is None:  # the sheet precedes every stage and so every attempt

@@ -157,7 +157,12 @@ def try_(
 )
 @click.option("--util", metavar="PCT", help="Core utilization %.")
 @click.option("--bubble", metavar="PCT", help="Bubble rate %.")
-@click.option("--perf-dir", metavar="DIR", help="Read DIR/measurement.json (the adapter's output).")
+@click.option(
+    "--perf-dir",
+    metavar="DIR",
+    help="A measurement folder: DIR/measurement.json, or a raw PyPTO output folder (parsed by "
+    "the adapter). With --output and --layout-exit, only its times count.",
+)
 @click.option("--from-json", "from_json", metavar="FILE", help="Read a measurement JSON file.")
 @click.option("--run", "run_cmd", metavar="CMD", help="Run the verifier; it prints a measurement.")
 @click.option(
@@ -189,8 +194,11 @@ def verify(
     (--from-json, --perf-dir: "artefact"), or let the ledger run the verifier (--run:
     "measured").
     """
+    # Accuracy (outputs, layout exit) may come by hand beside a perf folder: two runs, each
+    # piece with its own provenance. Times have exactly one source.
+    split = perf_dir is not None and bool(outputs or layout_exit is not None) and not times
     one_source(
-        output=bool(outputs or times or layout_exit is not None),
+        output=bool(outputs or times or layout_exit is not None) and not split,
         perf_dir=perf_dir,
         from_json=from_json,
         run=run_cmd,
@@ -202,6 +210,14 @@ def verify(
             hint="drop --timeout, or let the ledger run the verifier with --run CMD",
         )
     manual = not (run_cmd or perf_dir or from_json)
+    if split:
+        if layout_exit is None or not outputs:
+            raise BadInput(
+                "with --perf-dir, give the accuracy evidence whole: --output NAME=true|false "
+                "for every output and --layout-exit N",
+                hint="or let the perf folder's measurement carry both",
+            )
+        checks = inputs.parse_outputs(outputs, max_diffs)
     if manual:
         if layout_exit is None:
             raise BadInput(
@@ -218,7 +234,12 @@ def verify(
         if run_cmd:
             return runner.run_verifier(attempt_id, run_cmd, ctx.root, timeout_s)
         if perf_dir:
-            return runner.verify_command(attempt_id, runner.dir_document(perf_dir))
+            document = runner.dir_document(perf_dir, ctx.root)
+            if split:
+                return runner.split_verify_command(
+                    attempt_id, document, checks, int(layout_exit or 0)
+                )
+            return runner.verify_command(attempt_id, document)
         if from_json:
             return runner.verify_command(attempt_id, runner.file_document(from_json))
         return cmd.Verify(

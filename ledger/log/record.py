@@ -82,7 +82,12 @@ def _make_converter() -> cattrs.Converter:
     # so a new event without them is byte for byte what the older code wrote.
     made.register_unstructure_hook(
         AttemptMeasured,
-        make_dict_unstructure_fn(AttemptMeasured, made, binding=override(omit_if_default=True)),
+        make_dict_unstructure_fn(
+            AttemptMeasured,
+            made,
+            binding=override(omit_if_default=True),
+            accuracy_origin=override(omit_if_default=True),
+        ),
     )
     made.register_unstructure_hook(
         PointOpened,

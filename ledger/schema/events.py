@@ -232,6 +232,9 @@ class AttemptMeasured:
     metrics: dict[str, float] = field(factory=dict, converter=metrics)
     # What the verifier says it ran; checked against the attempt before recording (R11).
     binding: Binding | None = None
+    # Where outputs and layout exit came from when not from `origin`'s run (accuracy and
+    # performance measured apart, e.g. typed-in compare results beside a PyPTO perf folder).
+    accuracy_origin: Origin | None = None
 
 
 @frozen

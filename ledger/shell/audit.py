@@ -76,6 +76,9 @@ def _measured(d: dict[str, Any]) -> cmd.Command:
         bubble_pct=d["bubble_pct"],
         metrics=d["metrics"],
         binding=_binding(d.get("binding")),
+        accuracy_origin=None
+        if d.get("accuracy_origin") is None
+        else converter.structure(d["accuracy_origin"], Origin),
     )
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from attrs import frozen
 from ledger.domain import inputs
 from ledger.errors import BadInput
 from ledger.log import codec
-from ledger.schema.events import FAILURES, Binding, Origin
+from ledger.schema.events import FAILURES, Binding, Origin, OutputCheck
 from stages import commands as cmd
 
 OUTPUT_TAIL = 2000  # characters of a failed command's output kept in the failure detail
@@ -186,10 +188,61 @@ def file_document(path: str) -> Document:
     return Document(doc=doc, origin=origin_of_file(path, digest, doc), source=path)
 
 
-def dir_document(directory: str) -> Document:
-    """`DIR/measurement.json`, the PyPTO adapter's output (provenance "artefact")."""
+def dir_document(directory: str, root: Path | None = None) -> Document:
+    """`DIR/measurement.json`, or a raw PyPTO output folder parsed by the adapter (provenance
+    "artefact": the digest recorded is the measurement's)."""
+    if not (Path(directory) / "measurement.json").is_file() and _is_pypto_folder(directory):
+        return _parsed_pypto_folder(directory, root or Path.cwd())
     doc, path, digest = perf_dir_document(directory)
     return Document(doc=doc, origin=origin_of_file(path, digest, doc), source=path)
+
+
+def _is_pypto_folder(directory: str) -> bool:
+    folder = Path(directory)
+    return folder.is_dir() and (
+        any(folder.rglob("CostModelSimulationOutput")) or any(folder.rglob("bubble_analysis.log"))
+    )
+
+
+def _parsed_pypto_folder(directory: str, root: Path) -> Document:
+    # The adapter is the shell's tool (tools/pypto), run as a process: the ledger never imports
+    # pypto. Its document names the artefacts' digests; the one recorded is its own bytes'.
+    command = shlex.join(
+        [sys.executable, "-m", "tools.pypto.run", "--perf-dir", os.fspath(directory), "--json"]
+    )
+    run = run_command(command, root)
+    doc = last_json_object(run.output)
+    if doc is None or reported_error(doc) is not None:
+        raise BadInput(
+            f"{directory} looks like a PyPTO output folder, but the adapter could not parse it "
+            f"(exit {run.exit_code}): {_tail(run.output, 300)}",
+            hint="install the adapter (`pip install 'tune-ledger[pypto]'`), or write "
+            "DIR/measurement.json yourself",
+        )
+    digest = codec.digest(codec.canonical_json(doc).encode("utf-8"))
+    return Document(
+        doc=doc, origin=origin_of_file(os.fspath(directory), digest, doc), source=directory
+    )
+
+
+def split_verify_command(
+    attempt: str, perf: Document, outputs: tuple[OutputCheck, ...], layout_exit: int
+) -> cmd.Verify:
+    """Verify from two runs: the accuracy evidence given by hand (reported), the times from a
+    perf folder (artefact); each piece keeps its own provenance (R11)."""
+    times = times_of(perf.doc, perf.source)
+    return cmd.Verify(
+        attempt=attempt,
+        outputs=outputs,
+        layout_exit=layout_exit,
+        times_us=times,
+        origin=perf.origin,
+        accuracy_origin=Origin(level="reported"),
+        util_pct=percent_of(perf.doc, "util_pct"),
+        bubble_pct=percent_of(perf.doc, "bubble_pct"),
+        metrics=_metrics(perf.doc, perf.source),
+        binding=binding_of(perf.doc),
+    )
 
 
 def run_document(run: CommandRun, what: str) -> Document:
