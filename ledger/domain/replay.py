@@ -110,6 +110,8 @@ def _measured(state: State, event: Event) -> None:
         all(output["all_close"] for output in data["outputs"]),
         data["layout_exit"],
     )
+    if attempt.status != "pending":  # measured after it finished: merged branches only
+        state.finished_revision += 1
     _mark_measured(state, attempt)
 
 
@@ -123,6 +125,7 @@ def _mark_measured(state: State, attempt: Attempt) -> None:
 def _finish(state: State, attempt: Attempt, status: str) -> None:
     if attempt.status != "pending":
         state.record_conflict(f"attempt {attempt.id} {status} after it was {attempt.status}")
+        state.finished_revision += 1
     attempt.status = status
     if state.pending == attempt.id:
         # Only merged branches leave a second attempt pending (a recorded conflict); the

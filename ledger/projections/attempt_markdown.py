@@ -9,7 +9,10 @@ Cells are cut to a fixed length, so a row stays readable however long the user's
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import islice
 from typing import Any
+
+from attrs import define, field
 
 from ledger.domain.state import Attempt, Point, State
 from ledger.log.codec import canonical_json
@@ -192,45 +195,88 @@ _EXAMPLES = {"mutation": 6, "algorithm": 3, "candidate": 2}
 
 def failed_groups(earlier: Sequence[Step], op: str) -> str:
     """Earlier failures grouped by stage and what was changed, with the values tried (R9)."""
-    groups: dict[tuple[str, str], list[Step]] = {}
+    groups = FailedGroups()
     for step in earlier:
-        groups.setdefault(_group_key(step.attempt), []).append(step)
-    keys = sorted(
-        groups, key=lambda k: (_STAGE_INDEX.get(k[0], len(_STAGE_INDEX)), groups[k][0].attempt.seq)
-    )
-    shown, hidden = keys[:FAILED_GROUPS], keys[FAILED_GROUPS:]
-    rows = []
-    for key in shown:
-        members = groups[key]
-        counts: dict[str, int] = {}
-        for step in members:
-            counts[outcome(step.attempt)] = counts.get(outcome(step.attempt), 0) + 1
-        outcomes = ", ".join(
-            f"{k} {counts[k]}"
-            for k in sorted(
-                counts, key=lambda k: (FAILURE_ORDER.index(k) if k in FAILURE_ORDER else 99, k)
+        groups.add(step)
+    return groups.text(op)
+
+
+@define
+class _Group:
+    first_seq: int
+    kind: str
+    count: int = 0
+    outcomes: dict[str, int] = field(factory=dict)
+    # idea -> its most recent step, ordered by most recent occurrence (the last is the newest)
+    ideas: dict[str, Step] = field(factory=dict)
+
+
+@define
+class FailedGroups:
+    """`failed_groups` as an accumulator: failures are added oldest first, one at a time, so a
+    kept one grows with the ledger in O(1) per failure instead of regrouping them all."""
+
+    groups: dict[tuple[str, str], _Group] = field(factory=dict)
+
+    def add(self, step: Step) -> None:
+        """Count one more (more recent) failed step into its group."""
+        attempt = step.attempt
+        key = _group_key(attempt)
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = _Group(attempt.seq, attempt.kind)
+        group.count += 1
+        result = outcome(attempt)
+        group.outcomes[result] = group.outcomes.get(result, 0) + 1
+        idea = _idea(step)
+        group.ideas.pop(idea, None)  # re-inserted last: it is now the most recent occurrence
+        group.ideas[idea] = step
+
+    def copy(self) -> FailedGroups:
+        """An independent accumulator with the same failures counted."""
+        return FailedGroups(
+            {
+                key: _Group(g.first_seq, g.kind, g.count, dict(g.outcomes), dict(g.ideas))
+                for key, g in self.groups.items()
+            }
+        )
+
+    def text(self, op: str) -> str:
+        """The grouped failures as Markdown (heading, table, and the groups not shown)."""
+        groups = self.groups
+        keys = sorted(
+            groups,
+            key=lambda k: (_STAGE_INDEX.get(k[0], len(_STAGE_INDEX)), groups[k].first_seq),
+        )
+        shown, hidden = keys[:FAILED_GROUPS], keys[FAILED_GROUPS:]
+        rows = []
+        for key in shown:
+            group = groups[key]
+            outcomes = ", ".join(
+                f"{k} {group.outcomes[k]}"
+                for k in sorted(
+                    group.outcomes,
+                    key=lambda k: (FAILURE_ORDER.index(k) if k in FAILURE_ORDER else 99, k),
+                )
+            )
+            keep = _EXAMPLES.get(group.kind, 2)
+            # Distinct ideas, most recent first, each shown by its most recent step.
+            recent = list(islice(reversed(group.ideas.values()), keep))
+            examples = [_example(step) for step in recent]
+            if len(group.ideas) > keep:
+                examples.append(f"+{len(group.ideas) - keep} more")
+            rows.append([key[0], key[1], str(group.count), outcomes, ", ".join(examples)])
+        text = (
+            "### Earlier failed attempts, grouped\n\n"
+            "By stage and what was changed; values most recent first.\n\n"
+            + md_table(
+                ["stage", "change", "count", "outcomes", "values tried"], rows, align="llrll"
             )
         )
-        distinct = list(dict.fromkeys(_idea(step) for step in reversed(members)))
-        keep = _EXAMPLES.get(members[0].attempt.kind, 2)
-        shown_steps: dict[str, Step] = {}
-        for step in reversed(members):
-            idea = _idea(step)
-            if idea in distinct[:keep] and idea not in shown_steps:
-                shown_steps[idea] = step
-        examples = [_example(shown_steps[idea]) for idea in distinct[:keep]]
-        if len(distinct) > keep:
-            examples.append(f"+{len(distinct) - keep} more")
-        rows.append([key[0], key[1], str(len(members)), outcomes, ", ".join(examples)])
-    text = (
-        "### Earlier failed attempts, grouped\n\n"
-        "By stage and what was changed; values most recent first.\n\n"
-        + md_table(["stage", "change", "count", "outcomes", "values tried"], rows, align="llrll")
-    )
-    if hidden:
-        count = sum(len(groups[k]) for k in hidden)
-        text += (
-            f"\n{plural(len(hidden), 'more group')} ({plural(count, 'attempt')}) are in "
-            f"`tune-ledger log {op} --verdict rollback`.\n"
-        )
-    return text
+        if hidden:
+            count = sum(groups[k].count for k in hidden)
+            text += (
+                f"\n{plural(len(hidden), 'more group')} ({plural(count, 'attempt')}) are in "
+                f"`tune-ledger log {op} --verdict rollback`.\n"
+            )
+        return text

@@ -12,7 +12,6 @@ from ledger.domain.state import State
 from ledger.projections.attempt_markdown import (
     CELL,
     change_text,
-    failed_groups,
     point_cell,
     reason_text,
     time_text,
@@ -27,7 +26,9 @@ from ledger.projections.formatting import (
     plural,
 )
 from ledger.projections.memory_layout import heading, join_blocks
-from ledger.projections.timeline import Step, baseline_config, is_failed, outcome, steps
+from ledger.projections.timeline import Step, baseline_config, outcome
+from ledger.projections.walk import Walk
+from ledger.projections.walk import walk as warm_walk
 
 # Bounds that keep MEMORY.md short enough for an agent's context however long the campaign
 # runs (1,000 attempts stay under 32 KB); the full history stays in the ledger.
@@ -37,14 +38,17 @@ HISTORY_ROWS = 10
 NOTES = 5
 
 
-def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | None = None) -> str:
+def walk_of(state: State, given: Sequence[Step] | Walk | None = None) -> Walk:
+    """The walk the sections render: `given`, or the state's own (kept warm, `walk.walk`)."""
+    if given is None:
+        return warm_walk(state, FAILED_ROWS)
+    return given if isinstance(given, Walk) else Walk.of(given)
+
+
+def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | Walk | None = None) -> str:
     """Adopted changes from the baseline to the best, most recent last (R8)."""
     parts = [heading("adopted")]
-    adopted = [
-        s
-        for s in (steps(state) if walk is None else walk)
-        if s.attempt.verdict in ("adopt", "target-reached") and s.attempt.failure is None
-    ]
+    adopted = walk_of(state, walk).adopted
     sheet = state.target
     if not adopted:
         parts.append(
@@ -100,14 +104,12 @@ def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | None = N
     return join_blocks(parts)
 
 
-def render_failed(state: State, op: str = "OP", walk: Sequence[Step] | None = None) -> str:
+def render_failed(state: State, op: str = "OP", walk: Sequence[Step] | Walk | None = None) -> str:
     """Every failed or rolled-back attempt: the ledger refuses to retry them (R8, R9)."""
     parts = [heading("failed")]
-    all_steps = steps(state) if walk is None else walk
-    failed = [s for s in all_steps if is_failed(s.attempt)]
-    no_gain = sum(
-        1 for s in all_steps if s.attempt.verdict == "no-gain" and s.attempt.failure is None
-    )
+    walked = walk_of(state, walk)
+    failed = walked.failed
+    no_gain = walked.no_gain
     if not failed:
         parts.append(
             "None yet. A failed or rolled-back attempt is listed here, and the ledger "
@@ -142,9 +144,9 @@ def render_failed(state: State, op: str = "OP", walk: Sequence[Step] | None = No
                 ],
             )
         )
-        earlier = failed[: len(failed) - len(shown)]
+        earlier = len(failed) - len(shown)
         if earlier:
-            parts.append(failed_groups(earlier, op))
+            parts.append(walked.failed_groups(earlier, op))
     if no_gain:
         parts.append(
             f"Also measured without gain (not retried either, R9): "
@@ -153,10 +155,10 @@ def render_failed(state: State, op: str = "OP", walk: Sequence[Step] | None = No
     return join_blocks(parts)
 
 
-def render_history(state: State, op: str = "OP", walk: Sequence[Step] | None = None) -> str:
+def render_history(state: State, op: str = "OP", walk: Sequence[Step] | Walk | None = None) -> str:
     """The most recent attempts and notes; the full history is `tune-ledger log`."""
     parts = [heading("history")]
-    recent = list(steps(state) if walk is None else walk)[-HISTORY_ROWS:]
+    recent = list(walk_of(state, walk).steps[-HISTORY_ROWS:])
     if not recent:
         parts.append("No attempts yet.")
     else:

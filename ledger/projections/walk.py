@@ -1,0 +1,142 @@
+"""The campaign's steps with what MEMORY.md's history sections count in them, kept warm.
+
+`walk(state)` gives the same steps as `timeline.steps(state)`, plus the adopted and failed
+ones, the no-gain count and the earlier failures grouped. Rendering after every append used to
+walk, filter and group all attempts: at 100k events that was most of a command's time. The
+part of the walk over the finished attempts that start the campaign cannot change (an attempt
+is settled once it is verified, failed or abandoned; only merged branches touch one again, and
+the fold counts that in `State.finished_revision`), so it is kept in `State.derived` and only
+the attempts after it are walked again. The result is the same as walking everything: a walk
+is a pure function of the state; keeping part of it is a cache of that function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import islice
+from typing import Any
+
+from attrs import define, field, frozen
+
+from ledger.domain.state import Attempt, State
+from ledger.projections.attempt_markdown import FailedGroups
+from ledger.projections.timeline import Step, baseline_config, is_failed
+
+_ADOPTED = ("adopt", "target-reached")
+_KEY = "walk"
+
+
+@frozen
+class Walk:
+    """Every step in start order, and the ones the history sections list or count."""
+
+    steps: Sequence[Step]
+    adopted: Sequence[Step]
+    failed: Sequence[Step]
+    no_gain: int
+    # The first `grouped` failures, grouped (may be fewer than asked: see `failed_groups`).
+    groups: FailedGroups = field(factory=FailedGroups)
+    grouped: int = 0
+
+    @classmethod
+    def of(cls, steps: Sequence[Step]) -> Walk:
+        """The walk of steps given whole (a report's, a test's): counted by scanning them."""
+        walk = _Prefix()
+        for step in steps:
+            walk.add(step)
+        return cls(walk.steps, walk.adopted, walk.failed, walk.no_gain)
+
+    def failed_groups(self, count: int, op: str) -> str:
+        """`attempt_markdown.failed_groups` of the first `count` failures (R9)."""
+        if count == self.grouped:  # the usual case: nothing failed after a pending attempt
+            return self.groups.text(op)
+        if self.grouped > count:
+            groups, start = FailedGroups(), 0
+        else:  # copied: the kept groups must stay those of the first `grouped` failures
+            groups, start = self.groups.copy(), self.grouped
+        for step in self.failed[start:count]:
+            groups.add(step)
+        return groups.text(op)
+
+
+@define
+class _Prefix:
+    """The walk over the first attempts, extended one step at a time."""
+
+    steps: list[Step] = field(factory=list)
+    adopted: list[Step] = field(factory=list)
+    failed: list[Step] = field(factory=list)
+    no_gain: int = 0
+    # The best config and time after the last step (what the next attempt is compared with).
+    best_config: dict[str, Any] = field(factory=dict)
+    best_us: float | None = None
+    groups: FailedGroups = field(factory=FailedGroups)
+    grouped: int = 0
+
+    def add(self, step: Step) -> None:
+        attempt = step.attempt
+        self.steps.append(step)
+        if attempt.failure is None and attempt.verdict in _ADOPTED:
+            self.adopted.append(step)
+        elif attempt.failure is None and attempt.verdict == "no-gain":
+            self.no_gain += 1
+        if is_failed(attempt):
+            self.failed.append(step)
+
+    def step(self, attempt: Attempt) -> Step:
+        """The attempt's step, moving the best on when it was adopted (as `timeline.steps`)."""
+        before = attempt.compared_us if attempt.compared_us is not None else self.best_us
+        step = Step(attempt, self.best_config, before)
+        if attempt.verdict in _ADOPTED and attempt.failure is None:
+            self.best_config = attempt.config
+            if attempt.measurement is not None:
+                self.best_us = attempt.measurement.median_us
+        return step
+
+
+def walk(state: State, shown_failures: int) -> Walk:
+    """The state's walk: the kept walk of its settled first attempts, then the rest walked.
+
+    All but the last `shown_failures` failures are grouped as they settle. The walk is valid
+    until the state changes: like the state, it is the accumulator's, not a value to keep."""
+    baseline = baseline_config(state)
+    # What the kept part depends on besides the settled attempts themselves.
+    key = (state.finished_revision, state.target, baseline, shown_failures)
+    kept = state.derived.get(_KEY)
+    if not isinstance(kept, tuple) or kept[0] != key:
+        prefix = _Prefix(best_config=baseline)
+        prefix.best_us = state.target.baseline_us if state.target else None
+        kept = (key, prefix)
+        state.derived[_KEY] = kept
+    prefix = kept[1]
+    rest = islice(state.attempts.values(), len(prefix.steps), None)
+    tail: _Prefix | None = None
+    for attempt in rest:
+        if tail is None and attempt.status != "pending":
+            prefix.add(prefix.step(attempt))
+            continue
+        if tail is None:  # the first unsettled attempt: from here on nothing is kept
+            tail = _Prefix(best_config=prefix.best_config, best_us=prefix.best_us)
+        tail.add(tail.step(attempt))
+    # Group the failures that are sure to stay "earlier" (all but the most recent shown).
+    _group_settled(prefix, shown_failures)
+    if tail is None:
+        return Walk(prefix.steps, prefix.adopted, prefix.failed, prefix.no_gain,
+                    prefix.groups, prefix.grouped)  # fmt: skip
+    return Walk(
+        prefix.steps + tail.steps,
+        prefix.adopted + tail.adopted,
+        prefix.failed + tail.failed,
+        prefix.no_gain + tail.no_gain,
+        prefix.groups,
+        prefix.grouped,
+    )
+
+
+def _group_settled(prefix: _Prefix, shown_failures: int) -> None:
+    # Failures only accumulate, so those before the last `shown_failures` settled ones are
+    # earlier in every later walk too; grouping them once keeps `failed_groups` O(new ones).
+    upto = len(prefix.failed) - shown_failures
+    for step in prefix.failed[prefix.grouped : max(upto, prefix.grouped)]:
+        prefix.groups.add(step)
+    prefix.grouped = max(upto, prefix.grouped)
