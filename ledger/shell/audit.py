@@ -163,6 +163,8 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
         ),
     ),
     (ev.NewlineRestored, None),
+    # A person's confirmation after the shell found a rollback, not a step of the protocol.
+    (ev.RollbackAccepted, None),
 )
 
 _COMMAND_OF: dict[str, CommandOf] = {
