@@ -89,6 +89,8 @@ NONEMPTY_FIELDS = {
     ("AttemptAbandoned", "reason"),
     ("NoteAdded", "text"),
     ("ConflictResolved", "reason"),
+    ("RollbackAccepted", "missing"),
+    ("RollbackAccepted", "reason"),
 }
 
 

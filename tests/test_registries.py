@@ -44,9 +44,12 @@ def test_every_payload_type_has_exactly_one_audit_entry() -> None:
     counts = _classes_of(audit.AUDIT_ENTRIES)
     assert set(counts) == set(ev.PAYLOAD_CLASSES)
     assert [cls for cls, n in counts.items() if n != 1] == []
-    assert {"ledger.repaired", "conflict.resolved", "ledger.newline_restored"} == (
-        audit._NOT_DECIDED
-    )
+    assert {
+        "ledger.repaired",
+        "conflict.resolved",
+        "ledger.newline_restored",
+        "ledger.rollback_accepted",
+    } == audit._NOT_DECIDED
     assert set(audit._COMMAND_OF) | audit._NOT_DECIDED == set(ev.PAYLOAD_TYPES)
 
 

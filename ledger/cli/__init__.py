@@ -60,6 +60,7 @@ COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
     "ledger.cli.priors": ("priors",),
     "ledger.cli.mcp": ("mcp",),
     "ledger.cli.agent_setup": ("agent-setup",),
+    "ledger.cli.rollback": ("accept-rollback",),
 }
 
 

@@ -1,5 +1,5 @@
 """How the campaign's records change the state: reports (R4), the stop (R10), policy values,
-notes, torn-tail repairs and the resolutions of merge conflicts.
+notes, torn-tail repairs, accepted rollbacks and the resolutions of merge conflicts.
 
 One handler per event type, registered in ledger/domain/replay.py; each updates the replay's
 State in place.
@@ -48,6 +48,12 @@ def note(state: State, event: Event) -> None:
 def repaired(state: State, event: Event) -> None:
     """Add a torn-tail repair."""
     state.repairs.append(dict(event.data))
+
+
+def rollback_accepted(state: State, event: Event) -> None:
+    """Record the lost event a person accepted, so the rollback check passes even before
+    MEMORY.md is re-rendered."""
+    state.rollbacks_accepted.append(event.data["missing"])
 
 
 def conflict_resolved(state: State, event: Event) -> None:

@@ -209,6 +209,7 @@ HANDLERS: tuple[tuple[type[ev.Payload], Handler], ...] = (
     # reliability (issue 20): a restored newline changes no state (the event it ended is
     # replayed like any other); audit and `log` show it.
     (ev.NewlineRestored, lambda _state, _event: None),
+    (ev.RollbackAccepted, records.rollback_accepted),
 )
 
 _BY_TYPE: Mapping[str, Handler] = {payload.TYPE: handler for payload, handler in HANDLERS}

@@ -215,6 +215,8 @@ class State:
     policy_reasons: dict[str, str] = field(factory=dict)
     notes: list[str] = field(factory=list)
     repairs: list[dict[str, Any]] = field(factory=list)
+    # the event ids a person accepted as lost from the ledger (ledger.rollback_accepted)
+    rollbacks_accepted: list[str] = field(factory=list)
     # protocol conflicts found while replaying merged branches (issue: merge)
     conflicts: list[str] = field(factory=list)
     # --idempotency-key -> the events the keyed command appended (DESIGN §5: a retry returns

@@ -54,6 +54,19 @@ def _header_digest_body(body: str) -> str:
     return "".join(line for line in lines if not line.startswith(_DIGEST_PREFIX))
 
 
+def recorded_position(text: str) -> tuple[str, Position] | None:
+    """The op and ledger position that MEMORY.md's managed header records (None without one)."""
+    # Searched from the header's begin marker, without parsing the Markdown: the check that
+    # uses it runs before every append, so it must cost a string search, not a parse.
+    start = text.find(splice.begin_marker("header"))
+    rendered = _RENDERED.search(text, start) if start >= 0 else None
+    if rendered is None:
+        return None
+    last = rendered.group("last")
+    events = int(rendered.group("events"))
+    return rendered.group("op"), Position(events, "" if last == "-" else last)
+
+
 def render_header(op: str | None, position: Position, sections: Mapping[str, str]) -> str:
     """The header body: the ledger position rendered from, a digest per section, a notice."""
     name = op_name(op)

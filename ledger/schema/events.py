@@ -372,6 +372,18 @@ class NewlineRestored:
     event: str
 
 
+@frozen
+class RollbackAccepted:
+    """A person accepted that the ledger no longer holds `missing`, the last event MEMORY.md
+    was rendered from (a rollback or truncation), for `reason` (DESIGN §7.5)."""
+
+    TYPE: ClassVar[str] = "ledger.rollback_accepted"
+    SCHEMA: ClassVar[int] = 1
+    missing: str = field(validator=nonempty)
+    events: int = field(converter=integer)  # how many events MEMORY.md was rendered from
+    reason: str = field(validator=nonempty)
+
+
 # --- end of the reliability block ------------------------------------------------------------
 
 
@@ -402,6 +414,7 @@ Payload = (
     | ConflictResolved
     | ManifestRecorded
     | NewlineRestored
+    | RollbackAccepted
 )
 
 PAYLOAD_CLASSES: tuple[type[Payload], ...] = get_args(Payload)
@@ -446,6 +459,7 @@ __all__ = [
     "PointOpened",
     "PolicySet",
     "ReportGenerated",
+    "RollbackAccepted",
     "SkillLoaded",
     "SkillUnloaded",
     "Stage",

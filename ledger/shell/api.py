@@ -23,7 +23,7 @@ from ledger.log.record import Draft, Event, converter
 from ledger.log.store import AppendResult, FileStore, MemoryStore, Store, Tip
 from ledger.projections import memory_file, splice, view_cache
 from ledger.schema.events import Payload
-from ledger.shell import provenance
+from ledger.shell import provenance, rollback
 
 if TYPE_CHECKING:
     from stages import Decision, Refusal
@@ -162,6 +162,8 @@ class OpLedger:
                 if original is not None:
                     return original
             state = loaded.state if loaded else State()
+            if loaded is not None:  # a ledger that lost MEMORY.md's last event is not written
+                rollback.refuse_unaccepted(self.store, self.memory_path, state, self.op, command)
             decision = decide_step(state, command)
             if isinstance(decision, Refusal):
                 if decision.events:  # a hand-back records the failed check (R1, exit 5)
@@ -237,10 +239,16 @@ class OpLedger:
 
         if state is None:
             state = self.load().state
+            # Re-rendering MEMORY.md from a rolled-back ledger would erase the only trace.
+            rollback.refuse_unaccepted(self.store, self.memory_path, state, self.op)
         existing = splice.read_text(self.memory_path)
         position = memory_file.Position(events=state.event_count, last=state.last_event or "")
         text = memory_file.render_memory(existing, state, effective_policy(state), position)
         return splice.write_if_changed(self.memory_path, text)
+
+    def rolled_back(self) -> rollback.Rollback | None:
+        """The rollback of the ledger behind MEMORY.md's back, if any (reads only warn)."""
+        return rollback.find(self.store, self.memory_path, self.load().state)
 
     def write_report_files(self) -> Any:
         """Write OP_tuning_report.md and its SVG chart; return the command that records them.
@@ -253,6 +261,8 @@ class OpLedger:
         from stages.policy import effective_policy
 
         state = self.load().state
+        # The report is appended as an event: refused before its files are written.
+        rollback.refuse_unaccepted(self.store, self.memory_path, state, self.op)
         markdown, svg = report.render_report(state, None, effective_policy(state))
         splice.write_if_changed(self.dir / report.report_name(self.op), markdown)
         splice.write_if_changed(self.dir / report.chart_name(self.op), svg)

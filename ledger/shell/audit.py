@@ -22,6 +22,7 @@ from ledger.projections import memory_file, splice
 from ledger.schema import events as ev
 from ledger.schema.events import Binding, Origin, OutputCheck
 from ledger.shell import audit_trust as trust
+from ledger.shell import rollback
 from stages import commands as cmd
 
 if TYPE_CHECKING:
@@ -169,6 +170,8 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
         ),
     ),
     (ev.NewlineRestored, None),
+    # A person's confirmation after the shell found a rollback, not a step of the protocol.
+    (ev.RollbackAccepted, None),
 )
 
 _COMMAND_OF: dict[str, CommandOf] = {
@@ -320,7 +323,12 @@ def check_memory_file(ledger: OpLedger, loaded: Loaded | None = None) -> list[st
     text = splice.read_text(ledger.memory_path) or ""
     state = loaded.state
     position = memory_file.Position(events=state.event_count, last=state.last_event or "")
-    return [f"{ledger.memory_path}: {f}" for f in memory_file.check_memory(text, position)]
+    findings = memory_file.check_memory(text, position)
+    # Named first: the stale finding alone would send a reader to `render`, which is refused.
+    found = rollback.find(ledger.store, ledger.memory_path, state)
+    if found is not None:
+        findings.insert(0, rollback.warning(found, ledger.op))
+    return [f"{ledger.memory_path}: {f}" for f in findings]
 
 
 def audit_op(ledger: OpLedger) -> dict[str, Any]:

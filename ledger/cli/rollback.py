@@ -1,0 +1,51 @@
+"""`accept-rollback`: a person confirms that the ledger lost the events MEMORY.md was rendered
+from, which is recorded as an event, and MEMORY.md is re-rendered (DESIGN §7.5)."""
+
+from __future__ import annotations
+
+import click
+
+from ledger.cli.base import Ctx, pass_ctx, report_events, request_of
+
+
+@click.command("accept-rollback")
+@click.argument("op")
+@click.option(
+    "--reason",
+    required=True,
+    help="Why the older ledger is the right one (recorded in the ledger).",
+)
+@pass_ctx
+def accept_rollback(ctx: Ctx, op: str, reason: str) -> None:
+    """Accept a rollback or truncation of the ledger that MEMORY.md shows, and write again.
+
+    Refused (exit 2) when the ledger still holds the last event MEMORY.md was rendered from.
+    """
+    from ledger.shell import rollback
+
+    ledger = ctx.op(op)
+    request = request_of(click.get_current_context())
+    # A retried key returns the original result: the rollback it accepted is gone by then.
+    outcome = ledger.earlier(ctx.key, request) if ctx.key is not None else None
+    if outcome is None:
+        command = rollback.acceptance(ledger.rolled_back(), op, reason)
+        outcome = ledger.execute(
+            command,
+            key=ctx.key,
+            decider=rollback.decide,
+            request=request,
+            command_line=ctx.command_line(),
+        )
+    accepted = next((e.data for e in outcome.events if e.type == "ledger.rollback_accepted"), {})
+    missing = accepted.get("missing")
+    report_events(
+        ctx,
+        op,
+        outcome,
+        {"missing": missing, "ledger_last": outcome.state.last_event},
+        f"accepted the rollback: {missing} is no longer in the ledger; MEMORY.md re-rendered",
+    )
+
+
+# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
+COMMANDS = (accept_rollback,)
