@@ -397,3 +397,17 @@ def test_without_a_verifier_resume_says_what_to_measure(cli: Cli, attempt: str) 
     step = cli.ok("resume", OP)["next"][0]
     assert step.startswith(f"tune-ledger verify {OP} {attempt} --run 'VERIFIER'")
     assert '{"vec_tile_shape":[1,8,1,32]}' in step
+
+
+def test_reported_times_are_marked_where_a_reader_looks(cli: Cli, attempt: str) -> None:
+    """MEMORY.md, `log` and the report mark a hand-typed time and explain the mark (R11)."""
+    cli.ok("verify", OP, attempt, "--output", "y=true", "--layout-exit", "0", "--time", "90us")
+    memory = (cli.root / "custom" / OP / "MEMORY.md").read_text("utf-8")
+    legend = "† reported by hand (provenance `reported`), not measured by the ledger (R11)."
+    assert "| 90.00 µs† (-10.0%) |" in memory and "| 100.00 µs† |" in memory
+    assert legend in memory
+    log = cli("log", OP, as_json=False).stdout
+    assert "90.00 µs†" in log and legend in log
+    cli.ok("report", OP)
+    report = (cli.root / "custom" / OP / f"{OP}_tuning_report.md").read_text("utf-8")
+    assert "90.00 µs† (-10.0%)" in report and legend in report

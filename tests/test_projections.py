@@ -437,7 +437,7 @@ def test_a_replayed_campaign_renders_its_attempts() -> None:
     assert f"`{first}`" in bodies["adopted"]
     failed = bodies["failed"]
     assert f"`{second}`" in failed and "UB overflow \\| 2 MB at line 3" in failed
-    assert f"`{third}`" in failed and "slower: 120.00 µs (+33.3%)" in failed
+    assert f"`{third}`" in failed and "slower: 120.00 µs† (+33.3%)" in failed
     assert ms.table_rows(bodies["history"]) == [3]
     driver.run(cmd.AddNote(text="next: try unroll [16,4]"))
     later = Position(events=len(driver.events), last=driver.events[-1].id)

@@ -59,12 +59,30 @@ def change_text(step: Step, limit: int = CELL) -> str:
     return f"candidate ({prior}): {md_code(config_diff(step.best_config, attempt.config), limit)}"
 
 
+# Times only reported by the caller are marked wherever a reader sees them (R11).
+REPORTED_MARK = "†"
+REPORTED_LEGEND = (
+    f"{REPORTED_MARK} reported by hand (provenance `reported`), not measured by the ledger (R11)."
+)
+
+
+def reported_mark(origin_level: str | None) -> str:
+    """The mark a time gets when it was only reported, else nothing."""
+    return REPORTED_MARK if origin_level == "reported" else ""
+
+
+def with_legend(text: str) -> str:
+    """`text` followed by the legend of the reported mark, when the mark appears in it."""
+    return f"{text.rstrip()}\n\n{REPORTED_LEGEND}\n" if REPORTED_MARK in text else text
+
+
 def time_text(step: Step) -> str:
-    """The attempt's median time and its change against the best it was compared with."""
+    """The attempt's median time (marked when only reported) and its change against the best
+    it was compared with."""
     measurement = step.attempt.measurement
     if measurement is None:
         return "-"
-    text = fmt_time_us(measurement.median_us)
+    text = fmt_time_us(measurement.median_us) + reported_mark(measurement.origin_level)
     if step.best_us:
         text += f" ({fmt_pct(change_pct(measurement.median_us, step.best_us), signed=True)})"
     return text

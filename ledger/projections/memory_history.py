@@ -14,7 +14,9 @@ from ledger.projections.attempt_markdown import (
     change_text,
     point_cell,
     reason_text,
+    reported_mark,
     time_text,
+    with_legend,
 )
 from ledger.projections.formatting import (
     fmt_speedup,
@@ -73,7 +75,8 @@ def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
                 "-",
                 "-",
                 md_json(baseline_config(state), CELL),
-                fmt_time_us(sheet.baseline_us if sheet else None),
+                fmt_time_us(sheet.baseline_us if sheet else None)
+                + reported_mark(sheet.origin_level if sheet else None),
             ]
         )
     else:
@@ -95,10 +98,12 @@ def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
             ]
         )
     parts.append(
-        md_table(
-            ["#", "attempt", "stage", "point", "change", "time (vs best then)"],
-            rows,
-            align="rlllll",
+        with_legend(
+            md_table(
+                ["#", "attempt", "stage", "point", "change", "time (vs best then)"],
+                rows,
+                align="rlllll",
+            )
         )
     )
     return join_blocks(parts)
@@ -129,19 +134,21 @@ def render_failed(state: State, op: str = "OP", walk: Sequence[Step] | Walk | No
             )
         parts.append(intro)
         parts.append(
-            md_table(
-                ["attempt", "stage", "point", "change", "outcome", "reason"],
-                [
+            with_legend(
+                md_table(
+                    ["attempt", "stage", "point", "change", "outcome", "reason"],
                     [
-                        md_code(s.attempt.id),
-                        s.attempt.stage,
-                        point_cell(s.attempt.point),
-                        change_text(s),
-                        outcome(s.attempt),
-                        reason_text(s),
-                    ]
-                    for s in shown
-                ],
+                        [
+                            md_code(s.attempt.id),
+                            s.attempt.stage,
+                            point_cell(s.attempt.point),
+                            change_text(s),
+                            outcome(s.attempt),
+                            reason_text(s),
+                        ]
+                        for s in shown
+                    ],
+                )
             )
         )
         earlier = len(failed) - len(shown)
@@ -167,21 +174,23 @@ def render_history(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
             f"full history: `tune-ledger log {op}`."
         )
         parts.append(
-            md_table(
-                ["#", "attempt", "stage", "point", "change", "result", "time (vs best then)"],
-                [
+            with_legend(
+                md_table(
+                    ["#", "attempt", "stage", "point", "change", "result", "time (vs best then)"],
                     [
-                        str(s.attempt.seq),
-                        md_code(s.attempt.id),
-                        s.attempt.stage,
-                        point_cell(s.attempt.point),
-                        change_text(s),
-                        outcome(s.attempt),
-                        time_text(s),
-                    ]
-                    for s in recent
-                ],
-                align="rllllll",
+                        [
+                            str(s.attempt.seq),
+                            md_code(s.attempt.id),
+                            s.attempt.stage,
+                            point_cell(s.attempt.point),
+                            change_text(s),
+                            outcome(s.attempt),
+                            time_text(s),
+                        ]
+                        for s in recent
+                    ],
+                    align="rllllll",
+                )
             )
         )
     if state.notes:

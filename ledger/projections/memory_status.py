@@ -19,6 +19,7 @@ from ledger.projections.attempt_markdown import (
     points_table,
     policy_number,
     time_text,
+    with_legend,
 )
 from ledger.projections.formatting import (
     change_pct,
@@ -189,5 +190,5 @@ def _alternates_table(state: State, policy: Mapping[str, Any]) -> str:
     return (
         "### Alternates\n\nThe best valid candidates besides the best (R7), as changes to "
         "the best config:\n\n"
-        + md_table(["attempt", "point", "time (vs best)", "config vs best"], rows)
+        + with_legend(md_table(["attempt", "point", "time (vs best)", "config vs best"], rows))
     )

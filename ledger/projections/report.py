@@ -21,6 +21,7 @@ from ledger.projections.attempt_markdown import (
     points_table,
     reason_text,
     time_text,
+    with_legend,
 )
 from ledger.projections.formatting import (
     change_pct,
@@ -236,10 +237,20 @@ def _adopted_table(state: State, walk: Sequence[Step]) -> str:
                 total,
             ]
         )
-    return md_table(
-        ["#", "attempt", "stage", "point", "change", "time (vs best then)", "speed-up vs baseline"],
-        rows,
-        align="rllllll",
+    return with_legend(
+        md_table(
+            [
+                "#",
+                "attempt",
+                "stage",
+                "point",
+                "change",
+                "time (vs best then)",
+                "speed-up vs baseline",
+            ],
+            rows,
+            align="rllllll",
+        )
     )
 
 

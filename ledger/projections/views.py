@@ -9,6 +9,7 @@ from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
 from ledger.log.codec import canonical_json
 from ledger.log.record import Event
+from ledger.projections.attempt_markdown import REPORTED_LEGEND, reported_mark
 from ledger.projections.formatting import fmt_time_us
 
 _MIN_PREFIX = 4
@@ -265,9 +266,9 @@ def log_text(rows: list[dict[str, Any]]) -> str:
     return "\n".join(
         f"{r['seq']:>4} {r['attempt']} {r['stage']:<9} {r['kind']:<9} "
         f"{(r['verdict'] or r['status']):<14} {(r['failure'] or ''):<8} "
-        f"{fmt_time_us(r['time_us']):>12}  {r['change']}"
+        f"{fmt_time_us(r['time_us']) + reported_mark(r['provenance']):>13}  {r['change']}"
         for r in rows
-    )
+    ) + (f"\n{REPORTED_LEGEND}" if any(r["provenance"] == "reported" for r in rows) else "")
 
 
 def attempt_result(events: Sequence[Event]) -> dict[str, Any]:
