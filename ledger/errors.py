@@ -88,7 +88,7 @@ class HandBack(LedgerError):
     kind = "hand-back"
 
 
-class CampaignStopped(LedgerError):
+class StoppedRefusal(LedgerError):
     """The campaign has stopped (exit 6, R10); nothing was written."""
 
     code = 6

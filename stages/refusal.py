@@ -6,7 +6,7 @@ from typing import Literal
 
 from attrs import frozen
 
-from ledger.errors import CampaignStopped, HandBack, LedgerError, RetryRefusal, RuleRefusal
+from ledger.errors import HandBack, LedgerError, RetryRefusal, RuleRefusal, StoppedRefusal
 from ledger.schema.events import Payload
 
 RefusalKind = Literal["rule", "retry", "hand-back", "stopped"]
@@ -15,7 +15,7 @@ _ERRORS: dict[str, type[LedgerError]] = {
     "rule": RuleRefusal,
     "retry": RetryRefusal,
     "hand-back": HandBack,
-    "stopped": CampaignStopped,
+    "stopped": StoppedRefusal,
 }
 
 

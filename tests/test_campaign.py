@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from driver import IMPL, Driver, candidate, compare, initialized, layout, sheet, vec, verify
 
-from ledger.errors import CampaignStopped, RetryRefusal
+from ledger.errors import RetryRefusal, StoppedRefusal
 from stages import allowed, alternates, in_flight
 from stages import commands as cmd
 
@@ -77,7 +77,7 @@ def test_a_campaign_from_init_to_the_target() -> None:
         "mutation",
     ]
     assert allowed(driver.state) == []
-    with pytest.raises(CampaignStopped):
+    with pytest.raises(StoppedRefusal):
         driver.run(cmd.ExitStage(stage="incore", by_user=True))
     assert driver.replayed() == driver.state
     assert driver.state.conflicts == []

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.priors.scan import Finding, ScanResult, scan_paths, scan_source
+from ledger.priors.scan import KernelValue, ScanResult, scan_paths, scan_source
 
 KERNELS = Path(__file__).parent / "data" / "kernels"
 
@@ -20,7 +20,7 @@ def _values(result: ScanResult) -> list[tuple[int, dict[str, object]]]:
     return [(f.line, f.values) for f in result.findings]
 
 
-def _one(result: ScanResult, line: int) -> Finding:
+def _one(result: ScanResult, line: int) -> KernelValue:
     found = [f for f in result.findings if f.line == line]
     assert len(found) == 1, result.findings
     return found[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from driver import candidate, compare, in_point, in_stage, layout, sheet, vec, verify
 
-from ledger.errors import BadInput, CampaignStopped
+from ledger.errors import BadInput, StoppedRefusal
 from stages import allowed
 from stages import commands as cmd
 
@@ -68,7 +68,7 @@ def test_an_adopt_with_high_utilization_and_low_bubble_stops() -> None:
     assert [e.type for e in events][-1] == "campaign.stopped"
     assert events[-1].data["reason"] == "utilization"
     assert driver.state.stopped == "utilization"
-    with pytest.raises(CampaignStopped):
+    with pytest.raises(StoppedRefusal):
         driver.run(cmd.TryMutation(param="unroll_list", value=[8, 1]))
 
 

@@ -16,13 +16,13 @@ from ledger.errors import BadInput
 from ledger.projections import views
 from ledger.schema.events import FAILURES, Origin
 from ledger.shell import runner
-from ledger.shell.api import OpLedger, Outcome
+from ledger.shell.api import OpLedger, StepResult
 from stages import commands as cmd
 from stages.stop import stopped_refusal
 
 
 def _started(op: str) -> Any:
-    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+    def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
         attempt = next(
             (attempt_id(e.id) for e in outcome.events if e.type == "attempt.started"), None
         )
@@ -38,7 +38,7 @@ def _started(op: str) -> Any:
     return present
 
 
-def _result(outcome: Outcome) -> tuple[dict[str, Any], str]:
+def _result(outcome: StepResult) -> tuple[dict[str, Any], str]:
     result = views.attempt_result(outcome.events)
     attempt = next((e.data["attempt"] for e in outcome.events if "attempt" in e.data), None)
     result["attempt"] = attempt
@@ -283,7 +283,7 @@ def fail(ctx: Ctx, op: str, attempt: str, category: str, detail: str) -> None:
 def abandon(ctx: Ctx, op: str, attempt: str, reason: str) -> None:
     """Give up the pending attempt without a result (e.g. after a crash) (R6)."""
 
-    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+    def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
         attempt_id = next(
             (e.data["attempt"] for e in outcome.events if e.type == "attempt.abandoned"), None
         )

@@ -23,9 +23,9 @@ from ledger.log import codec
 # Every command imports this module, `status` included: what it needs from the API (which
 # imports the events, the store and the stage machines) it imports when it runs.
 if TYPE_CHECKING:
-    from ledger.shell.api import OpLedger, Outcome
+    from ledger.shell.api import OpLedger, StepResult
 
-    Present = Callable[[Outcome], tuple[dict[str, Any], str]]
+    Present = Callable[[StepResult], tuple[dict[str, Any], str]]
 
 
 def _existing_folder(root: str) -> Path:
@@ -129,7 +129,9 @@ def run_step(
     report_events(ctx, op, outcome, extra, human)
 
 
-def report_events(ctx: Ctx, op: str, outcome: Outcome, extra: dict[str, Any], human: str) -> None:
+def report_events(
+    ctx: Ctx, op: str, outcome: StepResult, extra: dict[str, Any], human: str
+) -> None:
     """Print a state-changing command's result: its events, warnings and own fields."""
     data: dict[str, Any] = {
         "op": op,
@@ -144,7 +146,7 @@ def report_events(ctx: Ctx, op: str, outcome: Outcome, extra: dict[str, Any], hu
     ctx.emit(data, "\n".join(lines))
 
 
-def event_data(outcome: Outcome, type_name: str) -> dict[str, Any]:
+def event_data(outcome: StepResult, type_name: str) -> dict[str, Any]:
     """The data of the outcome's first event of `type_name` (empty when there is none)."""
     for event in outcome.events:
         if event.type == type_name:

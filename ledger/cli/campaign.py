@@ -21,7 +21,7 @@ from ledger.domain import inputs
 from ledger.errors import BadInput
 from ledger.schema.events import SKILLS, STAGES, Origin
 from ledger.shell import runner
-from ledger.shell.api import OpLedger, Outcome
+from ledger.shell.api import OpLedger, StepResult
 from stages import commands as cmd
 
 SKILL = click.Choice(list(SKILLS))
@@ -117,7 +117,7 @@ def evidence_compare(
             outputs=checks, impl_path=str(path), impl_digest=digest, origin=origin
         )
 
-    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+    def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
         data = event_data(outcome, "evidence.compare")
         passed = all(o["all_close"] for o in data.get("outputs", ()))
         failing = [o["name"] for o in data.get("outputs", ()) if not o["all_close"]]
@@ -159,7 +159,7 @@ def evidence_layout(
             exit_code=code, impl_path=str(path), impl_digest=digest, origin=origin
         )
 
-    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+    def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
         data = event_data(outcome, "evidence.layout")
         code = data.get("exit_code")
         return (
@@ -260,7 +260,7 @@ def stage_enter(ctx: Ctx, op: str, name: str) -> None:
 def stage_exit(ctx: Ctx, op: str, name: str, reason: str, user_stop: bool, hand_back: bool) -> None:
     """Exit the current stage when an exit condition holds (R4)."""
 
-    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+    def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
         condition = event_data(outcome, "stage.exited").get("condition")
         return {"stage": name, "condition": condition}, f"exited {name} ({condition})"
 
@@ -309,7 +309,7 @@ def point_open(ctx: Ctx, op: str, name: str, knobs: tuple[str, ...]) -> None:
 def point_close(ctx: Ctx, op: str, name: str, reason: str, not_applicable: bool) -> None:
     """Close an optimization point (R7)."""
 
-    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+    def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
         outcome_name = event_data(outcome, "point.closed").get("outcome")
         return {"point": name, "outcome": outcome_name}, f"closed point {name} ({outcome_name})"
 

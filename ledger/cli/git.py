@@ -13,7 +13,7 @@ import click
 
 from ledger.cli.base import Ctx, pass_ctx, report_events, request_of
 from ledger.git import drivers, merge, resolve
-from ledger.shell.api import Outcome
+from ledger.shell.api import StepResult
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -219,7 +219,7 @@ def resolve_command(ctx: Ctx, op: str, conflict: str, resolution: str, reason: s
     )
 
 
-def _resolved(outcome: Outcome) -> dict[str, Any]:
+def _resolved(outcome: StepResult) -> dict[str, Any]:
     for event in outcome.events:
         if event.type == "conflict.resolved":
             return {"conflict": event.data["conflict"], "resolution": event.data["resolution"]}

@@ -17,7 +17,7 @@ from ledger.projections import report as report_mod
 from ledger.projections import views
 from ledger.schema.events import FAILURES, STAGES
 from ledger.shell import audit as audit_mod
-from ledger.shell.api import OpLedger, Outcome, list_ops
+from ledger.shell.api import OpLedger, StepResult, list_ops
 
 
 @click.command()
@@ -154,7 +154,7 @@ def _audit_one(ctx: Ctx, name: str) -> dict[str, Any]:
 def report(ctx: Ctx, op: str) -> None:
     """Write custom/OP/OP_tuning_report.md and its chart, and record the report (R4)."""
 
-    def present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+    def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
         data = event_data(outcome, "report.generated")
         path = str(data.get("path", ""))
         chart = str(PurePosixPath(path).with_name(report_mod.chart_name(op)))

@@ -21,7 +21,7 @@ from ledger.errors import BadInput
 from ledger.projections.formatting import fmt_time_us
 from ledger.schema.events import Origin
 from ledger.shell import runner
-from ledger.shell.api import OpLedger, Outcome
+from ledger.shell.api import OpLedger, StepResult
 from stages import commands as cmd
 
 
@@ -289,7 +289,7 @@ def _from_spec(ctx: Ctx, ledger: OpLedger, python: str, cube_m: int | None) -> c
     )
 
 
-def _present(outcome: Outcome) -> tuple[dict[str, Any], str]:
+def _present(outcome: StepResult) -> tuple[dict[str, Any], str]:
     data = event_data(outcome, "target.set")
     base, goal = data.get("baseline_us"), data.get("target_us")
     speedup = base / goal if base and goal else None

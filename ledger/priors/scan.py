@@ -34,7 +34,7 @@ MODULE_SCOPE = "<module>"
 
 
 @frozen
-class Finding:
+class KernelValue:
     """Config values that one call in a kernel source sets, and where."""
 
     path: str
@@ -83,7 +83,7 @@ class Unreadable:
 class ScanResult:
     """What scanning kernel sources found, skipped, and could not read."""
 
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[KernelValue, ...] = ()
     skipped: tuple[Skipped, ...] = ()
     errors: tuple[Unreadable, ...] = ()
     files: int = 0
@@ -91,7 +91,7 @@ class ScanResult:
 
 def merge(results: Iterable[ScanResult]) -> ScanResult:
     """One ScanResult holding every result's findings, skips, errors and file count."""
-    found: list[Finding] = []
+    found: list[KernelValue] = []
     skipped: list[Skipped] = []
     errors: list[Unreadable] = []
     files = 0
@@ -110,7 +110,7 @@ class _Scanner(ast.NodeVisitor):
     def __init__(self, module: ParsedModule) -> None:
         self.module = module
         self.scopes: list[str] = []
-        self.findings: list[Finding] = []
+        self.findings: list[KernelValue] = []
         self.skipped: list[Skipped] = []
 
     @property
@@ -152,7 +152,7 @@ class _Scanner(ast.NodeVisitor):
     ) -> None:
         if values:
             self.findings.append(
-                Finding(
+                KernelValue(
                     path=self.module.path,
                     line=_line(node),
                     scope=self.scope,

@@ -19,7 +19,7 @@ from attrs import frozen
 from ledger.domain.state import State
 from ledger.priors.prior import FailedConfig, Prior
 from ledger.priors.profile import OpProfile, similarity
-from ledger.priors.scan import MODULE_SCOPE, Finding, ScanResult
+from ledger.priors.scan import MODULE_SCOPE, KernelValue, ScanResult
 
 LATEST_BEST_WEIGHT = 1.0  # another op's current best, times its similarity
 EARLIER_ADOPTED_WEIGHT = 0.8  # a config it adopted and later improved on
@@ -97,7 +97,7 @@ def _name_tokens(text: str) -> set[str]:
     return {t for t in re.split(r"[^a-z0-9]+", text.lower()) if len(t) >= 3}
 
 
-def _source_prior(findings: Sequence[Finding], op: OpProfile) -> Prior:
+def _source_prior(findings: Sequence[KernelValue], op: OpProfile) -> Prior:
     first = findings[0]
     values: dict[str, Any] = {}
     for finding in findings:
@@ -123,7 +123,7 @@ def _source_prior(findings: Sequence[Finding], op: OpProfile) -> Prior:
 def source_priors(scan: ScanResult, op: OpProfile) -> list[Prior]:
     """One prior per kernel function (its calls together); a function that sets a key twice
     (two tiles for two phases) gives one prior per such call, each with the calls shared."""
-    groups: dict[tuple[str, str], list[Finding]] = {}
+    groups: dict[tuple[str, str], list[KernelValue]] = {}
     for finding in scan.findings:
         groups.setdefault((finding.path, finding.scope), []).append(finding)
     priors: list[Prior] = []

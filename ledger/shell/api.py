@@ -33,7 +33,7 @@ _MAX_CONFLICT_RETRIES = 20
 
 
 @frozen
-class Outcome:
+class StepResult:
     """What a command did: the events it appended (or found, for a retried key) and warnings."""
 
     events: tuple[Event, ...]
@@ -124,7 +124,7 @@ class OpLedger:
         self._loaded = Loaded(tip=tip, state=state)
         return self._loaded
 
-    def earlier(self, key: str, request: str) -> Outcome | None:
+    def earlier(self, key: str, request: str) -> StepResult | None:
         """The original result of a command retried with idempotency key `key`, or None.
 
         Raises BadInput when the key was used for a different request, and the recorded
@@ -143,7 +143,7 @@ class OpLedger:
         command_line: str | None = None,
         request: str | None = None,
         decider: Callable[[State, Any], Decision | Refusal] | None = None,
-    ) -> Outcome:
+    ) -> StepResult:
         """Decide `command` on the current state and append its events (or raise its refusal).
 
         `request` identifies the command for `key` (default: a digest of the command); the CLI
@@ -176,7 +176,7 @@ class OpLedger:
                 continue
             new_state, rendering = self._after_append(written, state)
             warnings = tuple(decision.warnings) + rendering
-            return Outcome(events=tuple(written.events), warnings=warnings, state=new_state)
+            return StepResult(events=tuple(written.events), warnings=warnings, state=new_state)
         raise LedgerError("gave up after repeated concurrent appends; run the command again")
 
     def _append(
@@ -276,12 +276,12 @@ def _with_key(written_by: Any, key: str, request: str) -> Any:
     return evolve(written_by, key=key, request=request)
 
 
-def _replayed(loaded: Loaded, key: str, request: str) -> Outcome | None:
+def _replayed(loaded: Loaded, key: str, request: str) -> StepResult | None:
     found = _events_for_key(loaded.state.keyed.get(key, ()), key, request)
     if not found:
         return None
     _raise_recorded_refusal(found, loaded.state)
-    return Outcome(events=found, warnings=(), state=loaded.state, replayed=True)
+    return StepResult(events=found, warnings=(), state=loaded.state, replayed=True)
 
 
 def _raise_recorded_refusal(events: Sequence[Event], state: State) -> None:
