@@ -58,6 +58,7 @@ COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
         "resolve",
     ),
     "ledger.cli.priors": ("priors",),
+    "ledger.cli.onboarding": ("new-op", "check-op"),
 }
 
 
