@@ -23,7 +23,7 @@ from typing import Any
 
 from attrs import frozen
 
-from tools.pypto import artefacts, classify, host_verify_patch, numerics
+from tools.pypto import artefacts, classify, host_verify_patch, numerics, phase
 from tools.pypto.metrics import ArtefactError
 from tools.pypto.spec import OpSpec, SpecError, load_spec
 
@@ -224,6 +224,7 @@ def _document(spec: OpSpec, request: Request, child: ChildRun, work: Path) -> di
     else:
         failure = _measured(doc, spec, request, result, work)
     if request.layout:
+        phase.report("layout check")
         doc["layout_exit"], doc["layout_output"] = run_layout_check(spec, request)
         if failure is None and doc["layout_exit"] != 0:
             failure = classify.Failure("layout", f"layout_check.py exited {doc['layout_exit']}")
@@ -286,6 +287,7 @@ def _measured(
     doc: dict[str, Any], spec: OpSpec, request: Request, result: dict[str, Any], work: Path
 ) -> classify.Failure | None:
     """Fill the document from the artefacts of a completed run; the failure it shows, if any."""
+    phase.report("parse the simulator's artefacts")
     try:
         run = artefacts.read_run_folder(artefacts.find_run_folder(work / "output"))
     except (ArtefactError, OSError) as e:
