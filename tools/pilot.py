@@ -291,7 +291,7 @@ class Autopilot:
         """`tune-ledger measure`: the ledger runs the verifier and gives the verdict (R8, R11)."""
         attempt = state.attempts[attempt_id]
         change = search_space.describe(attempt)
-        label = f"#{attempt.seq + 1} {state.stage} {state.open_point}: {change}"
+        label = f"#{attempt.seq} {state.stage} {state.open_point}: {change}"
         result = self.tune_ledger("measure", self.op, "--python", self.python, phase=label)
         best = self.state().best
         self.progress.attempt(
