@@ -53,7 +53,7 @@ def error_chain(exc: BaseException) -> str:
 
 def run(request: dict[str, Any]) -> dict[str, Any]:
     """Run the request; the result says `status` ok, config-error, numerics-error or error."""
-    from tools.pypto import phase
+    from . import phase
 
     started = time.monotonic()
     result: dict[str, Any] = {"status": "error"}
@@ -61,7 +61,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     import pypto
     import torch
 
-    from tools.pypto import host_verify_patch
+    from . import host_verify_patch
 
     result["import_s"] = round(time.monotonic() - started, 3)
     result["torch_version"] = str(torch.__version__)

@@ -23,9 +23,9 @@ from typing import Any
 
 from attrs import frozen
 
-from tools.pypto import artefacts, classify, host_verify_patch, numerics, phase
-from tools.pypto.metrics import ArtefactError
-from tools.pypto.spec import OpSpec, SpecError, load_spec
+from . import artefacts, classify, host_verify_patch, numerics, phase
+from .metrics import ArtefactError
+from .spec import OpSpec, SpecError, load_spec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOL = "pypto-sim"
@@ -130,7 +130,7 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
     started = time.monotonic()
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [request.python, "-m", "tools.pypto.child", os.fspath(request_path)],
+            [request.python, "-m", f"{__package__}.child", os.fspath(request_path)],
             cwd=work,
             env=env,
             stdin=subprocess.DEVNULL,
