@@ -4,9 +4,10 @@
 
 Every decision is taken from the replayed ledger, so the loop is resumable: interrupt it at
 any moment (Ctrl-C, a crash, a kill) and run it again; a pending attempt is measured again
-(the simulator is deterministic) and verified, nothing is lost or repeated. Measurements come
-from the PyPTO adapter (`python -m tools.pypto.run`), run by the ledger itself (`--run`), so
-every verdict is recorded with provenance "measured".
+(the simulator is deterministic) and verified, nothing is lost or repeated. The search space
+is SPEC.md's manifest (its knobs, stages and defaults); measurements go through
+`tune-ledger target --from-spec` and `tune-ledger measure`, so the ledger builds and runs the
+verifier command and binds every result to the attempt's config and kernel (R11).
 
 This module is the command; tools/pilot.py takes the protocol's steps and keeps time.
 """
@@ -21,12 +22,21 @@ import click
 
 from ledger.errors import LedgerError
 from ledger.shell import report_files
-from tools.pilot import Autopilot
+
+from .pilot import Autopilot
+from .progress import Progress
 
 
 @click.command()
 @click.option("--root", default=".", show_default=True, help="Folder that holds custom/.")
-@click.option("--op", default="softmax", show_default=True, help="The op to tune.")
+@click.option(
+    "--op",
+    "ops",
+    multiple=True,
+    default=("softmax",),
+    show_default=True,
+    help="An op to tune (repeat for several, tuned one after the other).",
+)
 @click.option(
     "--max-attempts",
     default=80,
@@ -37,12 +47,22 @@ from tools.pilot import Autopilot
     "--python",
     default=sys.executable,
     show_default=True,
-    help="Interpreter with pypto installed (runs the adapter).",
+    help="Interpreter with pypto installed (the verifier template's {python}).",
 )
-@click.option("--adapter-args", default="", help="Extra options for tools.pypto.run.")
-def main(root: str, op: str, max_attempts: int, python: str, adapter_args: str) -> None:
-    """Run (or resume) an autopilot campaign on OP and print where it ended."""
-    pilot = Autopilot(Path(root).resolve(), op, python, max_attempts, click.echo, adapter_args)
+def main(root: str, ops: tuple[str, ...], max_attempts: int, python: str) -> None:
+    """Run (or resume) an autopilot campaign on each OP and print where each ended."""
+    progress = Progress()
+    failed = [
+        op for op in ops if not campaign(Path(root).resolve(), op, python, max_attempts, progress)
+    ]
+    if failed:
+        raise SystemExit(1)
+
+
+def campaign(root: Path, op: str, python: str, max_attempts: int, progress: Progress) -> bool:
+    """One op's campaign to its stop; False when it did not stop."""
+    progress.say(f"== {op}: campaign (the first PyPTO run builds pypto's host library, ~1 min)")
+    pilot = Autopilot(root, op, python, max_attempts, progress)
     stopped_before = pilot.state().stopped is not None
     try:
         while pilot.step():
@@ -70,11 +90,12 @@ def main(root: str, op: str, max_attempts: int, python: str, adapter_args: str) 
         )
     )
     if state.stopped is None:
-        raise SystemExit(1)
+        return False
     if not stopped_before:
         # The final report shows the stop; a rerun of a finished campaign writes nothing.
         written = pilot.timer.ledger(lambda: report_files.write_report(pilot.ledger))
         click.echo(f"report written: {written['path']}")
+    return True
 
 
 if __name__ == "__main__":

@@ -6,27 +6,32 @@ a campaign resumes wherever it was interrupted; tools/autopilot.py is its comman
 
 from __future__ import annotations
 
-import shlex
+import os
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import ledger
 from ledger.domain import inputs
 from ledger.domain.state import State
-from ledger.errors import HandBack, LedgerError, RetryRefusal, RuleRefusal
+from ledger.errors import EXIT_CODES, HandBack, LedgerError, RetryRefusal, RuleRefusal
 from ledger.log import codec
+from ledger.shell import measure as measuring
 from ledger.shell import report_files, runner
 from ledger.shell.api import OpLedger
+from ledger.shell.manifest_file import read_manifest
+from ledger.shell.op_folder import adapter_package
 from stages import commands as cmd
 from stages.policy import effective_policy
-from tools import search_space
+
+from . import search_space
+from .progress import Progress
 
 BASE_SKILLS = ("pypto-op-perf-tune", "perf-analyzer")
 CONFIG_STAGES = ("frontend", "swimlane", "incore")
-# The adapter runs as `python -m tools.pypto.run` from the repository holding tools/.
-REPO = Path(__file__).resolve().parent.parent
-ADAPTER_TIMEOUT_S = 600.0  # the adapter has its own 300 s limit; this only catches a hang
+LAYOUT_TIMEOUT_S = 120.0
 # Recorded with the policy event, so a reviewer sees why the autopilot deviates from the default.
 UTILIZATION_POLICY_REASON = (
     "as in the upstream tune skills, the utilization/bubble limit is judged in incore: in "
@@ -73,16 +78,15 @@ class Autopilot:
         op: str,
         python: str,
         max_attempts: int,
-        say: Callable[[str], None],
-        adapter_args: str = "",
+        progress: Progress,
     ) -> None:
         self.root = root
         self.op = op
         self.ledger = OpLedger(root, op)
         self.python = python
         self.max_attempts = max_attempts
-        self.say = say
-        self.adapter_args = adapter_args
+        self.progress = progress
+        self.say = progress.say
         self.timer = Timer()
         self.space = search_space.load(root / "custom" / op)
 
@@ -101,29 +105,68 @@ class Autopilot:
             lambda: self.ledger.execute(command, command_line=f"autopilot {type(command).__name__}")
         )
 
-    def adapter_command(self, config: dict[str, Any], passes: str = "last") -> str:
-        """The verifier command line the ledger runs for one config.
+    def environment(self) -> dict[str, str]:
+        """This environment, with the packages this process runs (the ledger, the adapter)
+        importable by the processes it starts, whatever folder they run in."""
+        package = adapter_package()
+        folders = [str(Path(ledger.__file__).resolve().parents[1])]
+        folders += [str(package[1])] if package else []
+        existing = os.environ.get("PYTHONPATH")
+        return {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([*folders, *([existing] if existing else [])]),
+        }
 
-        Activation's evidence re-checks every compiler pass (`all`); an attempt re-checks the
-        last pass, the tiled graph its config produced (`last`, about 9 s instead of 20-30 s).
-        """
-        return (
-            f"{shlex.quote(self.python)} -m tools.pypto.run "
-            f"--op-dir {shlex.quote(str(self.ledger.dir))} "
-            f"--config {shlex.quote(codec.canonical_json(config))} --json "
-            f"--verify-passes {passes} {self.adapter_args}"
-        ).strip()
+    def tune_ledger(self, *args: str, phase: str) -> dict[str, Any]:
+        """Run one `tune-ledger` command as its own process (as an agent would), showing the
+        PyPTO run it starts on the live line; its JSON result, or its refusal raised."""
+        argv = [self.python, "-m", "ledger", "--root", str(self.root), "--json", *args]
+        phase_file = self.ledger.dir / ".tune-ledger-cache" / "pypto-phase"
+        phase_file.parent.mkdir(parents=True, exist_ok=True)
+        env = {**self.environment(), "TUNE_LEDGER_PROGRESS_FILE": str(phase_file)}
+        started = time.monotonic()
+        with self.progress.running(phase, phase_file):
+            done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+        self.timer.pypto_s += time.monotonic() - started
+        self.timer.runs += 1
+        doc = runner.last_json_object(done.stdout) or {}
+        if done.returncode != 0:
+            error = LedgerError(str(doc.get("error") or done.stderr.strip()[-800:]))
+            error.code = done.returncode if done.returncode in EXIT_CODES else 1
+            raise error
+        return doc
 
     def measure(
-        self, config: dict[str, Any], passes: str = "last"
-    ) -> tuple[dict[str, Any] | None, runner.CommandRun]:
-        """Run the adapter on one config (the ledger records the real exit code and digest)."""
-        command = self.adapter_command(config, passes)
-        t = time.monotonic()
-        run = runner.run_command(command, REPO, timeout_s=ADAPTER_TIMEOUT_S)
-        self.timer.pypto_s += time.monotonic() - t
+        self, config: dict[str, Any], label: str
+    ) -> tuple[dict[str, Any], runner.CommandRun]:
+        """Run the manifest's verifier on `config` (the command the ledger builds, R11)."""
+        plan = measuring.plan_config(
+            read_manifest(self.ledger.dir),
+            config,
+            label,
+            None,
+            root=self.root,
+            op=self.op,
+            python=self.python,
+        )
+        phase_file = self.ledger.dir / ".tune-ledger-cache" / "pypto-phase"
+        phase_file.parent.mkdir(parents=True, exist_ok=True)
+        saved = dict(os.environ)
+        # measure.execute hands the verifier this process's environment.
+        os.environ.update({**self.environment(), "TUNE_LEDGER_PROGRESS_FILE": str(phase_file)})
+        started = time.monotonic()
+        try:
+            with self.progress.running(label, phase_file):
+                ran = measuring.execute(plan)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        self.timer.pypto_s += time.monotonic() - started
         self.timer.runs += 1
-        return runner.last_json_object(run.output), run
+        doc = runner.last_json_object(ran.run.output)
+        if doc is None or not doc.get("outputs"):
+            raise LedgerError(f"the verifier gave no accuracy evidence: {ran.run.output[-800:]}")
+        return doc, ran.run
 
     # --- the protocol, step by step -----------------------------------------------------------
 
@@ -173,9 +216,7 @@ class Autopilot:
         compare_ok = state.compare is not None and state.compare.impl_digest == digest
         layout_ok = state.layout is not None and state.layout.impl_digest == digest
         if not compare_ok:
-            doc, run = self.measure(self.space.baseline_config, passes="all")
-            if doc is None or not doc.get("outputs"):
-                raise LedgerError(f"the adapter gave no accuracy evidence: {run.output[-800:]}")
+            doc, run = self.measure(self.space.baseline_config, "activation: E2E compare")
             self.run(
                 cmd.RecordCompare(
                     outputs=inputs.outputs_from_document(doc, "adapter"),
@@ -184,15 +225,10 @@ class Autopilot:
                     origin=runner.origin_of_run(run, doc),
                 )
             )
-            self.say("recorded E2E tensor compare (pass-verify against the torch golden)")
+            self.say("recorded E2E tensor compare (the manifest's verifier, pass-verify vs golden)")
             return
         if not layout_ok:
-            # The op's layout check reads SPEC.md with tools.pypto.spec: give it the repository.
-            check = (
-                f"env PYTHONPATH={shlex.quote(str(REPO))} {shlex.quote(self.python)} "
-                f"{shlex.quote(str(self.ledger.dir / 'layout_check.py'))} --before-tuning"
-            )
-            run = runner.run_command(check, REPO)
+            run = self.layout_check()
             self.run(
                 cmd.RecordLayout(
                     exit_code=run.exit_code,
@@ -210,51 +246,61 @@ class Autopilot:
             raise
         self.say("activation passed")
 
-    def write_target_sheet(self, state: State) -> None:
-        """Measure the baseline on the P0 shape and take the target from SPEC.md (R3)."""
-        doc, run = self.measure(self.space.baseline_config)
-        if doc is None or doc.get("time_us") is None:
-            raise LedgerError(f"baseline measurement failed: {run.output[-800:]}")
-        spec = self.space.spec
-        samples = runner.times_of(doc, "adapter")
-        self.run(
-            cmd.SetTarget(
-                baseline_us=sorted(samples)[len(samples) // 2],
-                shape=spec.shape_text,
-                target_us=spec.target_us,
-                target_source="spec",
-                source_ref=f"custom/{self.op}/SPEC.md perf_target",
-                config=self.space.baseline_config,
-                origin=runner.origin_of_run(run, doc),
-                metric=str(doc.get("time_metric", "time")),
-                baseline_samples_us=samples,
-                util_pct=runner.percent_of(doc, "util_pct"),
-                bubble_pct=runner.percent_of(doc, "bubble_pct"),
-            )
+    def layout_check(self) -> runner.CommandRun:
+        """The op's layout check at activation (docs/OP_FOLDER.md), with the adapter importable."""
+        env = self.environment()
+        argv = [
+            self.python,
+            str(self.ledger.dir / "layout_check.py"),
+            "--config",
+            codec.canonical_json(self.space.baseline_config),
+            "--before-tuning",
+        ]
+        started = time.monotonic()
+        done = subprocess.run(
+            argv, capture_output=True, check=False, env=env, timeout=LAYOUT_TIMEOUT_S
         )
-        self.say(f"target sheet: baseline {samples[0]:.2f} µs, target {spec.target_us:.2f} µs")
+        output = done.stdout + done.stderr
+        return runner.CommandRun(
+            command=" ".join(argv),
+            exit_code=done.returncode,
+            output=output.decode("utf-8", errors="replace"),
+            output_digest=codec.digest(output),
+            duration_s=round(time.monotonic() - started, 6),
+            timed_out=False,
+        )
+
+    def write_target_sheet(self, state: State) -> None:
+        """`tune-ledger target --from-spec`: the ledger measures the baseline itself (R3)."""
+        cube = ["--cube-m", str(self.space.spec.cube_m)] if self.space.spec.cube_m else []
+        sheet = self.tune_ledger(
+            "target",
+            self.op,
+            "--from-spec",
+            "--python",
+            self.python,
+            *cube,
+            phase="target sheet: baseline",
+        )
+        self.say(
+            f"target sheet: baseline {sheet['baseline_us']:.2f} µs, target "
+            f"{sheet['target_us']:.2f} µs (from SPEC.md, measured by the ledger)"
+        )
 
     def verify(self, state: State, attempt_id: str) -> None:
-        """Measure the pending attempt's config and let the ledger give the verdict (R8)."""
+        """`tune-ledger measure`: the ledger runs the verifier and gives the verdict (R8, R11)."""
         attempt = state.attempts[attempt_id]
-        command = self.adapter_command(attempt.config)
-        t = time.monotonic()
-        verified = runner.run_verifier(attempt_id, command, REPO, ADAPTER_TIMEOUT_S)
-        self.timer.pypto_s += time.monotonic() - t
-        self.timer.runs += 1
-        outcome = self.run(verified)
-        verdict = next((e.data for e in outcome.events if e.type == "attempt.verdict"), None)
-        failed = next((e.data for e in outcome.events if e.type == "attempt.failed"), None)
         change = search_space.describe(attempt)
-        if verdict is not None:
-            self.say(
-                f"  {attempt_id} {change}: {verdict['verdict']}"
-                + (f" ({verdict['failure']})" if verdict["failure"] else "")
-                + f", {verdict['attempt_median_us']:.2f} µs vs best "
-                f"{verdict['best_median_us']:.2f} µs"
-            )
-        elif failed is not None:
-            self.say(f"  {attempt_id} {change}: failed ({failed['category']})")
+        label = f"#{attempt.seq} {state.stage} {state.open_point}: {change}"
+        result = self.tune_ledger("measure", self.op, "--python", self.python, phase=label)
+        best = self.state().best
+        self.progress.attempt(
+            label,
+            str(result.get("verdict") or "failed"),
+            result.get("failure"),
+            result.get("time_us"),
+            best.time_us if best else None,
+        )
 
     def advance(self, state: State) -> bool:
         """Move the search on: next candidate or mutation, close points, change stages."""

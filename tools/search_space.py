@@ -1,45 +1,43 @@
-"""The autopilot's search space: points per stage, single-parameter mutations, relaxations.
+"""The autopilot's search space, read from the op manifest: points, mutations, relaxations.
 
-This is the agent's side of constrained search (the ledger only gates and judges): which
-optimization points each stage opens, which candidates the priors give, which neighbours of
-the best config a mutation may try, and when measured data justifies relaxing a tile limit.
+This is the agent's side of constrained search (the ledger only gates and judges): each knob
+of SPEC.md's manifest is one optimization point of its stage, in manifest order; its kind or
+domain says which neighbours of the best config a mutation may try; measured data says when a
+tile limit may be relaxed. Nothing here names an op or a knob of one op.
 """
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
+from ledger.domain.manifest import Knob, Manifest
 from ledger.domain.replay import config_key
 from ledger.domain.state import Attempt, State
+from ledger.errors import BadInput
 from ledger.log import codec
+from ledger.shell.manifest_file import read_manifest
 from stages import commands as cmd
-from tools.pypto.spec import OpSpec, load_spec
 
 VEC_LIMIT = 64  # DESIGN §3 R3: each vec tile axis ≤ 64 unless relaxed with a basis
 # A relaxation needs a measured trend: growing a tile axis gave at least this speed-up.
 RELAX_MIN_GAIN = 1.10
-
-# Points of each configuration stage and the config key each one tunes.
-POINTS: dict[str, tuple[str, ...]] = {
-    "frontend": ("vec_tile_shape", "unroll_list"),
-    "swimlane": ("stitch_function_max_num", "device_sched_mode"),
-    "incore": ("vec_nbuffer_setting",),
-}
+# Typical unroll lists of production kernels (PYPTO.md), tried for an int-list knob.
 UNROLL_LISTS = ([2, 1], [4, 1], [4, 2, 1], [8, 4, 2, 1], [8, 1], [16, 4, 1])
+# Buffer counts tried for a pass option map ({merge group: count}; -1: every group).
+BUFFER_COUNTS = (1, 2, 4)
 
 
 @frozen
 class Spec:
-    """What the autopilot reads from SPEC.md."""
+    """What the autopilot reads from the manifest about the measured problem."""
 
     shape: list[int]
-    shape_text: str
     target_us: float
+    cube_m: int | None = None
 
 
 @frozen
@@ -48,10 +46,11 @@ class Space:
 
     spec: Spec
     baseline_config: dict[str, Any]
+    knobs: dict[str, Knob]
 
     def points(self, stage: str) -> tuple[str, ...]:
-        """The optimization points the stage opens, in order."""
-        return POINTS.get(stage, ())
+        """The optimization points the stage opens, in manifest order: one per knob."""
+        return tuple(name for name, knob in self.knobs.items() if knob.stage == stage)
 
     def candidates(
         self, state: State, root: Path, op: str, point: str
@@ -67,10 +66,11 @@ class Space:
         """Single-parameter neighbours of the best config for the point (R6), untried first."""
         assert state.best is not None  # a stage is entered only after the target sheet
         best = state.best.config
-        current = best.get(point, self.baseline_config.get(point))
-        for value in _neighbours(point, current, self.spec.shape, vec_limit(state)):
+        knob = self.knobs[point]
+        current = best.get(point, knob.default)
+        for value in _neighbours(knob, current, self.spec.shape, vec_limit(state)):
             config = {**best, point: value}
-            if config_key(config) not in state.measured_configs:
+            if knob.refusal(value) is None and config_key(config) not in state.measured_configs:
                 yield point, value
 
     def relaxation(self, state: State, point: str) -> cmd.Relax | None:
@@ -79,7 +79,7 @@ class Space:
             return None
         limit = vec_limit(state)
         tile = state.best.config.get("vec_tile_shape")
-        if not isinstance(tile, list):
+        if not isinstance(tile, list) or len(tile) != len(self.spec.shape):
             return None
         blocked = [
             i
@@ -106,23 +106,42 @@ def vec_limit(state: State) -> int:
     return int(limits[-1]) if limits else VEC_LIMIT
 
 
-def _neighbours(point: str, current: Any, shape: list[int], limit: int) -> Iterator[Any]:
-    if point == "vec_tile_shape" and isinstance(current, list):
-        # Larger tiles first: fewer, bigger tasks are what the simulator rewards most.
-        for grow in (True, False):
-            for axis, (t, dim) in enumerate(zip(current, shape, strict=True)):
-                value = t * 2 if grow else t // 2
-                if 1 <= value <= min(dim, limit) and value != t:
-                    yield [*current[:axis], value, *current[axis + 1 :]]
-    elif point == "unroll_list":
+def _neighbours(knob: Knob, current: Any, shape: list[int], limit: int) -> Iterator[Any]:
+    """Values one step away from `current`, by what the knob is."""
+    if knob.domain is not None:
+        yield from (v for v in knob.domain if v != current)
+    elif knob.name == "vec_tile_shape" and isinstance(current, list):
+        yield from _tile_neighbours(current, shape, limit)
+    elif knob.name == "cube_tile_shape" and isinstance(current, list):
+        yield from _cube_neighbours(current)
+    elif knob.kind == "int-list":
         yield from (u for u in UNROLL_LISTS if u != current)
-    elif point == "stitch_function_max_num":
-        base = current if isinstance(current, int) else 128
-        yield from (v for v in (base * 2, base * 4, base // 2) if 1 <= v <= 1024)
-    elif point == "device_sched_mode":
-        yield from (m for m in (1, 2, 3, 0) if m != current)
-    elif point == "vec_nbuffer_setting":
-        yield from (v for v in ({"-1": 1}, {"-1": 2}, {"-1": 4}) if v != current)
+    elif knob.kind == "int":
+        base = current if isinstance(current, int) else knob.default
+        if isinstance(base, int):
+            yield from (v for v in (base * 2, base * 4, base // 2) if v >= 1 and v != base)
+    elif knob.kind == "json" and knob.name.endswith("nbuffer_setting"):
+        yield from ({"-1": n} for n in BUFFER_COUNTS if {"-1": n} != current)
+
+
+def _tile_neighbours(tile: list[int], shape: list[int], limit: int) -> Iterator[list[int]]:
+    # Larger tiles first: fewer, bigger tasks are what the simulator rewards most.
+    dims = shape if len(shape) == len(tile) else [max(tile) * 64] * len(tile)
+    for grow in (True, False):
+        for axis, (t, dim) in enumerate(zip(tile, dims, strict=True)):
+            value = t * 2 if grow else t // 2
+            if 1 <= value <= min(dim, limit) and value != t:
+                yield [*tile[:axis], value, *tile[axis + 1 :]]
+
+
+def _cube_neighbours(cube: list[Any]) -> Iterator[list[Any]]:
+    # One of M, K, N at a time, both levels (L0, L1) together: larger first, as for vec tiles.
+    for factor in (2, 0.5):
+        for axis, pair in enumerate(cube):
+            if isinstance(pair, list) and all(isinstance(v, int) for v in pair):
+                scaled = [int(v * factor) for v in pair]
+                if all(16 <= v <= 512 for v in scaled):
+                    yield [*cube[:axis], scaled, *cube[axis + 1 :]]
 
 
 def _growth_evidence(state: State) -> str | None:
@@ -180,35 +199,28 @@ def describe(attempt: Attempt) -> str:
 
 
 def load(op_dir: Path) -> Space:
-    """Read SPEC.md and the impl's DEFAULT_CONFIG (statically: no pypto import)."""
-    spec: OpSpec = load_spec(op_dir)
-    target = spec.front_matter.get("perf_target") or {}
-    if not isinstance(target, dict) or "time_us" not in target:
-        raise ValueError(f"{op_dir}/SPEC.md: perf_target needs time_us")
-    shape = list(spec.p0_shape)
+    """The search space SPEC.md's manifest declares (its knobs, P0 shape, target, baseline)."""
+    manifest: Manifest | None = read_manifest(op_dir)
+    if manifest is None or manifest.p0_shape is None or manifest.target_us is None:
+        raise BadInput(
+            f"{op_dir}/SPEC.md declares no manifest with p0_shapes and perf_target",
+            hint="the autopilot tunes what the manifest declares (docs/OP_FOLDER.md)",
+        )
+    if not manifest.knobs:
+        raise BadInput(
+            f"{op_dir}/SPEC.md declares no knobs: the autopilot has nothing to tune",
+            hint="declare knobs: {NAME: {stage, kind or domain, default}} (docs/OP_FOLDER.md)",
+        )
+    from ledger.domain.manifest import read_front_matter
+
+    front = read_front_matter(Path(manifest.source).read_text(encoding="utf-8"), manifest.source)
+    cube_m = front.get("cube_m")
     return Space(
         spec=Spec(
-            shape=shape,
-            shape_text="x".join(str(d) for d in shape) + f" {spec.dtype}",
-            target_us=float(target["time_us"]),
+            shape=list(manifest.p0_shape),
+            target_us=manifest.target_us,
+            cube_m=cube_m if isinstance(cube_m, int) and cube_m > 0 else None,
         ),
-        baseline_config=_default_config(spec.impl_path),
+        baseline_config=dict(manifest.baseline_config),
+        knobs=dict(manifest.knobs),
     )
-
-
-def _default_config(impl: Path) -> dict[str, Any]:
-    tree = ast.parse(impl.read_text(encoding="utf-8"))
-    for node in tree.body:
-        target: ast.expr
-        value_node: ast.expr | None
-        if isinstance(node, ast.AnnAssign):
-            target, value_node = node.target, node.value
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value_node = node.targets[0], node.value
-        else:
-            continue
-        if isinstance(target, ast.Name) and target.id == "DEFAULT_CONFIG" and value_node:
-            value = ast.literal_eval(value_node)
-            if isinstance(value, dict):
-                return value
-    raise ValueError(f"{impl}: needs a literal DEFAULT_CONFIG")

@@ -14,9 +14,9 @@ from typing import Any
 
 from attrs import frozen
 
-from tools.pypto import metrics
-from tools.pypto.metrics import ArtefactError
-from tools.pypto.numerics import VerifyRow, parse_verify_csv
+from . import metrics
+from .metrics import ArtefactError
+from .numerics import VerifyRow, parse_verify_csv
 
 SIM = "CostModelSimulationOutput"
 CROSSCHECK_TOLERANCE_US = 0.01  # bubble-log and swimlane spans must agree to 18 cycles

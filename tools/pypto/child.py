@@ -53,17 +53,22 @@ def error_chain(exc: BaseException) -> str:
 
 def run(request: dict[str, Any]) -> dict[str, Any]:
     """Run the request; the result says `status` ok, config-error, numerics-error or error."""
+    from . import phase
+
     started = time.monotonic()
     result: dict[str, Any] = {"status": "error"}
+    phase.report("importing pypto and torch")
     import pypto
     import torch
 
-    from tools.pypto import host_verify_patch
+    from . import host_verify_patch
 
     result["import_s"] = round(time.monotonic() - started, 3)
     result["torch_version"] = str(torch.__version__)
     numerics = bool(request["numerics"])
     if numerics:
+        if not host_verify_patch.calculator_cached():
+            phase.report("building pypto's host calculator (first run only, about a minute)")
         try:
             result["numerics_patch"] = host_verify_patch.activate()
         except host_verify_patch.PatchRefused as e:
@@ -97,6 +102,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
             verify_options["pass_verify_pass_filter"] = passes
         pypto.set_verify_golden_data(goldens=[None] * len(inputs) + list(goldens))
     run_started = time.monotonic()
+    phase.report("compile, simulate" + (", verify" if numerics else ""))
     try:
         kernel = impl.build_kernel(shape, dtype, config, verify_options=verify_options)
         kernel(*inputs, *outputs)

@@ -196,6 +196,15 @@ def _cache_key(sources: Path) -> str:
     return digest.hexdigest()[:20]
 
 
+def calculator_cached() -> bool:
+    """Whether the calculator library is built already (else the next run builds it)."""
+    try:
+        sources = _calculator_sources()
+    except Exception:  # noqa: BLE001 - pypto internals moved: activate() reports it properly
+        return True
+    return (cache_root() / f"calculator-{_cache_key(sources)}" / CALCULATOR_LIB).is_file()
+
+
 def calculator_library() -> Path:
     """The cached calculator library, built first if absent (a file lock serializes builders)."""
     sources = _calculator_sources()

@@ -21,7 +21,7 @@ from typing import Any
 
 from attrs import frozen
 
-from tools.pypto.metrics import ArtefactError
+from .metrics import ArtefactError
 
 _REQUIRED = ("passName", "referPassName", "ioflag", "verifyResult", "maxAbsDiff")
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import click
 
-from tools.pypto import runner
-from tools.pypto.spec import SpecError, load_spec
+from . import runner
+from .spec import SpecError, load_spec
 
 
 def _config(text: str) -> dict[str, Any]:

@@ -23,9 +23,9 @@ from typing import Any
 
 from attrs import frozen
 
-from tools.pypto import artefacts, classify, host_verify_patch, numerics
-from tools.pypto.metrics import ArtefactError
-from tools.pypto.spec import OpSpec, SpecError, load_spec
+from . import artefacts, classify, host_verify_patch, numerics, phase
+from .metrics import ArtefactError
+from .spec import OpSpec, SpecError, load_spec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOL = "pypto-sim"
@@ -130,7 +130,7 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
     started = time.monotonic()
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [request.python, "-m", "tools.pypto.child", os.fspath(request_path)],
+            [request.python, "-m", f"{__package__}.child", os.fspath(request_path)],
             cwd=work,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -224,6 +224,7 @@ def _document(spec: OpSpec, request: Request, child: ChildRun, work: Path) -> di
     else:
         failure = _measured(doc, spec, request, result, work)
     if request.layout:
+        phase.report("layout check")
         doc["layout_exit"], doc["layout_output"] = run_layout_check(spec, request)
         if failure is None and doc["layout_exit"] != 0:
             failure = classify.Failure("layout", f"layout_check.py exited {doc['layout_exit']}")
@@ -286,6 +287,7 @@ def _measured(
     doc: dict[str, Any], spec: OpSpec, request: Request, result: dict[str, Any], work: Path
 ) -> classify.Failure | None:
     """Fill the document from the artefacts of a completed run; the failure it shows, if any."""
+    phase.report("parse the simulator's artefacts")
     try:
         run = artefacts.read_run_folder(artefacts.find_run_folder(work / "output"))
     except (ArtefactError, OSError) as e:
