@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.base import Ctx, impl_path, on_disk, one_source, pass_ctx, run_step
+from ledger.cli.base import Ctx, impl_path, on_disk, one_source, output_options, pass_ctx, run_step
 from ledger.domain import inputs
 from ledger.domain.replay import attempt_id
 from ledger.errors import BadInput
@@ -133,20 +133,7 @@ def try_(
 @click.command()
 @click.argument("op")
 @click.argument("attempt")
-@click.option(
-    "--output",
-    "outputs",
-    multiple=True,
-    metavar="NAME=true|false",
-    help="One output's all_close (repeat for every output).",
-)
-@click.option(
-    "--max-diff",
-    "max_diffs",
-    multiple=True,
-    metavar="NAME=X",
-    help="An output's largest difference.",
-)
+@output_options
 @click.option("--layout-exit", type=int, help="The layout check's exit code.")
 @click.option(
     "--time",

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -263,3 +263,24 @@ class StrictGroup(click.Group):
         if command is not None and not isinstance(command, click.Group):
             repeated_options(command, rest)
         return name, command, rest
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def output_options(command: F) -> F:
+    """The accuracy evidence of an E2E compare, one option per output (compare and verify)."""
+    command = click.option(
+        "--max-diff",
+        "max_diffs",
+        multiple=True,
+        metavar="NAME=X",
+        help="An output's largest difference.",
+    )(command)
+    return click.option(
+        "--output",
+        "outputs",
+        multiple=True,
+        metavar="NAME=true|false",
+        help="One output's all_close (repeat for every output).",
+    )(command)

@@ -14,6 +14,7 @@ from ledger.cli.base import (
     event_data,
     impl_path,
     one_source,
+    output_options,
     pass_ctx,
     run_step,
 )
@@ -60,20 +61,7 @@ _IMPL = click.option(
 
 @evidence.command("compare")
 @click.argument("op")
-@click.option(
-    "--output",
-    "outputs",
-    multiple=True,
-    metavar="NAME=true|false",
-    help="One output's all_close (repeat for every output).",
-)
-@click.option(
-    "--max-diff",
-    "max_diffs",
-    multiple=True,
-    metavar="NAME=X",
-    help="An output's largest difference.",
-)
+@output_options
 @click.option(
     "--from-json",
     "from_json",
