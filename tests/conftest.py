@@ -1,14 +1,27 @@
-"""Fixtures shared by the CLI tests."""
+"""Fixtures shared by the tests: a CLI runner, and OpLedgers over every store."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from api_harness import OP, Open
 from cli_harness import Cli
+
+from ledger.log.store import MemoryStore
+from ledger.shell.api import OpLedger
 
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
     """A `tune-ledger` runner whose --root is a fresh temporary folder."""
     return Cli(tmp_path)
+
+
+@pytest.fixture(params=["file", "memory"])
+def open_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Open:
+    """Opens OpLedgers of one op over one store: the ledger file, or one shared MemoryStore."""
+    if request.param == "file":
+        return lambda: OpLedger(tmp_path, OP)
+    store = MemoryStore()
+    return lambda: OpLedger(tmp_path, OP, store=store)

@@ -7,51 +7,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from api_harness import OP, Open, fresh_state, pending_attempt
 from cli_harness import OP as OP_CLI
 from cli_harness import Cli, pending
-from driver import IMPL, candidate, compare, layout, sheet, vec, verify
+from driver import candidate, vec, verify
 
-from ledger.domain.replay import replay
-from ledger.domain.state import State
 from ledger.errors import BadInput, RuleRefusal
 from ledger.log.store import FileStore, MemoryStore, Store
 from ledger.shell.api import OpLedger
 from stages import commands as cmd
-
-OP = "softmax"
-Open = Callable[[], OpLedger]
-
-
-@pytest.fixture(params=["file", "memory"])
-def open_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Open:
-    """Opens OpLedgers of one op over one store: the ledger file, or one shared MemoryStore."""
-    if request.param == "file":
-        return lambda: OpLedger(tmp_path, OP)
-    store = MemoryStore()
-    return lambda: OpLedger(tmp_path, OP, store=store)
-
-
-def _fresh_state(store: Store) -> State:
-    return replay(store.read().events)
-
-
-def _pending(ledger: OpLedger) -> str:
-    """Bring the op to frontend with point F-1 open and one candidate pending; its id."""
-    for command in (
-        cmd.Init(op=OP),
-        compare(),
-        layout(),
-        cmd.Activate(impl_digest=IMPL),
-        cmd.LoadSkill(name="pypto-op-perf-tune"),
-        cmd.LoadSkill(name="perf-analyzer"),
-        sheet(),
-        cmd.EnterStage(stage="frontend"),
-        cmd.LoadSkill(name="tune-frontend"),
-        cmd.OpenPoint(name="F-1"),
-    ):
-        ledger.execute(command)
-    started = ledger.execute(candidate(vec_tile_shape=vec(32))).events[0]
-    return started.id[:12]
 
 
 def test_the_default_store_is_the_ledger_file(tmp_path: Path) -> None:
@@ -87,32 +51,32 @@ def test_an_op_without_events_does_not_exist(open_ledger: Open) -> None:
 
 def test_load_is_reused_while_the_ledger_is_unchanged(open_ledger: Open) -> None:
     """A second load of an unchanged ledger is the first one, not a second replay."""
-    _pending(open_ledger())
+    pending_attempt(open_ledger())
     ledger = open_ledger()
     assert ledger.load() is ledger.load()
 
 
 def test_another_writer_makes_load_replay_again(open_ledger: Open) -> None:
     """Once anything else appended, load reads the ledger again."""
-    _pending(open_ledger())
+    pending_attempt(open_ledger())
     ledger = open_ledger()
     first = ledger.load()
     open_ledger().execute(cmd.AddNote(text="from another writer"))
     second = ledger.load()
     assert second is not first
-    assert second.state == _fresh_state(ledger.store)
+    assert second.state == fresh_state(ledger.store)
     assert second.state.notes[-1] == "from another writer"
 
 
 def test_execute_never_leaves_the_state_it_changed_to_be_loaded_as_old(open_ledger: Open) -> None:
     """execute folds its events into the loaded state; the next load is the new ledger's."""
-    _pending(open_ledger())
+    pending_attempt(open_ledger())
     ledger = open_ledger()
     before = ledger.load()
     events_before = before.state.event_count
     outcome = ledger.execute(cmd.AddNote(text="n"))
     after = ledger.load()
-    assert after.state == _fresh_state(ledger.store) == outcome.state
+    assert after.state == fresh_state(ledger.store) == outcome.state
     assert after.state.event_count == events_before + 1
 
 
@@ -121,7 +85,7 @@ def test_execute_moves_the_loaded_state_forward_without_a_replay(
 ) -> None:
     """After its own append the OpLedger keeps the state it folded with the new tip: the next
     command decides on it without reading the ledger again."""
-    attempt = _pending(open_ledger())
+    attempt = pending_attempt(open_ledger())
     ledger = open_ledger()
     ledger.load()
     streams: list[str] = []
@@ -136,7 +100,7 @@ def test_execute_moves_the_loaded_state_forward_without_a_replay(
     ledger.execute(cmd.AddNote(text="after the verdict"))
     state = ledger.load().state
     assert streams == []
-    assert state == _fresh_state(ledger.store)
+    assert state == fresh_state(ledger.store)
     assert state.attempts[attempt].verdict == "adopt"
     assert state.notes == ["after the verdict"]
 
@@ -145,7 +109,7 @@ def test_a_refused_command_leaves_the_ledger_and_the_loaded_state_alone(
     open_ledger: Open,
 ) -> None:
     """A refusal appends nothing, and the state loaded before it is still the ledger's."""
-    _pending(open_ledger())
+    pending_attempt(open_ledger())
     ledger = open_ledger()
     loaded = ledger.load()
     data_before = ledger.store.read().events
@@ -154,7 +118,7 @@ def test_a_refused_command_leaves_the_ledger_and_the_loaded_state_alone(
     assert refused.value.rule == "R6"
     assert ledger.store.read().events == data_before
     assert ledger.load() is loaded
-    assert loaded.state == _fresh_state(ledger.store)
+    assert loaded.state == fresh_state(ledger.store)
 
 
 def test_a_concurrent_append_is_retried_on_the_new_ledger(
@@ -162,7 +126,7 @@ def test_a_concurrent_append_is_retried_on_the_new_ledger(
 ) -> None:
     """When another writer appends between load and append, execute decides again on the
     ledger that writer left (optimistic concurrency) and both commands are kept."""
-    attempt = _pending(open_ledger())
+    attempt = pending_attempt(open_ledger())
     ledger, other = open_ledger(), open_ledger()
     ledger.load()
     original = Store.append
@@ -177,7 +141,7 @@ def test_a_concurrent_append_is_retried_on_the_new_ledger(
     monkeypatch.setattr(Store, "append", other_writer_first)
     outcome = ledger.execute(verify(attempt, 90.0))
     assert conflicts == ["other"]
-    assert outcome.state == _fresh_state(ledger.store)
+    assert outcome.state == fresh_state(ledger.store)
     assert outcome.state.notes == ["the other writer"]
     assert outcome.state.attempts[attempt].verdict == "adopt"
 
@@ -185,7 +149,7 @@ def test_a_concurrent_append_is_retried_on_the_new_ledger(
 def test_a_retried_key_returns_the_first_result(open_ledger: Open) -> None:
     """A command retried with its idempotency key appends nothing and returns the original
     events; the same key for another command is refused."""
-    attempt = _pending(open_ledger())
+    attempt = pending_attempt(open_ledger())
     first = open_ledger().execute(verify(attempt, 90.0), key="k1")
     ledger = open_ledger()
     again = ledger.execute(verify(attempt, 90.0), key="k1")

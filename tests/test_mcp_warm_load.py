@@ -8,46 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from driver import IMPL, candidate, compare, layout, sheet, vec, verify
+from api_harness import OP, Open, fresh_state, pending_attempt
+from driver import verify
 
-from ledger.domain.replay import replay
-from ledger.domain.state import State
 from ledger.errors import LedgerDamaged
 from ledger.log.store import FileStore, MemoryStore, Store
 from ledger.shell.api import OpLedger
 from stages import commands as cmd
-
-OP = "softmax"
-Open = Callable[[], OpLedger]
-
-
-@pytest.fixture(params=["file", "memory"])
-def open_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Open:
-    """Opens OpLedgers of one op over one store: the ledger file, or one shared MemoryStore."""
-    if request.param == "file":
-        return lambda: OpLedger(tmp_path, OP)
-    store = MemoryStore()
-    return lambda: OpLedger(tmp_path, OP, store=store)
-
-
-def _fresh_state(store: Store) -> State:
-    return replay(store.read().events)
-
-
-def _pending(ledger: OpLedger) -> str:
-    for command in (
-        cmd.Init(op=OP),
-        compare(),
-        layout(),
-        cmd.Activate(impl_digest=IMPL),
-        cmd.LoadSkill(name="pypto-op-perf-tune"),
-        sheet(),
-        cmd.EnterStage(stage="frontend"),
-        cmd.LoadSkill(name="tune-frontend"),
-        cmd.OpenPoint(name="F-1"),
-    ):
-        ledger.execute(command)
-    return ledger.execute(candidate(vec_tile_shape=vec(32))).events[0].id[:12]
 
 
 def _raw(store: Store) -> bytes:
@@ -82,7 +49,7 @@ def test_another_writers_append_is_folded_without_a_full_read(
     open_ledger: Open, count_full_streams: list[str]
 ) -> None:
     """A kept OpLedger resumes from its tip: the other writer's events are folded on top."""
-    attempt = _pending(open_ledger())
+    attempt = pending_attempt(open_ledger())
     kept = open_ledger()
     kept.load()
     count_full_streams.clear()
@@ -90,7 +57,7 @@ def test_another_writers_append_is_folded_without_a_full_read(
     open_ledger().execute(cmd.AddNote(text="from the CLI"))
     loaded = kept.load()
     assert len(count_full_streams) == 2  # the two other writers' own loads, not the kept one
-    assert loaded.state == _fresh_state(kept.store)
+    assert loaded.state == fresh_state(kept.store)
     assert loaded.state.notes == ["from the CLI"]
     assert loaded.state.attempts[attempt].verdict == "adopt"
     assert loaded.tip.events == len(kept.store.read().events)
@@ -101,7 +68,7 @@ def test_own_and_other_appends_interleave_without_a_full_read(
     open_ledger: Open, count_full_streams: list[str]
 ) -> None:
     """After its own append the kept OpLedger still resumes when another writer follows."""
-    _pending(open_ledger())
+    pending_attempt(open_ledger())
     kept = open_ledger()
     other = open_ledger()
     for number in range(3):
@@ -110,7 +77,7 @@ def test_own_and_other_appends_interleave_without_a_full_read(
     count_full_streams.clear()
     state = kept.load().state
     assert count_full_streams == []
-    assert state == _fresh_state(kept.store)
+    assert state == fresh_state(kept.store)
     assert state.notes == [f"{who} {n}" for n in range(3) for who in ("kept", "other")]
 
 
@@ -118,20 +85,20 @@ def test_a_torn_tail_appended_behind_the_back_falls_back_to_the_full_read(
     open_ledger: Open,
 ) -> None:
     """An unterminated last line is not folded: the full read reports it as torn."""
-    _pending(open_ledger())
+    pending_attempt(open_ledger())
     kept = open_ledger()
     before = kept.load().state.event_count
     _append_behind(kept.store, b'{"id":"0123')
     loaded = kept.load()
     assert loaded.tip.torn is not None
     assert loaded.state.event_count == before
-    assert loaded.state == _fresh_state(kept.store)
+    assert loaded.state == fresh_state(kept.store)
 
 
 def test_a_tampered_line_appended_behind_the_back_is_damage(open_ledger: Open) -> None:
     """A valid-looking line whose id does not match its bytes is refused with exit 7, naming
     its line, and the kept state is not returned afterwards."""
-    _pending(open_ledger())
+    pending_attempt(open_ledger())
     kept = open_ledger()
     kept.load()
     raw = _raw(kept.store)
@@ -149,7 +116,7 @@ def test_a_tampered_line_appended_behind_the_back_is_damage(open_ledger: Open) -
 def test_a_valid_batch_then_damage_never_leaves_a_half_folded_state(open_ledger: Open) -> None:
     """When the new bytes hold a good batch and then a bad line, nothing of them is kept:
     once the bad line is cut away the state is the ledger's exactly."""
-    _pending(open_ledger())
+    pending_attempt(open_ledger())
     kept = open_ledger()
     kept.load()
     clean = _raw(kept.store)
@@ -159,7 +126,7 @@ def test_a_valid_batch_then_damage_never_leaves_a_half_folded_state(open_ledger:
     with pytest.raises(LedgerDamaged):
         kept.load()
     _restore(kept.store, good)
-    assert kept.load().state == _fresh_state(kept.store)
+    assert kept.load().state == fresh_state(kept.store)
     assert kept.load().state.notes == ["good"]
     assert clean != good
 
@@ -168,7 +135,7 @@ def test_a_rewritten_prefix_is_read_again_whole(
     open_ledger: Open, count_full_streams: list[str]
 ) -> None:
     """A ledger replaced by other bytes (a checkout, a normalize) is not resumed from."""
-    _pending(open_ledger())
+    pending_attempt(open_ledger())
     kept = open_ledger()
     kept.load()
     shorter = OpLedger(kept.root, "other", store=MemoryStore())
@@ -179,7 +146,7 @@ def test_a_rewritten_prefix_is_read_again_whole(
     state = kept.load().state
     assert len(count_full_streams) == 1
     assert state.notes == ["another history"]
-    assert state == _fresh_state(kept.store)
+    assert state == fresh_state(kept.store)
 
 
 def _restore(store: Store, data: bytes) -> None:
