@@ -14,15 +14,16 @@ from typing import Any
 
 from attrs import frozen
 
-from ledger.domain.manifest import Knob, Manifest
+from ledger.domain.knobs import Knob
+from ledger.domain.manifest import Manifest
 from ledger.domain.replay import config_key
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.shell.manifest_file import read_manifest
 from stages import commands as cmd
+from stages.target import VEC_LIMIT
 
-VEC_LIMIT = 64  # DESIGN §3 R3: each vec tile axis ≤ 64 unless relaxed with a basis
 # A relaxation needs a measured trend: growing a tile axis gave at least this speed-up.
 RELAX_MIN_GAIN = 1.10
 # Typical unroll lists of production kernels (PYPTO.md), tried for an int-list knob.

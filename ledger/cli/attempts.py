@@ -15,7 +15,7 @@ from ledger.domain.replay import attempt_id
 from ledger.errors import BadInput
 from ledger.projections import views
 from ledger.schema.events import FAILURES, Origin
-from ledger.shell import runner
+from ledger.shell import harness, runner
 from ledger.shell.api import OpLedger, StepResult
 from stages import commands as cmd
 from stages.stop import stopped_refusal
@@ -219,7 +219,7 @@ def verify(
     def build(ledger: OpLedger) -> Any:
         attempt_id = _resolve(ledger, attempt)
         if run_cmd:
-            return runner.run_verifier(attempt_id, run_cmd, ctx.root, timeout_s)
+            return harness.run_verifier(attempt_id, run_cmd, ctx.root, timeout_s)
         if perf_dir:
             document = runner.dir_document(perf_dir, ctx.root)
             if split:

@@ -17,11 +17,18 @@ import hashlib
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, TypeGuard
+from typing import Any
 
 from attrs import frozen
 
 from ledger.domain.configs import canonical_config
+from ledger.domain.knobs import (
+    KNOB_KINDS,
+    Knob,
+    is_finite_positive,
+    is_number,
+    is_positive_int,
+)
 from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.schema.events import CONFIG_STAGES
@@ -38,43 +45,9 @@ PLACEHOLDERS = {
     "timeout_s": "the wall-time limit in seconds",
     "memory_mb": "the memory limit in MB",
 }
-KNOB_KINDS = ("int", "float", "bool", "str", "tile", "int-list", "json")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_MEMORY_MB = 8192.0
-
-
-@frozen
-class Knob:
-    """One config key the op declares: the stage that may change it (R5) and its values."""
-
-    name: str
-    stage: str
-    kind: str
-    default: Any
-    domain: tuple[Any, ...] | None = None
-    minimum: float | None = None
-    maximum: float | None = None
-
-    def refusal(self, value: Any) -> str | None:
-        """Why `value` is not a value of this knob, or None when it is."""
-        if value is None and self.default is None:
-            return None  # null: left unset, the kernel's own default
-        kind_error = _kind_error(self.kind, value)
-        if kind_error:
-            return f"{self.name}={codec.canonical_json(value)} is not {kind_error}"
-        if self.domain is not None and canonical_config({"v": value}) not in [
-            canonical_config({"v": allowed}) for allowed in self.domain
-        ]:
-            allowed = ", ".join(codec.canonical_json(v) for v in self.domain)
-            return f"{self.name}={codec.canonical_json(value)} is outside its domain [{allowed}]"
-        for number in _numbers(value):
-            shown = codec.canonical_json(value)
-            if self.minimum is not None and number < self.minimum:
-                return f"{self.name}={shown} is below its minimum {self.minimum:g}"
-            if self.maximum is not None and number > self.maximum:
-                return f"{self.name}={shown} is above its maximum {self.maximum:g}"
-        return None
 
 
 @frozen
@@ -255,7 +228,11 @@ class _Reader:
         if not isinstance(value, list) or not value:
             raise self.fail(("p0_shapes",), "must be a non-empty list of shapes", hint)
         for shape in value:
-            if not isinstance(shape, list) or not shape or not all(_positive_int(d) for d in shape):
+            if (
+                not isinstance(shape, list)
+                or not shape
+                or not all(is_positive_int(d) for d in shape)
+            ):
                 raise self.fail(
                     ("p0_shapes",), f"{shape!r} is not a list of positive integers", hint
                 )
@@ -268,7 +245,7 @@ class _Reader:
         if not isinstance(value, dict):
             raise self.fail(("perf_target",), "must be a mapping", hint)
         time_us = value.get("time_us")
-        if not _finite_positive(time_us):
+        if not is_finite_positive(time_us):
             raise self.fail(
                 ("perf_target", "time_us"), f"{time_us!r} is not a finite time > 0 µs", hint
             )
@@ -283,7 +260,7 @@ class _Reader:
             raise self.fail(("tolerance",), "must be a mapping of rtol and atol", hint)
         for key in ("rtol", "atol"):
             bound = value.get(key)
-            if not (_number(bound) and math.isfinite(bound) and bound >= 0):
+            if not (is_number(bound) and math.isfinite(bound) and bound >= 0):
                 raise self.fail(("tolerance", key), f"{bound!r} is not a number ≥ 0", hint)
         return float(value["rtol"]), float(value["atol"])
 
@@ -323,7 +300,7 @@ class _Reader:
         bounds = []
         for key in ("min", "max"):
             bound = spec.get(key)
-            if bound is not None and not (_number(bound) and math.isfinite(bound)):
+            if bound is not None and not (is_number(bound) and math.isfinite(bound)):
                 raise self.fail((*path, key), f"{bound!r} is not a finite number", hint)
             bounds.append(None if bound is None else float(bound))
         knob = Knob(
@@ -385,54 +362,10 @@ class _Reader:
         limits = []
         for key, default in (("timeout_s", DEFAULT_TIMEOUT_S), ("memory_mb", DEFAULT_MEMORY_MB)):
             limit = spec.get(key, default)
-            if not _finite_positive(limit):
+            if not is_finite_positive(limit):
                 raise self.fail(("verifier", key), f"{limit!r} is not a number > 0", hint)
             limits.append(float(limit))
         return Verifier(argv=tuple(command), timeout_s=limits[0], memory_mb=limits[1])
-
-
-def _kind_error(kind: str, value: Any) -> str | None:
-    checks = {
-        "int": (_integral, "an integer"),
-        "float": (_number, "a number"),
-        "bool": (lambda v: isinstance(v, bool), "true or false"),
-        "str": (lambda v: isinstance(v, str), "a string"),
-        "tile": (
-            lambda v: isinstance(v, list) and bool(v) and all(_positive_int(d) for d in v),
-            "a list of positive integers (one per axis)",
-        ),
-        "int-list": (
-            lambda v: isinstance(v, list) and all(_integral(d) for d in v),
-            "a list of integers",
-        ),
-        "json": (lambda v: True, ""),
-    }
-    accepts, what = checks[kind]
-    return None if accepts(value) else what
-
-
-def _number(value: object) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _integral(value: Any) -> bool:
-    return _number(value) and math.isfinite(value) and float(value).is_integer()
-
-
-def _positive_int(value: Any) -> bool:
-    return _integral(value) and value > 0
-
-
-def _finite_positive(value: object) -> TypeGuard[int | float]:
-    return _number(value) and math.isfinite(value) and value > 0
-
-
-def _numbers(value: Any) -> list[float]:
-    if _number(value):
-        return [float(value)]
-    if isinstance(value, list):
-        return [n for item in value for n in _numbers(item)]
-    return []
 
 
 def _opt(value: Any) -> str | None:

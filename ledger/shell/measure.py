@@ -35,7 +35,7 @@ from ledger.domain.manifest import Manifest, Verifier
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.log import codec
-from ledger.shell import runner
+from ledger.shell import harness, runner
 from stages import commands as cmd
 from stages.binding import attempt_binding_problem, expected_impl_digest
 
@@ -157,13 +157,13 @@ def execute(plan: Plan) -> Ran:
             start_new_session=True,
         )
     except FileNotFoundError as e:
-        raise runner.harness_error(
+        raise harness.harness_error(
             f"the verifier {plan.argv[0]!r} was not found ({e.strerror})",
             _FIX,
             pending=plan.pending,
         ) from e
     except PermissionError as e:
-        raise runner.harness_error(
+        raise harness.harness_error(
             f"the verifier {plan.argv[0]!r} is not executable ({e})", _FIX, pending=plan.pending
         ) from e
     timed_out = False
@@ -192,7 +192,7 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 def result_command(plan: Plan, ran: Ran) -> cmd.Verify | cmd.Fail:
     """The Verify or Fail a run gives, or a harness error naming the plan (R8, R11)."""
-    return runner.command_result(plan.attempt, ran.run, ran.signal, plan.timeout_s, _FIX)
+    return harness.command_result(plan.attempt, ran.run, ran.signal, plan.timeout_s, _FIX)
 
 
 def baseline_document(plan: Plan, ran: Ran) -> runner.Document:
@@ -208,10 +208,12 @@ def baseline_document(plan: Plan, ran: Ran) -> runner.Document:
             "`target --from-spec` again",
         )
     if doc is None:
-        raise runner.harness_error(runner.exit_cause(run.exit_code), _FIX, run.output, pending=None)
+        raise harness.harness_error(
+            harness.exit_cause(run.exit_code), _FIX, run.output, pending=None
+        )
     error = runner.reported_error(doc)
     if error is not None:
-        raise runner.harness_error(f"the verifier reported an error: {error}", _FIX, pending=None)
+        raise harness.harness_error(f"the verifier reported an error: {error}", _FIX, pending=None)
     failure = runner.failure_of(doc)
     if failure is not None:
         raise BadInput(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -215,7 +214,7 @@ def _parsed_pypto_folder(directory: str, root: Path) -> Document:
     if doc is None or reported_error(doc) is not None:
         raise BadInput(
             f"{directory} looks like a PyPTO output folder, but the adapter could not parse it "
-            f"(exit {run.exit_code}): {_tail(run.output, 300)}",
+            f"(exit {run.exit_code}): {tail(run.output, 300)}",
             hint="install the adapter (`pip install 'tune-ledger[pypto]'`), or write "
             "DIR/measurement.json yourself",
         )
@@ -255,7 +254,7 @@ def run_document(run: CommandRun, what: str) -> Document:
         raise BadInput(
             f"{run.command!r} printed no JSON object with {what} (exit code {run.exit_code})",
             hint=f"the command must print one JSON object with {what} on its last line; "
-            f"output tail: {_tail(run.output, 200)!r}",
+            f"output tail: {tail(run.output, 200)!r}",
         )
     _refuse_reported_error(doc, run.command)
     return Document(doc=doc, origin=origin_of_run(run, doc), source=run.command)
@@ -331,87 +330,6 @@ def binding_of(doc: dict[str, Any]) -> Binding | None:
     return Binding(config=config, impl_digest=digest)
 
 
-def run_verifier(
-    attempt: str, command: str, cwd: Path, timeout_s: float | None
-) -> cmd.Verify | cmd.Fail:
-    """Run the verifier through the shell; classify what it did (R8, R11)."""
-    run = run_command(command, cwd, timeout_s)
-    # Through a shell, a program killed by signal N exits 128 + N.
-    killed = run.exit_code - 128 if 128 < run.exit_code < 128 + 65 else None
-    fix = "fix the --run command (run it by hand to see why), then verify again"
-    return command_result(attempt, run, killed, timeout_s, fix)
-
-
-# Exit codes that mean the verifier itself did not run as meant (POSIX shells and click).
-NOT_FOUND, NOT_EXECUTABLE, USAGE, BUG = 127, 126, 2, 1
-
-
-def command_result(
-    attempt: str, run: CommandRun, killed_by: int | None, timeout_s: float | None, fix: str
-) -> cmd.Verify | cmd.Fail:
-    """The Verify or Fail a verifier's run gives, or a harness error (R8, R11).
-
-    Only the kernel's own failures are failures: a timeout, a kill by a signal, or a result
-    that names a failure. A verifier that could not start (126/127), refused its arguments
-    (2), failed itself (1) without a result, or reported its own error measured nothing.
-    """
-    if run.timed_out:
-        return cmd.Fail(
-            attempt=attempt,
-            category="timeout",
-            detail=f"no result within {timeout_s:g} s",
-            origin=origin_of_run(run),
-        )
-    doc = last_json_object(run.output)
-    if doc is None:
-        if killed_by is not None:
-            name = _signal_name(killed_by)
-            return cmd.Fail(
-                attempt=attempt,
-                category="oom" if name == "SIGKILL" else "runtime",
-                detail=f"exit {run.exit_code} (killed by {name}): {_tail(run.output, OUTPUT_TAIL)}",
-                origin=origin_of_run(run),
-            )
-        raise harness_error(exit_cause(run.exit_code), fix, run.output, pending=attempt)
-    error = reported_error(doc)
-    if error is not None:
-        raise harness_error(f"the verifier reported an error: {error}", fix, pending=attempt)
-    return verify_command(
-        attempt, Document(doc=doc, origin=origin_of_run(run, doc), source=run.command)
-    )
-
-
-def harness_error(cause: str, fix: str, output: str = "", *, pending: str | None) -> BadInput:
-    """A verifier that did not do its job: nothing is written (the attempt stays pending)."""
-    tail = output.strip()[-600:]
-    kept = f" and attempt {pending} stays pending" if pending else ""
-    return BadInput(
-        f"harness error, not a failure of the idea: {cause}; nothing was written{kept}",
-        rule="R11",
-        hint=fix + (f"; its output ends: {tail!r}" if tail else ""),
-    )
-
-
-def exit_cause(code: int) -> str:
-    """What a verifier's exit code says when it printed no result (a harness error)."""
-    if code == NOT_FOUND:
-        return "the verifier's program was not found (exit 127)"
-    if code == NOT_EXECUTABLE:
-        return "the verifier's program is not executable (exit 126)"
-    if code == USAGE:
-        return "the verifier refused its arguments (exit 2, a usage error) and printed no result"
-    if code == BUG:
-        return "the verifier failed (exit 1) and printed no result: a bug of the verifier"
-    return f"the verifier exited {code} and printed no measurement JSON"
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
 def _metrics(doc: dict[str, Any], source: str) -> dict[str, float]:
     raw = doc.get("metrics") or {}
     if not isinstance(raw, dict):
@@ -423,5 +341,6 @@ def _metrics(doc: dict[str, Any], source: str) -> dict[str, float]:
     }
 
 
-def _tail(text: str, size: int) -> str:
+def tail(text: str, size: int) -> str:
+    """The last `size` characters of a command's output."""
     return text[-size:]
