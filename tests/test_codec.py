@@ -89,6 +89,8 @@ NONEMPTY_FIELDS = {
     ("AttemptAbandoned", "reason"),
     ("NoteAdded", "text"),
     ("ConflictResolved", "reason"),
+    ("CampaignHandedBack", "report"),
+    ("CampaignResumed", "reason"),
 }
 
 

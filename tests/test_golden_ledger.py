@@ -25,8 +25,15 @@ LEDGER = DATA / "v1.jsonl"
 STATUS = DATA / "v1-status.json"
 # Not in the golden log: conflict.resolved needs two merged branches (tests/test_merge_*.py);
 # manifest.recorded came after this log was written (tests/test_measure.py records it), and
-# ledger.newline_restored too (tests/test_reliability_newline.py).
-NOT_COVERED = {"conflict.resolved", "manifest.recorded", "ledger.newline_restored"}
+# ledger.newline_restored too (tests/test_reliability_newline.py), and campaign.handed_back and
+# campaign.resumed (tests/test_issue15_end.py).
+NOT_COVERED = {
+    "conflict.resolved",
+    "manifest.recorded",
+    "ledger.newline_restored",
+    "campaign.handed_back",
+    "campaign.resumed",
+}
 
 
 def _status_json(data: bytes, tmp: Path) -> str:

@@ -206,6 +206,8 @@ HANDLERS: tuple[tuple[type[ev.Payload], Handler], ...] = (
     # reliability (issue 20): a restored newline changes no state (the event it ended is
     # replayed like any other); audit and `log` show it.
     (ev.NewlineRestored, lambda _state, _event: None),
+    (ev.CampaignHandedBack, records.handed_back),
+    (ev.CampaignResumed, records.resumed),
 )
 
 _BY_TYPE: Mapping[str, Handler] = {payload.TYPE: handler for payload, handler in HANDLERS}

@@ -9,6 +9,7 @@ from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
 from ledger.log.codec import canonical_json
 from ledger.log.record import Event
+from ledger.projections import campaign_end
 from ledger.projections.formatting import fmt_time_us
 
 _MIN_PREFIX = 4
@@ -144,6 +145,8 @@ def status(state: State) -> dict[str, Any]:
         "manifest": {"digest": state.manifest.digest, "knobs": sorted(state.manifest.knobs)}
         if state.manifest
         else None,
+        "campaign_end": campaign_end.campaign_end(state),
+        "impl_digest_expected": campaign_end.impl_expected(state),
     }
 
 
@@ -167,6 +170,7 @@ def status_text(data: dict[str, Any]) -> str:
     if data.get("pending"):
         lines.append(f"  pending config: {canonical_json(data['pending_config'])}")
         lines.append(f"  measure it: {data['next_command']}")
+    lines.extend(campaign_end.end_lines(data))
     for conflict in data["conflicts"]:
         lines.append(f"  CONFLICT: {conflict}")
     lines.extend(_policy_and_manifest_lines(data))
@@ -225,7 +229,9 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
         }
         if point
         else None,
-        "next": steps or [f"tune-ledger {name} {op} ..." for name in allowed],
+        "next": steps
+        or campaign_end.end_steps(state)
+        or [f"tune-ledger {name} {op} ..." for name in allowed],
     }
 
 
@@ -336,6 +342,8 @@ def audit_text(report: dict[str, Any]) -> str:
         lines.append(f"  conflict: {conflict}")
     for decision in report.get("reported_decisions", ()):
         lines.append(f"  R11: {decision}")
+    for decision in report.get("decisions", ()):
+        lines.append(f"  R10: {decision}")
     for attempt in report.get("unbound", ()):
         lines.append(f"  R11: attempt {attempt} was measured unbound (the result named no config)")
     recorded = report.get("manifests", ())

@@ -166,6 +166,8 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
         ),
     ),
     (ev.NewlineRestored, None),
+    (ev.CampaignHandedBack, lambda d: cmd.HandBack(summary=d["summary"])),
+    (ev.CampaignResumed, lambda d: cmd.ResumeCampaign(reason=d["reason"])),
 )
 
 _COMMAND_OF: dict[str, CommandOf] = {
@@ -352,4 +354,5 @@ def audit_op(ledger: OpLedger) -> dict[str, Any]:
         "reported_decisions": trust.reported_decisions(events),
         "unbound": trust.unbound_measurements(events),
         "manifests": trust.manifests(events),
+        "decisions": trust.campaign_decisions(events),
     }
