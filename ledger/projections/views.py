@@ -272,6 +272,12 @@ def log_text(rows: list[dict[str, Any]]) -> str:
         f"{r['seq']:>4} {r['attempt']} {r['stage']:<9} {r['kind']:<9} "
         f"{(r['verdict'] or r['status']):<14} {(r['failure'] or ''):<8} "
         f"{fmt_time_us(r['time_us']):>12}  {r['change']}"
+        # A failure's detail or an abandon's reason, whole: the reader looks for it here.
+        + (
+            f"\n{'':>18}{'reason' if r['status'] == 'abandoned' else 'detail'}: {r['detail']}"
+            if r["detail"]
+            else ""
+        )
         for r in rows
     )
 
