@@ -44,6 +44,8 @@ COMMAND_NAMES: dict[type[object], str] = {
     cmd.Fail: "fail",
     cmd.Abandon: "abandon",
     cmd.Stop: "stop",
+    cmd.HandBack: "handback",
+    cmd.ResumeCampaign: "resume-campaign",
     cmd.RecordReport: "report",
     cmd.SetPolicy: "policy",
     cmd.AddNote: "note",

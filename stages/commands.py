@@ -196,6 +196,20 @@ class Stop:
 
 
 @frozen
+class HandBack:
+    """Hand the stopped campaign's result back to the orchestrator with its report (R10)."""
+
+    summary: str = ""
+
+
+@frozen
+class ResumeCampaign:
+    """The user lifts a utilization stop and tuning goes on (R10)."""
+
+    reason: str
+
+
+@frozen
 class RecordReport:
     """Record that a tuning report was written (R4: needed before the algorithm stage)."""
 
@@ -248,6 +262,8 @@ Command = (
     | Fail
     | Abandon
     | Stop
+    | HandBack
+    | ResumeCampaign
     | RecordReport
     | SetPolicy
     | AddNote

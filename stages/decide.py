@@ -28,6 +28,8 @@ _BOOKKEEPING = (cmd.AddNote, cmd.SetPolicy, cmd.RecordReport, cmd.RecordManifest
 # Steps that finish an attempt already in flight: allowed while a merge conflict is open, so
 # work done on either branch can still be measured and recorded.
 _FINISHING = (cmd.Verify, cmd.Fail, cmd.Abandon)
+# The steps that end or lift a stop: the stop gate cannot apply to them (R10).
+_AFTER_STOP = (cmd.HandBack, cmd.ResumeCampaign)
 # The steps that reach activation, so the R1 gate cannot apply to them.
 _ACTIVATION_STEPS = (cmd.RecordCompare, cmd.RecordLayout, cmd.Activate)
 
@@ -101,6 +103,8 @@ _DECIDERS: Mapping[type[Any], Callable[[State, Any], Result]] = {
     cmd.Fail: verdict.decide_fail,
     cmd.Abandon: verdict.decide_abandon,
     cmd.Stop: stop.decide_stop,
+    cmd.HandBack: stop.decide_handback,
+    cmd.ResumeCampaign: stop.decide_resume,
     cmd.RecordReport: _report,
     cmd.SetPolicy: _set_policy,
     cmd.AddNote: _note,
@@ -145,7 +149,7 @@ def _decide(state: State, command: cmd.Command) -> Result:
     if decider is None:
         raise BadInput(f"unknown command {type(command).__name__}")
     if not isinstance(command, _BOOKKEEPING):
-        gate = stop.stopped_refusal(state)
+        gate = None if isinstance(command, _AFTER_STOP) else stop.stopped_refusal(state)
         if gate is None and not isinstance(command, _ACTIVATION_STEPS):
             gate = activation.activation_gate(state)
         if gate is None and not isinstance(command, _FINISHING):

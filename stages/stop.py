@@ -1,10 +1,17 @@
-"""R10 Stop: target reached, utilization limit, or the user; afterwards tuning steps are refused."""
+"""R10 Stop: target reached, utilization limit, or the user; afterwards tuning steps are refused,
+the result is handed back with a report, and the user may lift a utilization stop."""
 
 from __future__ import annotations
 
 from ledger.domain.state import State
-from ledger.schema.events import AttemptAbandoned, CampaignStopped, Payload
-from stages.commands import Stop
+from ledger.schema.events import (
+    AttemptAbandoned,
+    CampaignHandedBack,
+    CampaignResumed,
+    CampaignStopped,
+    Payload,
+)
+from stages.commands import HandBack, ResumeCampaign, Stop
 from stages.outcome import Result, accept, nonempty, refuse
 from stages.pipeline import utilization_met
 from stages.policy import effective_policy
@@ -22,7 +29,7 @@ def stopped_refusal(state: State) -> Refusal | None:
         "R10",
         "the campaign has stopped; tuning steps are refused",
         f"stopped ({state.stopped}){detail}",
-        "nothing to tune: status, log, report, audit, note and policy still work",
+        _after_stop_hint(state),
         kind="stopped",
     )
 
@@ -52,3 +59,94 @@ def decide_stop(state: State, command: Stop) -> Result:
         # Left pending, the attempt could never be closed: every step after a stop is refused.
         events.append(AttemptAbandoned(attempt=state.pending, reason=USER_STOP_ABANDON))
     return accept(*events)
+
+
+# --- after a stop: the hand-back (R10) and lifting a utilization stop ------------------------
+
+
+def end_steps(state: State) -> list[str]:
+    """The commands that end a stopped campaign, in order: the report, the hand-back, and for
+    a utilization stop the user's way to go on (R10); none before a stop or after the hand-back."""
+    if state.stopped is None or state.handback is not None:
+        return []
+    op = state.op
+    steps = [] if state.stop_report is not None else [f"tune-ledger report {op}"]
+    steps.append(f"tune-ledger handback {op} --summary TEXT")
+    if state.stopped == "utilization":
+        steps.append(
+            f"or, if the user decides to go on: tune-ledger resume-campaign {op} --reason TEXT"
+        )
+    return steps
+
+
+def _after_stop_hint(state: State) -> str:
+    """What a stopped campaign still needs, as the next step of a refusal (R10)."""
+    steps = end_steps(state)
+    if not steps:
+        return "nothing to tune: status, log, report, audit, note and policy still work"
+    first = [s for s in steps if not s.startswith("or, ")]
+    rest = [s for s in steps if s.startswith("or, ")]
+    return (
+        "hand the result back to the orchestrator: "
+        + ", then ".join(first)
+        + "".join(f"; {s}" for s in rest)
+    )
+
+
+def decide_handback(state: State, command: HandBack) -> Result:
+    """Record the hand-back of a stopped campaign with the report generated since the stop (R10)."""
+    op = state.op
+    if state.stopped is None:
+        return refuse(
+            "R10",
+            "nothing to hand back: the campaign has not stopped",
+            f"stage {state.stage or '-'} is in progress and no stop condition holds",
+            f"tune on (tune-ledger status {op} lists the steps allowed now), or stop it: "
+            f"tune-ledger stop {op} --reason TEXT",
+        )
+    if state.handback is not None:
+        return refuse(
+            "R10",
+            "the result was already handed back to the orchestrator",
+            f"handed back with {state.handback['report']}",
+            _after_stop_hint(state),
+            kind="stopped",
+        )
+    if state.stop_report is None:
+        return refuse(
+            "R10",
+            "a hand-back carries the tuning report of the campaign as it ended",
+            f"no report was generated since the campaign stopped ({state.stopped})",
+            f"tune-ledger report {op}, then tune-ledger handback {op} --summary TEXT",
+        )
+    return accept(
+        CampaignHandedBack(stop=state.stopped, report=state.stop_report, summary=command.summary)
+    )
+
+
+def decide_resume(state: State, command: ResumeCampaign) -> Result:
+    """Lift a utilization stop by the user's recorded decision; no other stop lifts (R10)."""
+    reason = nonempty(command.reason, "the user's reason to go on")
+    op = state.op
+    if state.stopped is None:
+        return refuse(
+            "R10",
+            "nothing to resume: the campaign has not stopped",
+            f"stage {state.stage or '-'} is in progress",
+            f"tune on: tune-ledger status {op} lists the steps allowed now",
+        )
+    if state.handback is not None or state.stopped != "utilization":
+        detail = f": {state.stop_detail}" if state.stop_detail else ""
+        blocking = (
+            f"the result was handed back with {state.handback['report']}"
+            if state.handback is not None
+            else f"the campaign stopped ({state.stopped}){detail}"
+        )
+        return refuse(
+            "R10",
+            "only a utilization stop not yet handed back can be lifted",
+            blocking,
+            _after_stop_hint(state),
+            kind="stopped",
+        )
+    return accept(CampaignResumed(lifted=state.stop_detail, reason=reason))

@@ -91,6 +91,8 @@ NONEMPTY_FIELDS = {
     ("ConflictResolved", "reason"),
     ("RollbackAccepted", "missing"),
     ("RollbackAccepted", "reason"),
+    ("CampaignHandedBack", "report"),
+    ("CampaignResumed", "reason"),
 }
 
 

@@ -25,12 +25,15 @@ LEDGER = DATA / "v1.jsonl"
 STATUS = DATA / "v1-status.json"
 # Not in the golden log: conflict.resolved needs two merged branches (tests/test_merge_*.py);
 # manifest.recorded came after this log was written (tests/test_measure.py records it), and
-# ledger.newline_restored too (tests/test_reliability_newline.py).
+# ledger.newline_restored too (tests/test_reliability_newline.py), and campaign.handed_back and
+# campaign.resumed (tests/test_issue15_end.py).
 NOT_COVERED = {
     "conflict.resolved",
     "manifest.recorded",
     "ledger.newline_restored",
     "ledger.rollback_accepted",
+    "campaign.handed_back",
+    "campaign.resumed",
 }
 
 

@@ -48,6 +48,7 @@ COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
     "ledger.cli.manifest": ("manifest",),
     "ledger.cli.attempts": ("candidate", "try", "verify", "fail", "abandon", "measure"),
     "ledger.cli.status": ("status", "resume"),
+    "ledger.cli.campaign_end": ("handback", "resume-campaign"),
     "ledger.cli.inspect": ("log", "render", "check", "audit", "report"),
     "ledger.cli.git": (
         "merge-driver",

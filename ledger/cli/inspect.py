@@ -38,6 +38,13 @@ from ledger.shell.api import OpLedger, StepResult, list_ops
     "--failure", type=click.Choice(list(FAILURES)), help="Only attempts that failed this way."
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Only the last N attempts.")
+@click.option(
+    "--attempt",
+    "attempt_id",
+    metavar="ID",
+    help="Show one attempt with every recorded field, texts whole (an id prefix or pending).",
+)
+@click.option("--notes", is_flag=True, help="Show the notes recorded in the ledger, whole.")
 @pass_ctx
 def log(
     ctx: Ctx,
@@ -46,14 +53,38 @@ def log(
     verdict: str | None,
     failure: str | None,
     limit: int | None,
+    attempt_id: str | None,
+    notes: bool,
 ) -> None:
     """List the attempts of the campaign, filterable by stage, verdict and failure."""
     state, warnings = load_state(ctx, op)
+    if attempt_id is not None or notes:
+        _log_one(ctx, op, state, warnings, attempt_id, notes)
+        return
     rows = views.attempt_rows(
         state, stage=stage_name, verdict=verdict, failure=failure, limit=limit
     )
     ctx.warn(warnings)
     ctx.emit({"op": op, "attempts": rows, "warnings": warnings}, views.log_text(rows))
+
+
+def _log_one(
+    ctx: Ctx, op: str, state: Any, warnings: list[str], attempt_id: str | None, notes: bool
+) -> None:
+    """`log --attempt ID` or `log --notes`: the texts MEMORY.md may shorten, whole (issue 15)."""
+    from ledger.projections import attempt_detail as detail
+
+    if attempt_id is not None and notes:
+        raise BadInput("give only one of --attempt, --notes", hint="each shows a view of its own")
+    ctx.warn(warnings)
+    if notes:
+        ctx.emit(
+            {"op": op, "notes": list(state.notes), "warnings": warnings},
+            detail.notes_text(list(state.notes)),
+        )
+        return
+    data = detail.attempt_detail(state, views.resolve_attempt(state, str(attempt_id)))
+    ctx.emit({"op": op, "attempt": data, "warnings": warnings}, detail.attempt_detail_text(data))
 
 
 @click.command()

@@ -8,10 +8,13 @@ imports nothing heavy at its top, so a hit loads neither the events' classes nor
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ledger.cli.base import Ctx, load_state, pass_ctx
 from ledger.domain.units import check_op_name
+from ledger.log import codec
 from ledger.log.files import ledger_path
 from ledger.projections import view_cache
 
@@ -42,8 +45,50 @@ def _show(ctx: Ctx, op: str, view: str) -> None:
         return view_cache.render(state, warnings), warnings
 
     rendered, warnings = view_cache.cached_views(path, op, replayed)
-    ctx.warn(warnings)
-    ctx.echo_rendered(rendered[view])
+    found = _impl_warning(path.parent, op, rendered["status"]["json"])
+    if found is None:
+        ctx.warn(warnings)
+        ctx.echo_rendered(rendered[view])
+        return
+    ctx.warn([*warnings, found])
+    if ctx.as_json:  # rare: only then is the cached JSON decoded, to carry the warning inline
+        data = codec.loads(rendered[view]["json"])
+        data["warnings"] = [*data.get("warnings", []), found]
+        click.echo(codec.canonical_json(data))
+    else:
+        click.echo(rendered[view]["text"])
+
+
+def _impl_warning(folder: Path, op: str, status_json: str) -> str | None:
+    """The warning that the implementation on disk is not the one the campaign expects (R6),
+    or None; one sha256 of one file, and the view is decoded only when they differ."""
+    impl = folder / f"{op}_impl.py"
+    try:
+        digest = codec.digest(impl.read_bytes())
+    except OSError:
+        return None  # no file (or none readable): `try` and `candidate` name it when it matters
+    if f'"impl_digest_expected":"{digest}"' in status_json:
+        return None
+    data = codec.loads(status_json)
+    expected = data.get("impl_digest_expected")
+    if not expected or expected == digest:
+        return None
+    where = f"custom/{op}/{impl.name}"
+    whose = (
+        f"the pending attempt {data['pending']} runs"
+        if data.get("pending")
+        else ("the best was measured with")
+    )
+    algorithm = (
+        f", or record the change: tune-ledger try {op} --algorithm TEXT --impl {where}"
+        if data.get("stage") == "algorithm" and not data.get("pending")
+        else ""
+    )
+    return (
+        f"R6: {where} has digest {digest[:12]}, {whose} {expected[:12]}; restore {where} "
+        f"(`git restore {where}` or `git checkout -- {where}` when git tracks it) before the "
+        f"next attempt, which starts from the best{algorithm}"
+    )
 
 
 # The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).

@@ -19,13 +19,28 @@ def report(state: State, event: Event) -> None:
     state.attempts_at_report = len(state.attempts)
     if "incore" in state.exited:
         state.report_after_incore = True
+    if state.stopped is not None:
+        state.stop_report = event.data["path"]
 
 
 def stopped(state: State, event: Event) -> None:
     """Record the campaign's stop and its reason (R10)."""
     state.stopped = event.data["reason"]
     state.stop_detail = event.data["detail"]
+    state.stop_report = None  # a report written before this stop does not show how it ended
     conflicts.stopped(state)
+
+
+def handed_back(state: State, event: Event) -> None:
+    """Record that the result went back to the orchestrator with its report (R10)."""
+    state.handback = {"report": event.data["report"], "summary": event.data["summary"]}
+
+
+def resumed(state: State, event: Event) -> None:
+    """Lift the utilization stop the user decided to go past (R10)."""
+    state.stopped = None
+    state.stop_detail = ""
+    state.stop_report = None
 
 
 def policy(state: State, event: Event) -> None:

@@ -210,6 +210,8 @@ HANDLERS: tuple[tuple[type[ev.Payload], Handler], ...] = (
     # replayed like any other); audit and `log` show it.
     (ev.NewlineRestored, lambda _state, _event: None),
     (ev.RollbackAccepted, records.rollback_accepted),
+    (ev.CampaignHandedBack, records.handed_back),
+    (ev.CampaignResumed, records.resumed),
 )
 
 _BY_TYPE: Mapping[str, Handler] = {payload.TYPE: handler for payload, handler in HANDLERS}

@@ -207,6 +207,10 @@ class State:
     # R10
     stopped: str | None = None
     stop_detail: str = ""
+    # R10: the path of a report generated since the latest stop (the hand-back carries it),
+    # and the hand-back itself ({"report", "summary"}) once recorded
+    stop_report: str | None = None
+    handback: dict[str, str] | None = None
     # policy values set by events (defaults live in stages.policy)
     policy: dict[str, Any] = field(factory=dict)
     # the defaults pinned at init, and the reason recorded with each later policy.set (R10:

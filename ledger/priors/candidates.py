@@ -2,7 +2,9 @@
 
 A candidate is the current best config with one prior's values applied to the keys the current
 point tunes. Candidates that were already measured (R9), lie beyond an unrelaxed tile limit
-(R3), do not fit the kernel, or failed in a very similar op are filtered out with the reason.
+(R3), do not fit the kernel or its P0 shape, fall outside the manifest's knob domains (R5),
+change nothing once defaults are filled in (R6), or failed in a very similar op are filtered
+out with the reason.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from ledger.domain.keys import config_key, measured_key
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.log import codec
+from ledger.priors import fit
 from ledger.priors.prior import KINDS, Candidate, FailedConfig, Filtered, Prior
 from stages.retry import outcome_of
 from stages.target import limit_refusal, validate_config
@@ -112,13 +115,24 @@ def screen(
         config = validate_config(candidate.config, "the candidate config")
     except BadInput as e:
         return out(e.message)
-    mismatch = _rank_mismatch(best, config)
+    mismatch = _rank_mismatch(best, config) or fit.shape_misfit(state, config)
     if mismatch is not None:
         return out(mismatch)
+    outside = fit.domain_misfit(state, config)
+    if outside is not None:
+        return out(outside, "R5")
     earlier = state.measured_configs.get(measured_key(state, config))
+    # A config that spells out a default the best leaves out is no change (R6), which says
+    # more than "measured"; an exact copy of a measured config stays an R9 retry.
+    same = fit.no_change(state, config)
+    if same is not None and _canon(config) != _canon(best):
+        return out(same, "R6")
     if earlier is not None:
         name = "the baseline" if earlier == "baseline" else f"attempt {earlier}"
         return out(f"already measured by {name}: {outcome_of(state, earlier)}", "R9")
+    unchanged = same or fit.equals_defaults(state, config)
+    if unchanged is not None:
+        return out(unchanged, "R6")
     cube_m = state.target.cube_m if state.target else None
     beyond = limit_refusal(state, config, "the candidate config", cube_m)
     if beyond is not None:

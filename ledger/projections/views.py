@@ -9,6 +9,7 @@ from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
 from ledger.log.codec import canonical_json
 from ledger.log.record import Event
+from ledger.projections import campaign_end
 from ledger.projections.attempt_markdown import REPORTED_LEGEND, reported_mark
 from ledger.projections.formatting import fmt_time_us
 
@@ -145,6 +146,8 @@ def status(state: State) -> dict[str, Any]:
         "manifest": {"digest": state.manifest.digest, "knobs": sorted(state.manifest.knobs)}
         if state.manifest
         else None,
+        "campaign_end": campaign_end.campaign_end(state),
+        "impl_digest_expected": campaign_end.impl_expected(state),
     }
 
 
@@ -168,6 +171,7 @@ def status_text(data: dict[str, Any]) -> str:
     if data.get("pending"):
         lines.append(f"  pending config: {canonical_json(data['pending_config'])}")
         lines.append(f"  measure it: {data['next_command']}")
+    lines.extend(campaign_end.end_lines(data))
     for conflict in data["conflicts"]:
         lines.append(f"  CONFLICT: {conflict}")
     lines.extend(_policy_and_manifest_lines(data))
@@ -226,7 +230,9 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
         }
         if point
         else None,
-        "next": steps or [f"tune-ledger {name} {op} ..." for name in allowed],
+        "next": steps
+        or campaign_end.end_steps(state)
+        or [f"tune-ledger {name} {op} ..." for name in allowed],
     }
 
 
@@ -267,6 +273,12 @@ def log_text(rows: list[dict[str, Any]]) -> str:
         f"{r['seq']:>4} {r['attempt']} {r['stage']:<9} {r['kind']:<9} "
         f"{(r['verdict'] or r['status']):<14} {(r['failure'] or ''):<8} "
         f"{fmt_time_us(r['time_us']) + reported_mark(r['provenance']):>13}  {r['change']}"
+        # A failure's detail or an abandon's reason, whole: the reader looks for it here.
+        + (
+            f"\n{'':>18}{'reason' if r['status'] == 'abandoned' else 'detail'}: {r['detail']}"
+            if r["detail"]
+            else ""
+        )
         for r in rows
     ) + (f"\n{REPORTED_LEGEND}" if any(r["provenance"] == "reported" for r in rows) else "")
 
@@ -337,6 +349,8 @@ def audit_text(report: dict[str, Any]) -> str:
         lines.append(f"  conflict: {conflict}")
     for decision in report.get("reported_decisions", ()):
         lines.append(f"  R11: {decision}")
+    for decision in report.get("decisions", ()):
+        lines.append(f"  R10: {decision}")
     for attempt in report.get("unbound", ()):
         lines.append(f"  R11: attempt {attempt} was measured unbound (the result named no config)")
     recorded = report.get("manifests", ())

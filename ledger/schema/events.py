@@ -388,6 +388,33 @@ class RollbackAccepted:
 # --- end of the reliability block ------------------------------------------------------------
 
 
+# --- protocol fidelity (issue 15 items 6, 8): how a stopped campaign ends or goes on ---------
+
+
+@frozen
+class CampaignHandedBack:
+    """The stopped campaign's result was handed back to the orchestrator with its report (R10)."""
+
+    TYPE: ClassVar[str] = "campaign.handed_back"
+    SCHEMA: ClassVar[int] = 1
+    stop: str  # the stop's reason, as campaign.stopped recorded it
+    report: str = field(validator=nonempty)
+    summary: str = ""
+
+
+@frozen
+class CampaignResumed:
+    """The user lifted a utilization stop; tuning goes on from where it stopped (R10)."""
+
+    TYPE: ClassVar[str] = "campaign.resumed"
+    SCHEMA: ClassVar[int] = 1
+    lifted: str
+    reason: str = field(validator=nonempty)
+
+
+# --- end of the protocol fidelity block ------------------------------------------------------
+
+
 Payload = (
     OpInitialized
     | CompareEvidence
@@ -416,6 +443,8 @@ Payload = (
     | ManifestRecorded
     | NewlineRestored
     | RollbackAccepted
+    | CampaignHandedBack
+    | CampaignResumed
 )
 
 PAYLOAD_CLASSES: tuple[type[Payload], ...] = get_args(Payload)
@@ -440,6 +469,8 @@ __all__ = [
     "AttemptMeasured",
     "AttemptStarted",
     "Binding",
+    "CampaignHandedBack",
+    "CampaignResumed",
     "CampaignStopped",
     "CompareEvidence",
     "ConflictResolved",

@@ -172,6 +172,8 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.NewlineRestored, None),
     # A person's confirmation after the shell found a rollback, not a step of the protocol.
     (ev.RollbackAccepted, None),
+    (ev.CampaignHandedBack, lambda d: cmd.HandBack(summary=d["summary"])),
+    (ev.CampaignResumed, lambda d: cmd.ResumeCampaign(reason=d["reason"])),
 )
 
 _COMMAND_OF: dict[str, CommandOf] = {
@@ -363,4 +365,5 @@ def audit_op(ledger: OpLedger) -> dict[str, Any]:
         "reported_decisions": trust.reported_decisions(events),
         "unbound": trust.unbound_measurements(events),
         "manifests": trust.manifests(events),
+        "decisions": trust.campaign_decisions(events),
     }

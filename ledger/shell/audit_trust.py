@@ -70,3 +70,23 @@ def manifests(events: Sequence[Event]) -> list[dict[str, Any]]:
         for e in events
         if e.type == "manifest.recorded"
     ]
+
+
+def campaign_decisions(events: Sequence[Event]) -> list[str]:
+    """The user's and agent's decisions about a stopped campaign (R10): each utilization stop
+    lifted, with its reason, and each hand-back to the orchestrator, in ledger order."""
+    found = []
+    for event in events:
+        data = event.data
+        if event.type == "campaign.resumed":
+            found.append(
+                f"utilization stop lifted by the user ({attempt_id(event.id)}): {data['reason']}"
+                f" (the stop: {data['lifted'] or 'no detail recorded'})"
+            )
+        elif event.type == "campaign.handed_back":
+            summary = f": {data['summary']}" if data["summary"] else ""
+            found.append(
+                f"handed back to the orchestrator after the {data['stop']} stop with "
+                f"{data['report']}{summary}"
+            )
+    return found

@@ -1,0 +1,52 @@
+"""How a stopped campaign ends or goes on (R10): `handback` records that the result went back
+to the orchestrator with its report; `resume-campaign` records the user's decision to go past
+a utilization stop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ledger.cli.base import Ctx, event_data, pass_ctx, run_step
+from ledger.shell.api import StepResult
+from stages import commands as cmd
+
+
+@click.command()
+@click.argument("op")
+@click.option("--summary", default="", help="What the orchestrator should know about the result.")
+@pass_ctx
+def handback(ctx: Ctx, op: str, summary: str) -> None:
+    """Hand a stopped campaign's result back to the orchestrator with its report (R10)."""
+
+    def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
+        data = event_data(outcome, "campaign.handed_back")
+        report = str(data.get("report", ""))
+        return (
+            {"handed_back": True, "report": report, "stop": data.get("stop")},
+            f"handed back to the orchestrator with {report}",
+        )
+
+    run_step(ctx, op, lambda _ledger: cmd.HandBack(summary=summary), present)
+
+
+@click.command(name="resume-campaign")
+@click.argument("op")
+@click.option("--reason", required=True, help="The user's reason to go past the stop.")
+@pass_ctx
+def resume_campaign(ctx: Ctx, op: str, reason: str) -> None:
+    """Lift a utilization stop by the user's decision (R10); no other stop can be lifted."""
+    run_step(
+        ctx,
+        op,
+        lambda _ledger: cmd.ResumeCampaign(reason=reason),
+        lambda _outcome: (
+            {"resumed": True},
+            f"utilization stop lifted: tuning goes on (tune-ledger status {op})",
+        ),
+    )
+
+
+# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
+COMMANDS = (handback, resume_campaign)
