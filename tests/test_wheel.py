@@ -148,4 +148,9 @@ def test_a_kernel_repository_scaffolds_and_measures_with_the_wheel(
     report = json.loads(audit.stdout)
     assert audit.returncode == 0 and report["clean"], audit.stdout
     # the compare, the layout check and the baseline: each run by the ledger itself
-    assert report["ops"][0]["provenance"] == {"artefact": 0, "measured": 3, "reported": 0}
+    assert report["ops"][0]["provenance"] == {
+        "artefact": 0,
+        "measured": 3,
+        "reported": 0,
+        "unbound": 0,
+    }
