@@ -411,3 +411,19 @@ def test_reported_times_are_marked_where_a_reader_looks(cli: Cli, attempt: str) 
     cli.ok("report", OP)
     report = (cli.root / "custom" / OP / f"{OP}_tuning_report.md").read_text("utf-8")
     assert "90.00 µs† (-10.0%)" in report and legend in report
+
+
+def test_status_says_when_spec_md_changed_since_the_manifest_was_recorded(
+    cli: Cli, measured_attempt: str
+) -> None:
+    """An edited manifest is visible at once in status, before anything records it."""
+    assert cli.ok("status", OP)["warnings"] == []
+    spec = cli.root / "custom" / OP / "SPEC.md"
+    spec.write_text(spec.read_text("utf-8").replace("time_us: 50.0", "time_us: 40.0"), "utf-8")
+    warnings = cli.ok("status", OP)["warnings"]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"custom/{OP}/SPEC.md's manifest changed since the ledger")
+    assert f"`tune-ledger manifest {OP}` records it" in warnings[0]
+    cli.ok("manifest", OP)
+    assert cli.ok("status", OP)["warnings"] == []
+    assert len(cli.ok("audit", OP)["ops"][0]["manifests"]) == 2

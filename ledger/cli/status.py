@@ -45,18 +45,48 @@ def _show(ctx: Ctx, op: str, view: str) -> None:
         return view_cache.render(state, warnings), warnings
 
     rendered, warnings = view_cache.cached_views(path, op, replayed)
-    found = _impl_warning(path.parent, op, rendered["status"]["json"])
-    if found is None:
+    status_json = rendered["status"]["json"]
+    found = [
+        w
+        for w in (
+            _impl_warning(path.parent, op, status_json),
+            _manifest_warning(path.parent, op, status_json),
+        )
+        if w is not None
+    ]
+    if not found:
         ctx.warn(warnings)
         ctx.echo_rendered(rendered[view])
         return
-    ctx.warn([*warnings, found])
+    ctx.warn([*warnings, *found])
     if ctx.as_json:  # rare: only then is the cached JSON decoded, to carry the warning inline
         data = codec.loads(rendered[view]["json"])
-        data["warnings"] = [*data.get("warnings", []), found]
+        data["warnings"] = [*data.get("warnings", []), *found]
         click.echo(codec.canonical_json(data))
     else:
         click.echo(rendered[view]["text"])
+
+
+def _manifest_warning(folder: Path, op: str, status_json: str) -> str | None:
+    """The warning that SPEC.md's manifest is not the one the ledger recorded, or None; SPEC.md
+    is parsed only for an op whose ledger recorded a manifest."""
+    if '"manifest":{"digest":' not in status_json:
+        return None
+    from ledger.errors import BadInput
+    from ledger.shell.manifest_file import read_manifest
+
+    recorded = codec.loads(status_json)["manifest"]["digest"]
+    try:
+        current = read_manifest(folder)
+    except BadInput as e:
+        return f"custom/{op}/SPEC.md's manifest no longer parses: {e.message}"
+    if current is None or current.digest == recorded:
+        return None
+    return (
+        f"custom/{op}/SPEC.md's manifest changed since the ledger recorded it ({recorded} → "
+        f"{current.digest}); `tune-ledger manifest {op}` records it (`measure` and `target "
+        "--from-spec` do so before they measure)"
+    )
 
 
 def _impl_warning(folder: Path, op: str, status_json: str) -> str | None:
