@@ -151,16 +151,10 @@ class Autopilot:
         )
         phase_file = self.ledger.dir / ".tune-ledger-cache" / "pypto-phase"
         phase_file.parent.mkdir(parents=True, exist_ok=True)
-        saved = dict(os.environ)
-        # measure.execute hands the verifier this process's environment.
-        os.environ.update({**self.environment(), "TUNE_LEDGER_PROGRESS_FILE": str(phase_file)})
+        env = {**self.environment(), "TUNE_LEDGER_PROGRESS_FILE": str(phase_file)}
         started = time.monotonic()
-        try:
-            with self.progress.running(label, phase_file):
-                ran = measuring.execute(plan)
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+        with self.progress.running(label, phase_file):
+            ran = measuring.execute(plan, env)
         self.timer.pypto_s += time.monotonic() - started
         self.timer.runs += 1
         doc = runner.last_json_object(ran.run.output)

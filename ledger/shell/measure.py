@@ -144,13 +144,15 @@ class Ran:
     signal: int | None
 
 
-def execute(plan: Plan) -> Ran:
-    """Run the plan's argv (no shell) in its own process group under the wall-time limit."""
+def execute(plan: Plan, env: Mapping[str, str] | None = None) -> Ran:
+    """Run the plan's argv (no shell) in its own process group under the wall-time limit, in
+    `env` (default: this process's environment)."""
     started = time.monotonic()
     try:
         process = subprocess.Popen(
             plan.argv,
             cwd=plan.cwd,
+            env=None if env is None else dict(env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
