@@ -7,6 +7,7 @@ name; the adapter's package is the one importable where the scaffold runs.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 from string import Template
@@ -44,8 +45,8 @@ def write_op(root: Path, op: str, package: str | None = None) -> list[Path]:
             "the PyPTO adapter (its scaffold templates) is not installed",
             hint="pip install 'tune-ledger[pypto]', then run new-op again",
         )
-    name, folder = found
-    templates = folder / name / "pypto" / "scaffold"
+    name = found[0]
+    templates = _template_folder(name)
     values = {"op": op, "package": package or name}
     op_dir.mkdir(parents=True)
     written = []
@@ -55,3 +56,17 @@ def write_op(root: Path, op: str, package: str | None = None) -> list[Path]:
         path.write_text(Template(text).substitute(values), encoding="utf-8")
         written.append(path)
     return written
+
+
+def _template_folder(package: str) -> Path:
+    """The adapter's `pypto/scaffold/` folder, wherever the package maps (an installed wheel
+    maps `tune_ledger_tools` onto a folder of another name in an editable install)."""
+    spec = importlib.util.find_spec(package)
+    for location in list(spec.submodule_search_locations or []) if spec else []:
+        folder = Path(location) / "pypto" / "scaffold"
+        if (folder / "SPEC.md.tmpl").is_file():
+            return folder
+    raise BadInput(
+        f"the adapter package {package} has no scaffold templates (pypto/scaffold/*.tmpl)",
+        hint="reinstall tune-ledger with the pypto extra: pip install 'tune-ledger[pypto]'",
+    )
