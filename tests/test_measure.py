@@ -11,7 +11,6 @@ import json
 import shlex
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 from cli_harness import OP, Cli, activate, pending, snapshot
@@ -165,10 +164,12 @@ def test_without_a_verifier_measure_says_how_to_declare_one(cli: Cli, attempt: s
     assert "verifier:" in refused.json["next"]
 
 
-def test_the_fake_verifier_names_the_digest_of_the_kernel(cli: Cli, attempt: str) -> None:
-    """Sanity of this file's fake: its digest is the sha256 of the impl file."""
-    impl = Path(cli.root / "custom" / OP / "sm_impl.py").read_bytes()
-    assert len(hashlib.sha256(impl).hexdigest()) == 64
+def test_dry_run_names_the_kernel_the_result_must_be_bound_to(cli: Cli, attempt: str) -> None:
+    """The dry run names the digest of the implementation on disk that activation recorded."""
+    _manifest(cli, "ok")
+    shown = cli.ok("measure", OP, "--dry-run")
+    impl = (cli.root / "custom" / OP / "sm_impl.py").read_bytes()
+    assert shown["impl_digest"] == hashlib.sha256(impl).hexdigest()
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ imports nothing heavy at its top, so a hit loads neither the events' classes nor
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
@@ -72,19 +73,39 @@ def _manifest_warning(folder: Path, op: str, status_json: str) -> str | None:
     is parsed only for an op whose ledger recorded a manifest."""
     if '"manifest":{"digest":' not in status_json:
         return None
-    from ledger.errors import BadInput
-    from ledger.shell.manifest_file import read_manifest
-
     recorded = codec.loads(status_json)["manifest"]["digest"]
+    spec = folder / "SPEC.md"
     try:
-        current = read_manifest(folder)
-    except BadInput as e:
-        return f"custom/{op}/SPEC.md's manifest no longer parses: {e.message}"
-    if current is None or current.digest == recorded:
+        seen = spec.stat()
+    except OSError:
+        return None
+    # Parsing YAML on every `status` would cost more than the cached view itself: the digest of
+    # SPEC.md as last parsed is kept beside the view cache, keyed by the file's identity, size
+    # and mtime, and trusted only while they match (a disposable cache, never evidence).
+    memo = folder / view_cache.CACHE_DIR / "spec-manifest.json"
+    key = [seen.st_ino, seen.st_size, seen.st_mtime_ns]
+    try:
+        kept = codec.loads(memo.read_bytes())
+    except (OSError, ValueError):
+        kept = None
+    if isinstance(kept, dict) and kept.get("key") == key:
+        current = kept.get("digest")
+    else:
+        from ledger.errors import BadInput
+        from ledger.shell.manifest_file import read_manifest
+
+        try:
+            manifest = read_manifest(folder)
+        except BadInput as e:
+            return f"custom/{op}/SPEC.md's manifest no longer parses: {e.message}"
+        current = manifest.digest if manifest is not None else None
+        with contextlib.suppress(OSError):
+            memo.write_text(codec.canonical_json({"key": key, "digest": current}))
+    if current is None or current == recorded:
         return None
     return (
         f"custom/{op}/SPEC.md's manifest changed since the ledger recorded it ({recorded} → "
-        f"{current.digest}); `tune-ledger manifest {op}` records it (`measure` and `target "
+        f"{current}); `tune-ledger manifest {op}` records it (`measure` and `target "
         "--from-spec` do so before they measure)"
     )
 
