@@ -5,13 +5,12 @@ from __future__ import annotations
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.schema.events import BASE_SKILLS, SKILLS, TUNE_SKILLS, SkillLoaded, SkillUnloaded
+from ledger.schema.values import MAX_BASE_SKILLS as MAX_BASE
+from ledger.schema.values import MAX_TUNE_SKILLS as MAX_TUNE
 from stages.commands import LoadSkill, UnloadSkill
 from stages.outcome import Result, accept, refuse
 from stages.pipeline import active_stage
 from stages.refusal import Refusal
-
-MAX_BASE = 2
-MAX_TUNE = 1
 
 
 def known_skill(name: str) -> str:

@@ -12,9 +12,8 @@ from ledger.domain import fold_conflicts as conflicts
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Best, Evidence, Measurement, Point, Relaxation, State, TargetSheet
 from ledger.log.record import Event
-from ledger.schema.events import STAGES, TUNE_SKILLS
-
-_MAX_SKILLS = 3  # R2: 2 base + 1 tune
+from ledger.schema.events import BASE_SKILLS, STAGES, TUNE_SKILLS
+from ledger.schema.values import MAX_BASE_SKILLS, MAX_TUNE_SKILLS
 
 
 def initialized(state: State, event: Event) -> None:
@@ -74,8 +73,9 @@ def skill_loaded(state: State, event: Event) -> None:
     if name in state.skills:
         return  # two branches loaded the same skill: both agree it is loaded
     state.skills.append(name)
+    base = [s for s in state.skills if s in BASE_SKILLS]
     tune = [s for s in state.skills if s in TUNE_SKILLS]
-    if len(state.skills) > _MAX_SKILLS or len(tune) > 1:
+    if len(base) > MAX_BASE_SKILLS or len(tune) > MAX_TUNE_SKILLS:
         state.record_conflict(f"skill budget exceeded: {', '.join(state.skills)}")
 
 

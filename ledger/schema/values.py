@@ -18,6 +18,11 @@ CONFIG_STAGES: tuple[Stage, ...] = ("frontend", "swimlane", "incore")
 BASE_SKILLS = ("pypto-op-perf-tune", "perf-analyzer")
 TUNE_SKILLS = {"tune-frontend": "frontend", "tune-swimlane": "swimlane", "tune-incore": "incore"}
 SKILLS = BASE_SKILLS + tuple(TUNE_SKILLS)
+# R2's budget: how many of each may be loaded at once. Its home is here, beside the names,
+# because two places enforce it: the decider refuses a load past it (stages/skills.py) and the
+# fold records a merge of two branches that together exceed it (ledger/domain/fold_gates.py).
+MAX_BASE_SKILLS = 2
+MAX_TUNE_SKILLS = 1
 
 Verdict = Literal["rollback", "no-gain", "adopt", "target-reached"]
 VERDICTS: tuple[Verdict, ...] = ("rollback", "no-gain", "adopt", "target-reached")
