@@ -5,12 +5,14 @@ from __future__ import annotations
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.schema.events import BASE_SKILLS, SKILLS, TUNE_SKILLS, SkillLoaded, SkillUnloaded
-from ledger.schema.values import MAX_BASE_SKILLS as MAX_BASE
-from ledger.schema.values import MAX_TUNE_SKILLS as MAX_TUNE
+from ledger.schema.values import MAX_BASE_SKILLS, MAX_TUNE_SKILLS
 from stages.commands import LoadSkill, UnloadSkill
 from stages.outcome import Result, accept, refuse
 from stages.pipeline import active_stage
 from stages.refusal import Refusal
+
+MAX_BASE = MAX_BASE_SKILLS
+MAX_TUNE = MAX_TUNE_SKILLS
 
 
 def known_skill(name: str) -> str:
