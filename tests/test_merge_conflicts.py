@@ -10,7 +10,7 @@ import pytest
 from driver import candidate, in_point, in_stage, vec, verify
 from factories import draft
 
-from ledger.errors import BadInput
+from ledger.errors import BadInput, RuleRefusal
 from ledger.git import merge, resolve
 from ledger.log import record
 from ledger.schema.events import ConflictResolved
@@ -299,3 +299,110 @@ def test_a_step_of_an_earlier_stage_after_a_later_stage_is_a_conflict_kept(
     assert "stages frontend and swimlane in progress on two branches" in state.conflicts
     assert state.stage == "swimlane"
     _audit_clean(merged)
+
+
+def _relax(ledger: OpLedger, limit: object, what: str = "vec") -> str:
+    outcome = ledger.execute(cmd.Relax(what=what, limit=limit, basis="profile"))
+    return outcome.events[0].id[:12]
+
+
+def _in_force(ledger: OpLedger, what: str = "vec") -> object:
+    from stages.target import latest_relaxation
+
+    relaxation = latest_relaxation(ledger.load().state, what)
+    return relaxation.limit if relaxation else None
+
+
+@pytest.mark.parametrize("resolution", ["stricter", "ours", "theirs"])
+def test_two_branches_relaxing_one_limit_differently_conflict_until_one_is_chosen(
+    tmp_path: Path, resolution: str
+) -> None:
+    """R3: each relaxation was decided against the limit of its own branch; neither follows
+    the other, so which one is in force is a person's choice (issue 18)."""
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    wide = _relax(ours, 128)
+    narrow = _relax(theirs, 96)
+    merged = _merge(ours, theirs)
+    state = merged.load().state
+    (conflict,) = state.conflicts
+    assert conflict.startswith("vec limit relaxed to ") and conflict.endswith(" on two branches")
+    assert f"128 by {wide}" in conflict and f"96 by {narrow}" in conflict
+    stricter, *chosen = resolve.options(state, conflict)
+    assert (stricter, set(chosen)) == ("stricter", {f"limit:{wide}", f"limit:{narrow}"})
+    (finding,) = _check(merged)
+    assert "RESOLUTION one of: stricter, limit:" in finding
+    with pytest.raises(RuleRefusal) as refused:  # no tuning step while it is open
+        merged.execute(cmd.TryMutation(param="vec_tile_shape", value=vec(8)))
+    assert refused.value.rule == "merge"
+    _audit_clean(merged)
+    picked = {"stricter": "stricter", "ours": f"limit:{wide}", "theirs": f"limit:{narrow}"}
+    assert _resolve(merged, conflict, picked[resolution]) == ["conflict.resolved"]
+    assert merged.store.read().events[-1].data["resolution"] == (
+        f"limit:{narrow}" if resolution != "ours" else f"limit:{wide}"
+    )
+    assert _in_force(merged) == (128 if resolution == "ours" else 96)
+    assert merged.load().state.conflicts == []
+    _audit_clean(merged)
+    assert _check(merged) == []
+    # The next relaxation follows the chosen one: no new conflict.
+    _relax(merged, 160)
+    assert (merged.load().state.conflicts, _in_force(merged)) == ([], 160)
+    _audit_clean(merged)
+
+
+def test_one_branch_relaxing_twice_is_a_sequence_not_a_conflict(tmp_path: Path) -> None:
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    _relax(ours, 96)
+    _relax(ours, 128)
+    theirs.execute(cmd.AddNote(text="no relaxation here"))
+    merged = _merge(ours, theirs)
+    assert (merged.load().state.conflicts, _in_force(merged)) == ([], 128)
+    _audit_clean(merged)
+
+
+def test_the_same_relaxation_on_two_branches_agrees(tmp_path: Path) -> None:
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    cube = [[256, 256], [128, 512], [256, 256]]
+    _relax(ours, cube, "cube")
+    _relax(theirs, cube, "cube")
+    _relax(theirs, 96)  # another limit: relaxed on one branch only
+    merged = _merge(ours, theirs)
+    assert (merged.load().state.conflicts, _in_force(merged, "cube")) == ([], cube)
+    _audit_clean(merged)
+
+
+def test_a_later_relaxation_carries_the_conflict_to_the_limits_the_branches_end_with(
+    tmp_path: Path,
+) -> None:
+    """Branch one relaxes to 96 then 128, branch two to 96: they end with different limits
+    (as a three-way merge of one value changed on both sides), whatever the order."""
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    _relax(ours, 96)
+    last = _relax(ours, 128)
+    other = _relax(theirs, 100)
+    merged = _merge(ours, theirs)
+    (conflict,) = merged.load().state.conflicts
+    assert f"128 by {last}" in conflict and f"100 by {other}" in conflict
+    options = resolve.options(merged.load().state, conflict)
+    assert options == ("stricter", f"limit:{other}", f"limit:{last}") or options == (
+        "stricter",
+        f"limit:{last}",
+        f"limit:{other}",
+    )
+    _resolve(merged, conflict, "stricter")
+    assert _in_force(merged) == 100
+    _audit_clean(merged)
+
+
+def test_cube_relaxations_neither_lower_on_every_axis_offer_no_stricter(tmp_path: Path) -> None:
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    a = _relax(ours, [[256, 256], [128, 512], [256, 256]], "cube")
+    b = _relax(theirs, [[512, 128], [128, 512], [256, 256]], "cube")
+    merged = _merge(ours, theirs)
+    (conflict,) = merged.load().state.conflicts
+    assert set(resolve.options(merged.load().state, conflict)) == {f"limit:{a}", f"limit:{b}"}

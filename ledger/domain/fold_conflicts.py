@@ -14,7 +14,9 @@ ledger/git/resolve.py reads the parties back with the patterns below (their one 
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 from ledger.domain.state import State
 from ledger.schema.events import STAGES
@@ -30,6 +32,10 @@ TWO_BESTS = re.compile(
 )
 POINTS = re.compile(r"points (?P<a>.+) and (?P<b>.+) open at once")
 STAGES_APART = re.compile(r"stages (?P<a>\S+) and (?P<b>\S+) in progress on two branches")
+RELAXED = re.compile(
+    r"(?P<what>vec|cube) limit relaxed to (?P<va>\S+) by (?P<a>\S+) and to (?P<vb>\S+) by "
+    r"(?P<b>\S+) on two branches"
+)
 
 
 # --- R6: attempts pending at once ----------------------------------------------------------------
@@ -114,6 +120,47 @@ def stopped(state: State) -> None:
             f"attempt {state.pending} was pending on another branch when the campaign "
             f"stopped ({state.stopped})"
         )
+
+
+# --- R3: relaxations of one limit ------------------------------------------------------------
+
+
+def relaxed(state: State, what: str, event: str, limit: Any, supersedes: str | None) -> None:
+    """Record two branches that relaxed the `what` limit to different values (R3): a
+    relaxation whose premise (the relaxation it supersedes) is not the one in force did not
+    follow it, so the two were decided apart. Called before the relaxation is added. A later
+    relaxation on either branch carries the conflict forward, as for two bests; equal values
+    agree. Relaxations recorded before issue 18 have no premise and follow the one in force."""
+    if supersedes is None:
+        return
+    for conflict in state.conflicts:
+        match = RELAXED.fullmatch(conflict)
+        if match and match.group("what") == what and supersedes[:12] in (match["a"], match["b"]):
+            rival, rival_limit = (
+                (match["b"], match["vb"])
+                if supersedes[:12] == match["a"]
+                else (match["a"], match["va"])
+            )
+            state.conflicts.remove(conflict)
+            if rival_limit != _compact(limit):
+                state.record_conflict(_relaxed(what, rival, rival_limit, event, limit))
+            return
+    in_force = next((r for r in reversed(state.relaxations) if r.what == what), None)
+    if in_force is None or supersedes == in_force.event or in_force.limit == limit:
+        return
+    state.record_conflict(_relaxed(what, in_force.event, _compact(in_force.limit), event, limit))
+
+
+def _relaxed(what: str, first: str, first_limit: str, second: str, limit: Any) -> str:
+    return (
+        f"{what} limit relaxed to {first_limit} by {first[:12]} and to {_compact(limit)} by "
+        f"{second[:12]} on two branches"
+    )
+
+
+def _compact(limit: Any) -> str:
+    """A limit as JSON without spaces (a conflict's text is read back with RELAXED)."""
+    return json.dumps(limit, separators=(",", ":"), sort_keys=True)
 
 
 # --- R4: stages ----------------------------------------------------------------------------------

@@ -125,8 +125,10 @@ def target(state: State, event: Event) -> None:
 
 
 def relaxed(state: State, event: Event) -> None:
-    """Add a tile-limit relaxation with its basis (R3)."""
+    """Add a tile-limit relaxation with its basis (R3); two branches' relaxations of one limit
+    to different values are a conflict."""
     data = event.data
+    conflicts.relaxed(state, data["what"], event.id, data["limit"], data.get("supersedes"))
     state.relaxations.append(
         Relaxation(event=event.id, what=data["what"], limit=data["limit"], basis=data["basis"])
     )

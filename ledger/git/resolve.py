@@ -12,6 +12,9 @@ together; it stays, shown by `status`, `audit` and `conflicts`, and fails `check
   lower (the lower id on a tie), so audit re-decides it like any choice.
 - `close:<point>`: close a point the conflict names (two points open at once, R7). Records
   point.closed.
+- `limit:<relaxation>`: choose which of two branches' relaxations of one tile limit is in force
+  (R3; ours or theirs). `stricter` is recorded as `limit:` the lower limit (offered when one
+  is lower on every axis).
 - `keep`: the merged state stands as it is: steps recorded after a stop stay history and the
   campaign stays stopped; of two stages in progress the later stays current. Refused while
   it would leave the state breaking a rule (two attempts or two points still open, an
@@ -22,13 +25,15 @@ The batch is the consistency events, then the conflict.resolved event; audit re-
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from typing import Any, cast
 
 from attrs import frozen
 
 from ledger.domain import fold_conflicts as known
-from ledger.domain.state import State
+from ledger.domain.state import Relaxation, State
 from ledger.errors import BadInput, LedgerError
 from ledger.log import codec
 from ledger.log.record import Event, unstructure_payload
@@ -37,6 +42,7 @@ from stages.outcome import Decision
 
 KEEP = "keep"
 FASTER = "faster"
+STRICTER = "stricter"
 _ADOPTED = ("adopt", "target-reached")
 
 
@@ -62,6 +68,10 @@ def options(state: State, conflict: str) -> tuple[str, ...]:
         if len(adopted) < 2:  # the baseline against an adopted best (not one of ours today)
             return (*(f"best:{a}" for a in adopted), KEEP)
         return (FASTER, *(f"best:{a}" for a in adopted))
+    if match := known.RELAXED.fullmatch(conflict):
+        chosen = [r for r in (match["a"], match["b"]) if _relaxation(state, r) is not None]
+        stricter = [STRICTER] if len(chosen) == 2 and _stricter(match) else []
+        return (*stricter, *(f"limit:{r}" for r in chosen))
     if match := known.POINTS.fullmatch(conflict):
         still_open = [p for p in match.groups() if p in state.points and state.points[p].is_open]
         return (*(f"close:{p}" for p in still_open), *([KEEP] if len(still_open) <= 1 else []))
@@ -88,6 +98,27 @@ def _faster(state: State, conflict: str) -> str:
         assert measurement is not None  # _is_adopted checked it
         timed.append((measurement.median_us, attempt))
     return f"best:{min(timed)[1]}"
+
+
+def _relaxation(state: State, short_id: str) -> Relaxation | None:
+    return next((r for r in state.relaxations if r.event.startswith(short_id)), None)
+
+
+def _stricter(match: re.Match[str]) -> str | None:
+    """The party of a two-relaxations conflict whose limit is lower on every axis, if any."""
+    first, second = json.loads(match["va"]), json.loads(match["vb"])
+    if _at_most(first, second):
+        return match["a"]
+    if _at_most(second, first):
+        return match["b"]
+    return None
+
+
+def _at_most(limit: Any, other: Any) -> bool:
+    """True when `limit` is nowhere above `other` (an int, or nested lists of ints, R3)."""
+    if isinstance(limit, list) and isinstance(other, list):
+        return len(limit) == len(other) and all(map(_at_most, limit, other))
+    return isinstance(limit, int) and isinstance(other, int) and limit <= other
 
 
 def find_conflict(state: State, text: str) -> str:
@@ -121,7 +152,13 @@ def decide(state: State, command: Resolve) -> list[Payload]:
             hint=f"resolve it with one of: {', '.join(offered)}",
             details={"conflict": conflict, "options": list(offered)},
         )
-    resolution = _faster(state, conflict) if command.resolution == FASTER else command.resolution
+    resolution = command.resolution
+    if resolution == FASTER:
+        resolution = _faster(state, conflict)
+    elif resolution == STRICTER:
+        match = known.RELAXED.fullmatch(conflict)
+        assert match is not None  # STRICTER is offered only for two relaxations
+        resolution = f"limit:{_stricter(match)}"
     kind, _, target = resolution.partition(":")
     events: list[Payload] = []
     if kind == "abandon":

@@ -150,6 +150,11 @@ class LimitRelaxed:
     what: Literal["vec", "cube"]
     limit: Any
     basis: str = field(validator=nonempty)
+    # The relaxation of this limit in force when it was decided: its event id, or "" for the
+    # limit of the table. It tells two branches' relaxations of one limit (neither follows
+    # the other: a merge conflict) from one branch relaxing it twice (DESIGN §8). None, and
+    # left out of the line, only in relaxations recorded before issue 18.
+    supersedes: str | None = None
 
 
 @frozen

@@ -123,7 +123,15 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.SkillLoaded, lambda d: cmd.LoadSkill(name=d["name"])),
     (ev.SkillUnloaded, lambda d: cmd.UnloadSkill(name=d["name"])),
     (ev.TargetSheetWritten, _target),
-    (ev.LimitRelaxed, lambda d: cmd.Relax(what=d["what"], limit=d["limit"], basis=d["basis"])),
+    (
+        ev.LimitRelaxed,
+        lambda d: cmd.Relax(
+            what=d["what"],
+            limit=d["limit"],
+            basis=d["basis"],
+            record_premise="supersedes" in d,
+        ),
+    ),
     (ev.StageEntered, lambda d: cmd.EnterStage(stage=d["stage"])),
     (
         ev.StageExited,
