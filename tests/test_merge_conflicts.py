@@ -3,6 +3,7 @@ steps legal, `check` fails until a recorded resolution makes the state consisten
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from factories import draft
 from ledger.errors import BadInput, RuleRefusal
 from ledger.git import merge, resolve
 from ledger.log import record
+from ledger.projections import views
 from ledger.schema.events import ConflictResolved
 from ledger.shell import audit
 from ledger.shell.api import OpLedger
@@ -154,8 +156,12 @@ def test_two_adopts_from_the_same_best_are_a_conflict_resolved_by_choosing_the_b
     # asserted a pending-at-once conflict and a `keep` for the bests before).
     (conflict,) = state.conflicts
     assert "was adopted against best baseline while attempt" in conflict
-    faster, *bests = resolve.options(state, conflict)
-    assert (faster, set(bests)) == ("faster", {f"best:{slow}", f"best:{fast}"})
+    faster, remeasure, *bests = resolve.options(state, conflict)
+    assert (faster, remeasure, set(bests)) == (
+        "faster",
+        "remeasure",
+        {f"best:{slow}", f"best:{fast}"},
+    )
     _audit_clean(merged)
     assert _resolve(merged, conflict, "faster") == ["conflict.resolved"]
     resolved = merged.store.read().events[-1]
@@ -406,3 +412,80 @@ def test_cube_relaxations_neither_lower_on_every_axis_offer_no_stricter(tmp_path
     merged = _merge(ours, theirs)
     (conflict,) = merged.load().state.conflicts
     assert set(resolve.options(merged.load().state, conflict)) == {f"limit:{a}", f"limit:{b}"}
+
+
+def _two_bests(tmp_path: Path) -> tuple[OpLedger, str, str]:
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    slow = _start(ours, candidate(vec_tile_shape=vec(32)))
+    ours.execute(verify(slow, 90.0))
+    fast = _start(theirs, candidate(vec_tile_shape=vec(16)))
+    theirs.execute(verify(fast, 80.0))
+    return _merge(ours, theirs), slow, fast
+
+
+def test_re_measuring_both_bests_says_what_to_run_and_closes_with_both_verdicts(
+    tmp_path: Path,
+) -> None:
+    """R8 with fresh measurements: `remeasure` puts back the best both branches shared, and
+    each config is measured again; the regression loop then picks the faster (issue 18)."""
+    merged, slow, fast = _two_bests(tmp_path)
+    state = merged.load().state
+    (conflict,) = state.conflicts
+    assert resolve.options(state, conflict)[:2] == ("faster", "remeasure")
+    assert _resolve(merged, conflict, "remeasure") == ["conflict.resolved"]
+    state = merged.load().state
+    assert state.conflicts == [f"bests {slow} and {fast} to be re-measured"] or (
+        state.conflicts == [f"bests {fast} and {slow} to be re-measured"]
+    )
+    assert state.best is not None and state.best.attempt is None  # the shared baseline
+    (finding,) = _check(merged)
+    first = state.conflicts[0].split()[1]
+    second = fast if first == slow else slow
+
+    def _steps(best: str) -> str:
+        config = json.dumps(state.attempts[best].config, sort_keys=True)
+        return (
+            f"re-measure attempt {best}'s config: `tune-ledger candidate {OP} --config "
+            f"'{config}' --prior remeasure:{best}`, then `tune-ledger measure {OP}` (or "
+            f"`tune-ledger verify {OP} ATTEMPT --output NAME=true|false --layout-exit N "
+            "--time TIME`)"
+        )
+
+    assert finding == (
+        f"unresolved merge conflict: {state.conflicts[0]}; to close it: {_steps(first)}; "
+        f"then {_steps(second)}"
+    )
+    with pytest.raises(RuleRefusal) as refused:  # anything else waits
+        merged.execute(cmd.TryMutation(param="vec_tile_shape", value=vec(8)))
+    assert (refused.value.rule, refused.value.hint) == (
+        "merge",
+        f"{_steps(first)}; then {_steps(second)}",
+    )
+    assert views.status(state)["allowed"] == ["candidate"]
+    again_slow = _start(merged, candidate(prior=f"remeasure:{slow}", vec_tile_shape=vec(32)))
+    with pytest.raises(RuleRefusal, match="one change at a time"):
+        merged.execute(candidate(prior=f"remeasure:{fast}", vec_tile_shape=vec(16)))
+    assert merged.execute(verify(again_slow, 85.0)).events[-1].data["verdict"] == "adopt"
+    assert merged.load().state.conflicts  # one config still to measure
+    again_fast = _start(merged, candidate(prior=f"remeasure:{fast}", vec_tile_shape=vec(16)))
+    assert merged.execute(verify(again_fast, 88.0)).events[-1].data["verdict"] == "rollback"
+    state = merged.load().state
+    assert state.conflicts == [] and state.remeasure == {}
+    assert state.best is not None and state.best.attempt == again_slow
+    _audit_clean(merged)
+    assert _check(merged) == []
+
+
+def test_an_abandoned_re_measurement_must_be_started_again(tmp_path: Path) -> None:
+    merged, slow, fast = _two_bests(tmp_path)
+    _resolve(merged, "1", "remeasure")
+    again = _start(merged, candidate(prior=f"remeasure:{slow}", vec_tile_shape=vec(32)))
+    merged.execute(cmd.Abandon(attempt=again, reason="the host was busy"))
+    state = merged.load().state
+    assert state.remeasure[slow] is None and len(state.conflicts) == 1
+    for config, best in ((vec(32), slow), (vec(16), fast)):
+        attempt = _start(merged, candidate(prior=f"remeasure:{best}", vec_tile_shape=config))
+        merged.execute(verify(attempt, 95.0))
+    assert merged.load().state.conflicts == []
+    _audit_clean(merged)

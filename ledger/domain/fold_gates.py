@@ -111,7 +111,7 @@ def target(state: State, event: Event) -> None:
         return
     samples = tuple(data["baseline_samples_us"]) or (data["baseline_us"],)
     # The first best is the baseline, measured with the sheet's config (DESIGN §5).
-    state.best = Best(
+    state.best = state.baseline_best = Best(
         config=data["config"],
         measurement=Measurement(
             times_us=samples,

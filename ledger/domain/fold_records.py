@@ -83,6 +83,9 @@ def conflict_resolved(state: State, event: Event) -> None:
     if kind == "limit":
         _put_in_force(state, chosen)
         return
+    if kind == "remeasure":
+        conflicts.remeasure_chosen(state, conflict)
+        return
     attempt = state.attempts.get(chosen) if kind == "best" else None
     if attempt is not None and attempt.measurement is not None:
         state.best = Best(

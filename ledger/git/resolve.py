@@ -10,6 +10,10 @@ together; it stays, shown by `status`, `audit` and `conflicts`, and fails `check
 - `best:<attempt>`: choose which of two bests adopted on two branches is the best (R8).
   Replay makes it the best. `faster` is recorded as `best:` the one whose recorded median is
   lower (the lower id on a tie), so audit re-decides it like any choice.
+- `remeasure`: measure both bests' configs again (R8). Records only conflict.resolved; replay
+  puts back the best both branches last shared and replaces the conflict by "bests A and B to
+  be re-measured", which `check` and the merge gate explain with the commands to run
+  (`stages/remeasure.py`) and which closes by itself when both have a fresh verdict.
 - `close:<point>`: close a point the conflict names (two points open at once, R7). Records
   point.closed.
 - `limit:<relaxation>`: choose which of two branches' relaxations of one tile limit is in force
@@ -38,11 +42,13 @@ from ledger.errors import BadInput, LedgerError
 from ledger.log import codec
 from ledger.log.record import Event, unstructure_payload
 from ledger.schema.events import AttemptAbandoned, ConflictResolved, Payload, PointClosed, Stage
+from stages import remeasure
 from stages.outcome import Decision
 
 KEEP = "keep"
 FASTER = "faster"
 STRICTER = "stricter"
+REMEASURE = "remeasure"
 _ADOPTED = ("adopt", "target-reached")
 
 
@@ -67,11 +73,13 @@ def options(state: State, conflict: str) -> tuple[str, ...]:
         adopted = [a for a in match.groups() if _is_adopted(state, a)]
         if len(adopted) < 2:  # the baseline against an adopted best (not one of ours today)
             return (*(f"best:{a}" for a in adopted), KEEP)
-        return (FASTER, *(f"best:{a}" for a in adopted))
+        return (FASTER, REMEASURE, *(f"best:{a}" for a in adopted))
     if match := known.RELAXED.fullmatch(conflict):
         chosen = [r for r in (match["a"], match["b"]) if _relaxation(state, r) is not None]
         stricter = [STRICTER] if len(chosen) == 2 and _stricter(match) else []
         return (*stricter, *(f"limit:{r}" for r in chosen))
+    if known.REMEASURE.fullmatch(conflict):
+        return ()  # closes by itself when both are measured again (`next_step` says how)
     if match := known.POINTS.fullmatch(conflict):
         still_open = [p for p in match.groups() if p in state.points and state.points[p].is_open]
         return (*(f"close:{p}" for p in still_open), *([KEEP] if len(still_open) <= 1 else []))
@@ -208,14 +216,22 @@ def resolution_findings(state: State, batch: Sequence[Event]) -> list[str]:
 def conflict_findings(state: State, op: str) -> list[str]:
     """One finding per unresolved conflict, with the command that resolves it (for check)."""
     return [
-        f"unresolved merge conflict: {conflict}; resolve it: {command(op, number, state)}"
+        f"unresolved merge conflict: {conflict}; {_how(conflict)}: {command(op, number, state)}"
         for number, conflict in enumerate(state.conflicts, start=1)
     ]
 
 
+def _how(conflict: str) -> str:
+    return "to close it" if known.REMEASURE.fullmatch(conflict) else "resolve it"
+
+
 def command(op: str, number: int, state: State) -> str:
-    """The command line that resolves conflict `number` (1-based), with its resolutions."""
-    offered = options(state, state.conflicts[number - 1])
+    """The command line that resolves conflict `number` (1-based), with its resolutions; for
+    two bests being re-measured, the commands that measure them."""
+    conflict = state.conflicts[number - 1]
+    if known.REMEASURE.fullmatch(conflict):
+        return remeasure.next_step(state) or f"tune-ledger status {op}"
+    offered = options(state, conflict)
     return (
         f"tune-ledger resolve {op} --conflict {number} --resolution RESOLUTION --reason "
         f"TEXT, RESOLUTION one of: {', '.join(offered)}"
@@ -225,7 +241,12 @@ def command(op: str, number: int, state: State) -> str:
 def listing(state: State) -> list[dict[str, Any]]:
     """The unresolved conflicts with their numbers and resolutions (the `conflicts` view)."""
     return [
-        {"number": number, "conflict": conflict, "options": list(options(state, conflict))}
+        {
+            "number": number,
+            "conflict": conflict,
+            "options": list(options(state, conflict)),
+            "next": command(str(state.op), number, state),
+        }
         for number, conflict in enumerate(state.conflicts, start=1)
     ]
 
