@@ -245,11 +245,11 @@ def _relaxed_limit(what: str, limit: Any) -> Any:
 
 
 def decide_relax(state: State, command: Relax) -> Result:
-    """Relax a tile-shape upper limit, recording its basis and the relaxation it supersedes
+    """Relax a tile-shape upper limit, recording its basis and the relaxations it supersedes
     (R3; the premise tells a merge of two branches' relaxations from a sequence, DESIGN §8)."""
     limit = _relaxed_limit(command.what, command.limit)
-    in_force = latest_relaxation(state, command.what)
-    supersedes = (in_force.event if in_force else "") if command.record_premise else None
+    tips = state.relaxation_tips.get(command.what, [])
+    supersedes = tuple(tips) if command.record_premise else None
     return accept(
         build(
             LimitRelaxed,

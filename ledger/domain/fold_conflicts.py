@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from ledger.domain.keys import measured_key
@@ -34,10 +35,8 @@ TWO_BESTS = re.compile(
 REMEASURE = re.compile(r"bests (?P<a>\S+) and (?P<b>\S+) to be re-measured")
 POINTS = re.compile(r"points (?P<a>.+) and (?P<b>.+) open at once")
 STAGES_APART = re.compile(r"stages (?P<a>\S+) and (?P<b>\S+) in progress on two branches")
-RELAXED = re.compile(
-    r"(?P<what>vec|cube) limit relaxed to (?P<va>\S+) by (?P<a>\S+) and to (?P<vb>\S+) by "
-    r"(?P<b>\S+) on two branches"
-)
+RELAXED = re.compile(r"(?P<what>vec|cube) limit relaxed apart on merged branches: (?P<parties>.+)")
+RELAXED_PARTY = re.compile(r"(?P<limit>\S+) by (?P<relaxation>[0-9a-f]{12})")
 
 
 # --- R6: attempts pending at once ----------------------------------------------------------------
@@ -194,41 +193,32 @@ def stopped(state: State) -> None:
 # --- R3: relaxations of one limit ------------------------------------------------------------
 
 
-def relaxed(state: State, what: str, event: str, limit: Any, supersedes: str | None) -> None:
-    """Record two branches that relaxed the `what` limit to different values (R3): a
-    relaxation whose premise (the relaxation it supersedes) is not the one in force did not
-    follow it, so the two were decided apart. Called before the relaxation is added. A later
-    relaxation on either branch carries the conflict forward, as for two bests; equal values
-    agree. Relaxations recorded before issue 18 have no premise and follow the one in force."""
-    if supersedes is None:
-        return
-    for conflict in state.conflicts:
-        match = RELAXED.fullmatch(conflict)
-        if match and match.group("what") == what and supersedes[:12] in (match["a"], match["b"]):
-            rival, rival_limit = (
-                (match["b"], match["vb"])
-                if supersedes[:12] == match["a"]
-                else (match["a"], match["va"])
+def relaxed(state: State, what: str, event: str, supersedes: Sequence[str] | None) -> None:
+    """Keep the relaxations of the `what` limit that no later one supersedes, and record a
+    conflict while they hold different limits (R3): two branches relaxed it apart, neither
+    seeing the other's. A relaxation supersedes what its branch saw (its recorded premise), so
+    the tips, and the conflict, do not depend on the order the merge interleaves them in; tips
+    of one value agree. Relaxations recorded before issue 18 supersede every tip."""
+    tips = state.relaxation_tips.setdefault(what, [])
+    gone = set(tips) if supersedes is None else set(supersedes)
+    tips[:] = [*(tip for tip in tips if tip not in gone), event]
+    state.conflicts[:] = [
+        c for c in state.conflicts if not ((m := RELAXED.fullmatch(c)) and m["what"] == what)
+    ]
+    if len(tips) > 1:
+        limits = {r.event: r.limit for r in state.relaxations if r.event in tips}
+        parties: dict[str, str] = {}
+        for tip in tips:
+            parties.setdefault(_compact(limits[tip]), tip)
+        if len(parties) > 1:
+            state.record_conflict(
+                f"{what} limit relaxed apart on merged branches: "
+                + ", ".join(f"{limit} by {tip[:12]}" for limit, tip in parties.items())
             )
-            state.conflicts.remove(conflict)
-            if rival_limit != _compact(limit):
-                state.record_conflict(_relaxed(what, rival, rival_limit, event, limit))
-            return
-    in_force = next((r for r in reversed(state.relaxations) if r.what == what), None)
-    if in_force is None or supersedes == in_force.event or in_force.limit == limit:
-        return
-    state.record_conflict(_relaxed(what, in_force.event, _compact(in_force.limit), event, limit))
-
-
-def _relaxed(what: str, first: str, first_limit: str, second: str, limit: Any) -> str:
-    return (
-        f"{what} limit relaxed to {first_limit} by {first[:12]} and to {_compact(limit)} by "
-        f"{second[:12]} on two branches"
-    )
 
 
 def _compact(limit: Any) -> str:
-    """A limit as JSON without spaces (a conflict's text is read back with RELAXED)."""
+    """A limit as JSON without spaces (a conflict's text is read back with RELAXED_PARTY)."""
     return json.dumps(limit, separators=(",", ":"), sort_keys=True)
 
 

@@ -128,10 +128,10 @@ def relaxed(state: State, event: Event) -> None:
     """Add a tile-limit relaxation with its basis (R3); two branches' relaxations of one limit
     to different values are a conflict."""
     data = event.data
-    conflicts.relaxed(state, data["what"], event.id, data["limit"], data.get("supersedes"))
     state.relaxations.append(
         Relaxation(event=event.id, what=data["what"], limit=data["limit"], basis=data["basis"])
     )
+    conflicts.relaxed(state, data["what"], event.id, data.get("supersedes"))
 
 
 # --- R4, R7 ---------------------------------------------------------------------------------

@@ -104,8 +104,10 @@ def manifest(state: State, event: Event) -> None:
 
 
 def _put_in_force(state: State, relaxation: str) -> None:
-    """Move the chosen relaxation last: the latest of its kind is the one in force (R3)."""
+    """Make the chosen relaxation the one tip of its limit, and move it last: the latest of
+    its kind is the one in force (R3)."""
     chosen = next((r for r in state.relaxations if r.event.startswith(relaxation)), None)
-    if chosen is not None:
+    if relaxation and chosen is not None:
         state.relaxations.remove(chosen)
         state.relaxations.append(chosen)
+        state.relaxation_tips[chosen.what] = [chosen.event]

@@ -183,6 +183,9 @@ class State:
     # R3
     target: TargetSheet | None = None
     relaxations: list[Relaxation] = field(factory=list)
+    # R3, DESIGN §8: per limit ("vec", "cube"), the relaxations no later one supersedes, in
+    # order; more than one only where merged branches relaxed it apart
+    relaxation_tips: dict[str, list[str]] = field(factory=dict)
     # R4
     stage: str | None = None
     entered: list[str] = field(factory=list)

@@ -37,7 +37,7 @@ from typing import Any, cast
 from attrs import frozen
 
 from ledger.domain import fold_conflicts as known
-from ledger.domain.state import Relaxation, State
+from ledger.domain.state import State
 from ledger.errors import BadInput, LedgerError
 from ledger.log import codec
 from ledger.log.record import Event, unstructure_payload
@@ -75,9 +75,9 @@ def options(state: State, conflict: str) -> tuple[str, ...]:
             return (*(f"best:{a}" for a in adopted), KEEP)
         return (FASTER, REMEASURE, *(f"best:{a}" for a in adopted))
     if match := known.RELAXED.fullmatch(conflict):
-        chosen = [r for r in (match["a"], match["b"]) if _relaxation(state, r) is not None]
-        stricter = [STRICTER] if len(chosen) == 2 and _stricter(match) else []
-        return (*stricter, *(f"limit:{r}" for r in chosen))
+        parties = _relaxed_parties(state, match)
+        stricter = [STRICTER] if _stricter(parties) else []
+        return (*stricter, *(f"limit:{r}" for r, _limit in parties))
     if known.REMEASURE.fullmatch(conflict):
         return ()  # closes by itself when both are measured again (`next_step` says how)
     if match := known.POINTS.fullmatch(conflict):
@@ -108,18 +108,26 @@ def _faster(state: State, conflict: str) -> str:
     return f"best:{min(timed)[1]}"
 
 
-def _relaxation(state: State, short_id: str) -> Relaxation | None:
-    return next((r for r in state.relaxations if r.event.startswith(short_id)), None)
+def _relaxed_parties(state: State, match: re.Match[str]) -> list[tuple[str, Any]]:
+    """The relaxations a two-relaxations conflict names that the ledger holds, with limits."""
+    found = []
+    for party in known.RELAXED_PARTY.finditer(match["parties"]):
+        relaxation = party["relaxation"]
+        if any(r.event.startswith(relaxation) for r in state.relaxations):
+            found.append((relaxation, json.loads(party["limit"])))
+    return found
 
 
-def _stricter(match: re.Match[str]) -> str | None:
-    """The party of a two-relaxations conflict whose limit is lower on every axis, if any."""
-    first, second = json.loads(match["va"]), json.loads(match["vb"])
-    if _at_most(first, second):
-        return match["a"]
-    if _at_most(second, first):
-        return match["b"]
-    return None
+def _stricter(parties: Sequence[tuple[str, Any]]) -> str | None:
+    """The relaxation whose limit is nowhere above any other's, if there is one."""
+    return next(
+        (
+            relaxation
+            for relaxation, limit in parties
+            if len(parties) > 1 and all(_at_most(limit, other) for _r, other in parties)
+        ),
+        None,
+    )
 
 
 def _at_most(limit: Any, other: Any) -> bool:
@@ -165,8 +173,8 @@ def decide(state: State, command: Resolve) -> list[Payload]:
         resolution = _faster(state, conflict)
     elif resolution == STRICTER:
         match = known.RELAXED.fullmatch(conflict)
-        assert match is not None  # STRICTER is offered only for two relaxations
-        resolution = f"limit:{_stricter(match)}"
+        assert match is not None  # STRICTER is offered only for relaxations apart
+        resolution = f"limit:{_stricter(_relaxed_parties(state, match))}"
     kind, _, target = resolution.partition(":")
     events: list[Payload] = []
     if kind == "abandon":
