@@ -540,3 +540,18 @@ def test_resume_names_the_next_re_measurement_then_the_conflicts_command(
     (step,) = views.resume(merged.load().state)["next"]
     assert step.startswith("re-measure attempt ")
     assert f"--prior remeasure:{slow}`" in step and f"--prior remeasure:{fast}`" in step
+
+
+def test_two_algorithm_bests_offer_no_re_measurement(tmp_path: Path) -> None:
+    """Algorithm changes differ in code, not config: `remeasure` is not offered for them."""
+    trunk = _trunk(tmp_path, in_stage("algorithm").events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    fused = _start(ours, cmd.TryAlgorithm(description="fuse max and sum", impl_digest="a" * 64))
+    ours.execute(verify(fused, 90.0))
+    split = _start(theirs, cmd.TryAlgorithm(description="split the reduce", impl_digest="b" * 64))
+    theirs.execute(verify(split, 80.0))
+    merged = _merge(ours, theirs)
+    state = merged.load().state
+    (conflict,) = state.conflicts
+    assert "remeasure" not in resolve.options(state, conflict)
+    assert resolve.options(state, conflict)[0] == "faster"

@@ -73,7 +73,9 @@ def options(state: State, conflict: str) -> tuple[str, ...]:
         adopted = [a for a in match.groups() if _is_adopted(state, a)]
         if len(adopted) < 2:  # the baseline against an adopted best (not one of ours today)
             return (*(f"best:{a}" for a in adopted), KEEP)
-        return (FASTER, REMEASURE, *(f"best:{a}" for a in adopted))
+        # Algorithm changes differ in code, not config: a candidate cannot measure them again.
+        configs = all(state.attempts[a].kind != "algorithm" for a in adopted)
+        return (FASTER, *([REMEASURE] if configs else []), *(f"best:{a}" for a in adopted))
     if match := known.RELAXED.fullmatch(conflict):
         parties = _relaxed_parties(state, match)
         stricter = [STRICTER] if _stricter(parties) else []
