@@ -8,12 +8,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from driver import candidate, in_point, in_stage, vec, verify
+from driver import Driver, candidate, in_point, in_stage, vec, verify
 from factories import draft
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from ledger.domain.replay import evolve, replay
 from ledger.errors import BadInput, RuleRefusal
 from ledger.git import merge, resolve
-from ledger.log import record
+from ledger.log import chain, record
 from ledger.projections import views
 from ledger.schema.events import ConflictResolved
 from ledger.shell import audit
@@ -555,3 +558,50 @@ def test_two_algorithm_bests_offer_no_re_measurement(tmp_path: Path) -> None:
     (conflict,) = state.conflicts
     assert "remeasure" not in resolve.options(state, conflict)
     assert resolve.options(state, conflict)[0] == "faster"
+
+
+def _forked(driver: Driver) -> Driver:
+    copy = Driver()
+    for event in driver.events:
+        copy.events.append(event)
+        evolve(copy.state, event)
+    return copy
+
+
+def _merged_events(ours: Driver, theirs: Driver) -> list[record.Event]:
+    sides = [b"".join(record.to_line(e) for e in d.events) for d in (ours, theirs)]
+    return list(chain.scan(merge.merge(b"", *sides).data, "merged").events)
+
+
+_LIMITS = st.lists(st.sampled_from([80, 96, 128]), max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_LIMITS, _LIMITS, st.integers(0, 4), st.integers(0, 4))
+def test_relaxations_conflict_exactly_when_the_branches_end_with_different_limits(
+    ours_limits: list[int], theirs_limits: list[int], ours_notes: int, theirs_notes: int
+) -> None:
+    """Whatever each branch did and however the merge interleaves it (notes move a branch's
+    Lamport counters), the merged state conflicts iff both relaxed and ended apart, and
+    otherwise the limit in force is the one a branch ended with (R3, DESIGN §8)."""
+    from stages.target import vec_limit
+
+    trunk = in_point()
+    ours, theirs = _forked(trunk), _forked(trunk)
+    for driver, limits, notes, name in (
+        (ours, ours_limits, ours_notes, "ours"),
+        (theirs, theirs_limits, theirs_notes, "theirs"),
+    ):
+        for n in range(notes):
+            driver.run(cmd.AddNote(text=f"{name} {n}"))
+        for limit in limits:
+            driver.run(cmd.Relax(what="vec", limit=limit, basis=f"{name} profile"))
+    events = _merged_events(ours, theirs)
+    state = replay(events)
+    relaxed = [c for c in state.conflicts if c.startswith("vec limit relaxed apart")]
+    apart = bool(ours_limits and theirs_limits and ours_limits[-1] != theirs_limits[-1])
+    assert bool(relaxed) == apart, (state.conflicts, ours_limits, theirs_limits)
+    if not apart:
+        ends = [limits[-1] for limits in (ours_limits, theirs_limits) if limits]
+        assert vec_limit(state) == (ends[0] if ends else 64)
+    assert audit.legality_findings(events) == []  # each branch's steps stay legal
