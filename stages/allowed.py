@@ -69,6 +69,10 @@ def allowed(state: State) -> list[str]:
     if not state.activated:
         names = ["evidence compare", "evidence layout"]
         return [*names, "activate"] if evidence_ready(state) else names
+    if state.conflicts:  # the merge gate: finishing what is in flight, re-measuring (§8)
+        pending = ["verify", "fail", "abandon"] if state.pending is not None else []
+        remeasuring = None in state.remeasure.values() and state.pending is None
+        return [*(["candidate"] if remeasuring else []), *pending]
     names = []
     if state.target is None:
         names.append("target")

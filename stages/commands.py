@@ -68,6 +68,9 @@ class Relax:
     what: str
     limit: Any
     basis: str
+    # False only when audit re-decides a relaxation recorded before relaxations named the one
+    # they supersede (issue 18): it is then decided, and compared, without that field.
+    record_premise: bool = True
 
 
 @frozen

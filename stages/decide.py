@@ -16,7 +16,7 @@ from ledger.schema.events import (
     PolicySet,
     ReportGenerated,
 )
-from stages import activation, pipeline, search, skills, stop, target, verdict
+from stages import activation, pipeline, remeasure, search, skills, stop, target, verdict
 from stages import commands as cmd
 from stages.allowed import allowed
 from stages.outcome import Decision, Result, accept, build, nonempty, plain
@@ -112,12 +112,24 @@ _DECIDERS: Mapping[type[Any], Callable[[State, Any], Result]] = {
 }
 
 
+def _remeasure(state: State, command: Any) -> Result:
+    return remeasure.decide_remeasure(state, command)
+
+
 def _conflict_gate(state: State) -> Refusal | None:
     """Refuse tuning steps while a merge left the protocol in conflict (DESIGN §4 merge)."""
     if not state.conflicts:
         return None
     from stages.outcome import refuse
 
+    remeasuring = remeasure.next_step(state)
+    if remeasuring is not None and len(state.conflicts) == 1:
+        return refuse(
+            "merge",
+            "the two bests of a merge are being re-measured",
+            state.conflicts[0],
+            remeasuring,
+        )
     return refuse(
         "merge",
         "a merge of branches left the campaign in conflict",
@@ -145,14 +157,21 @@ def _decide(state: State, command: cmd.Command) -> Result:
         return _init(state, command)
     if state.op is None:
         raise BadInput("the op has no ledger yet", hint="tune-ledger init OP")
-    decider = _DECIDERS.get(type(command))
+    decider: Callable[[State, Any], Result] | None = _DECIDERS.get(type(command))
     if decider is None:
         raise BadInput(f"unknown command {type(command).__name__}")
+    # "re-measure both" (DESIGN §8): measuring a competing best again is how that conflict
+    # closes, so it passes the merge gate.
+    remeasuring = isinstance(command, cmd.ProposeCandidate) and (
+        remeasure.target_of(state, command.config) is not None
+    )
+    if remeasuring:
+        decider = _remeasure
     if not isinstance(command, _BOOKKEEPING):
         gate = None if isinstance(command, _AFTER_STOP) else stop.stopped_refusal(state)
         if gate is None and not isinstance(command, _ACTIVATION_STEPS):
             gate = activation.activation_gate(state)
-        if gate is None and not isinstance(command, _FINISHING):
+        if gate is None and not isinstance(command, _FINISHING) and not remeasuring:
             gate = _conflict_gate(state)
         if gate is not None:
             return gate

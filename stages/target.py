@@ -244,9 +244,19 @@ def _relaxed_limit(what: str, limit: Any) -> Any:
     raise BadInput(f"unknown limit {what!r}: vec or cube")
 
 
-def decide_relax(_state: State, command: Relax) -> Result:
-    """Relax a tile-shape upper limit, recording its basis (R3)."""
+def decide_relax(state: State, command: Relax) -> Result:
+    """Relax a tile-shape upper limit, recording its basis and the relaxations it supersedes
+    (R3; the premise tells a merge of two branches' relaxations from a sequence, DESIGN §8)."""
     limit = _relaxed_limit(command.what, command.limit)
+    tips = state.relaxation_tips.get(command.what, [])
+    supersedes = tuple(tips) if command.record_premise else None
     return accept(
-        build(LimitRelaxed, "relaxation", what=command.what, limit=limit, basis=command.basis)
+        build(
+            LimitRelaxed,
+            "relaxation",
+            what=command.what,
+            limit=limit,
+            basis=command.basis,
+            supersedes=supersedes,
+        )
     )

@@ -235,7 +235,7 @@ def test_a_union_merge_is_normalized_then_audits_clean(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["reordered"] is True
     assert (repo / LEDGER).read_bytes() == merge.merge(b"", ours, _blob(repo, feature)).data
     assert json.loads(tl(repo, "--json", "normalize", OP).stdout)["changed"] is False
-    _audit_after_render(repo)
+    _clean_right_after(repo)  # one command per op: normalize also re-rendered MEMORY.md
 
 
 @pytest.mark.slow  # several real git merges, each running the drivers (> 5 s)

@@ -64,7 +64,7 @@ def test_two_adopted_bests_are_one_conflict_with_the_command_that_resolves_it(
     check = tl(repo, "check", "--all")
     assert check.returncode == 7
     assert f"tune-ledger resolve {OP} --conflict 1 --resolution RESOLUTION" in check.stdout
-    assert "RESOLUTION one of: faster, best:" in check.stdout
+    assert "RESOLUTION one of: faster, remeasure, best:" in check.stdout
     assert slow in check.stdout and fast in check.stdout
     _must_pass(repo, "resolve", OP, "--conflict", "1", "--resolution", "faster", "--reason", "x")
     assert OpLedger(repo, OP).load().state.best.attempt == fast  # type: ignore[union-attr]

@@ -3,16 +3,21 @@ steps legal, `check` fails until a recorded resolution makes the state consisten
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
-from driver import candidate, in_point, in_stage, vec, verify
+from driver import Driver, candidate, in_point, in_stage, vec, verify
 from factories import draft
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ledger.errors import BadInput
+from ledger.domain.replay import evolve, replay
+from ledger.errors import BadInput, RuleRefusal
 from ledger.git import merge, resolve
-from ledger.log import record
+from ledger.log import chain, record
+from ledger.projections import views
 from ledger.schema.events import ConflictResolved
 from ledger.shell import audit
 from ledger.shell.api import OpLedger
@@ -154,8 +159,12 @@ def test_two_adopts_from_the_same_best_are_a_conflict_resolved_by_choosing_the_b
     # asserted a pending-at-once conflict and a `keep` for the bests before).
     (conflict,) = state.conflicts
     assert "was adopted against best baseline while attempt" in conflict
-    faster, *bests = resolve.options(state, conflict)
-    assert (faster, set(bests)) == ("faster", {f"best:{slow}", f"best:{fast}"})
+    faster, remeasure, *bests = resolve.options(state, conflict)
+    assert (faster, remeasure, set(bests)) == (
+        "faster",
+        "remeasure",
+        {f"best:{slow}", f"best:{fast}"},
+    )
     _audit_clean(merged)
     assert _resolve(merged, conflict, "faster") == ["conflict.resolved"]
     resolved = merged.store.read().events[-1]
@@ -299,3 +308,300 @@ def test_a_step_of_an_earlier_stage_after_a_later_stage_is_a_conflict_kept(
     assert "stages frontend and swimlane in progress on two branches" in state.conflicts
     assert state.stage == "swimlane"
     _audit_clean(merged)
+
+
+def _relax(ledger: OpLedger, limit: object, what: str = "vec") -> str:
+    outcome = ledger.execute(cmd.Relax(what=what, limit=limit, basis="profile"))
+    return outcome.events[0].id[:12]
+
+
+def _in_force(ledger: OpLedger, what: str = "vec") -> object:
+    from stages.target import latest_relaxation
+
+    relaxation = latest_relaxation(ledger.load().state, what)
+    return relaxation.limit if relaxation else None
+
+
+@pytest.mark.parametrize("resolution", ["stricter", "ours", "theirs"])
+def test_two_branches_relaxing_one_limit_differently_conflict_until_one_is_chosen(
+    tmp_path: Path, resolution: str
+) -> None:
+    """R3: each relaxation was decided against the limit of its own branch; neither follows
+    the other, so which one is in force is a person's choice (issue 18)."""
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    wide = _relax(ours, 128)
+    narrow = _relax(theirs, 96)
+    merged = _merge(ours, theirs)
+    state = merged.load().state
+    (conflict,) = state.conflicts
+    assert conflict.startswith("vec limit relaxed apart on merged branches: ")
+    assert f"128 by {wide}" in conflict and f"96 by {narrow}" in conflict
+    stricter, *chosen = resolve.options(state, conflict)
+    assert (stricter, set(chosen)) == ("stricter", {f"limit:{wide}", f"limit:{narrow}"})
+    (finding,) = _check(merged)
+    assert "RESOLUTION one of: stricter, limit:" in finding
+    with pytest.raises(RuleRefusal) as refused:  # no tuning step while it is open
+        merged.execute(cmd.TryMutation(param="vec_tile_shape", value=vec(8)))
+    assert refused.value.rule == "merge"
+    _audit_clean(merged)
+    picked = {"stricter": "stricter", "ours": f"limit:{wide}", "theirs": f"limit:{narrow}"}
+    assert _resolve(merged, conflict, picked[resolution]) == ["conflict.resolved"]
+    assert merged.store.read().events[-1].data["resolution"] == (
+        f"limit:{narrow}" if resolution != "ours" else f"limit:{wide}"
+    )
+    assert _in_force(merged) == (128 if resolution == "ours" else 96)
+    assert merged.load().state.conflicts == []
+    _audit_clean(merged)
+    assert _check(merged) == []
+    # The next relaxation follows the chosen one: no new conflict.
+    _relax(merged, 160)
+    assert (merged.load().state.conflicts, _in_force(merged)) == ([], 160)
+    _audit_clean(merged)
+
+
+def test_one_branch_relaxing_twice_is_a_sequence_not_a_conflict(tmp_path: Path) -> None:
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    _relax(ours, 96)
+    _relax(ours, 128)
+    theirs.execute(cmd.AddNote(text="no relaxation here"))
+    merged = _merge(ours, theirs)
+    assert (merged.load().state.conflicts, _in_force(merged)) == ([], 128)
+    _audit_clean(merged)
+
+
+def test_the_same_relaxation_on_two_branches_agrees(tmp_path: Path) -> None:
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    cube = [[256, 256], [128, 512], [256, 256]]
+    _relax(ours, cube, "cube")
+    _relax(theirs, cube, "cube")
+    _relax(theirs, 96)  # another limit: relaxed on one branch only
+    merged = _merge(ours, theirs)
+    assert (merged.load().state.conflicts, _in_force(merged, "cube")) == ([], cube)
+    _audit_clean(merged)
+
+
+def test_a_later_relaxation_carries_the_conflict_to_the_limits_the_branches_end_with(
+    tmp_path: Path,
+) -> None:
+    """Branch one relaxes to 96 then 128, branch two to 96: they end with different limits
+    (as a three-way merge of one value changed on both sides), whatever the order."""
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    _relax(ours, 96)
+    last = _relax(ours, 128)
+    other = _relax(theirs, 100)
+    merged = _merge(ours, theirs)
+    (conflict,) = merged.load().state.conflicts
+    assert f"128 by {last}" in conflict and f"100 by {other}" in conflict
+    options = resolve.options(merged.load().state, conflict)
+    assert options == ("stricter", f"limit:{other}", f"limit:{last}") or options == (
+        "stricter",
+        f"limit:{last}",
+        f"limit:{other}",
+    )
+    _resolve(merged, conflict, "stricter")
+    assert _in_force(merged) == 100
+    _audit_clean(merged)
+
+
+def test_cube_relaxations_neither_lower_on_every_axis_offer_no_stricter(tmp_path: Path) -> None:
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    a = _relax(ours, [[256, 256], [128, 512], [256, 256]], "cube")
+    b = _relax(theirs, [[512, 128], [128, 512], [256, 256]], "cube")
+    merged = _merge(ours, theirs)
+    (conflict,) = merged.load().state.conflicts
+    assert set(resolve.options(merged.load().state, conflict)) == {f"limit:{a}", f"limit:{b}"}
+
+
+def _two_bests(tmp_path: Path) -> tuple[OpLedger, str, str]:
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    slow = _start(ours, candidate(vec_tile_shape=vec(32)))
+    ours.execute(verify(slow, 90.0))
+    fast = _start(theirs, candidate(vec_tile_shape=vec(16)))
+    theirs.execute(verify(fast, 80.0))
+    return _merge(ours, theirs), slow, fast
+
+
+def test_re_measuring_both_bests_says_what_to_run_and_closes_with_both_verdicts(
+    tmp_path: Path,
+) -> None:
+    """R8 with fresh measurements: `remeasure` puts back the best both branches shared, and
+    each config is measured again; the regression loop then picks the faster (issue 18)."""
+    merged, slow, fast = _two_bests(tmp_path)
+    state = merged.load().state
+    (conflict,) = state.conflicts
+    assert resolve.options(state, conflict)[:2] == ("faster", "remeasure")
+    assert _resolve(merged, conflict, "remeasure") == ["conflict.resolved"]
+    state = merged.load().state
+    assert state.conflicts == [f"bests {slow} and {fast} to be re-measured"] or (
+        state.conflicts == [f"bests {fast} and {slow} to be re-measured"]
+    )
+    assert state.best is not None and state.best.attempt is None  # the shared baseline
+    (finding,) = _check(merged)
+    first = state.conflicts[0].split()[1]
+    second = fast if first == slow else slow
+
+    def _steps(best: str) -> str:
+        config = json.dumps(state.attempts[best].config, sort_keys=True)
+        return (
+            f"re-measure attempt {best}'s config: `tune-ledger candidate {OP} --config "
+            f"'{config}' --prior remeasure:{best}`, then `tune-ledger measure {OP}` (or "
+            f"`tune-ledger verify {OP} ATTEMPT --output NAME=true|false --layout-exit N "
+            "--time TIME`)"
+        )
+
+    assert finding == (
+        f"unresolved merge conflict: {state.conflicts[0]}; to close it: {_steps(first)}; "
+        f"then {_steps(second)}"
+    )
+    with pytest.raises(RuleRefusal) as refused:  # anything else waits
+        merged.execute(cmd.TryMutation(param="vec_tile_shape", value=vec(8)))
+    assert (refused.value.rule, refused.value.hint) == (
+        "merge",
+        f"{_steps(first)}; then {_steps(second)}",
+    )
+    assert views.status(state)["allowed"] == ["candidate"]
+    again_slow = _start(merged, candidate(prior=f"remeasure:{slow}", vec_tile_shape=vec(32)))
+    with pytest.raises(RuleRefusal, match="one change at a time"):
+        merged.execute(candidate(prior=f"remeasure:{fast}", vec_tile_shape=vec(16)))
+    assert merged.execute(verify(again_slow, 85.0)).events[-1].data["verdict"] == "adopt"
+    assert merged.load().state.conflicts  # one config still to measure
+    again_fast = _start(merged, candidate(prior=f"remeasure:{fast}", vec_tile_shape=vec(16)))
+    assert merged.execute(verify(again_fast, 88.0)).events[-1].data["verdict"] == "rollback"
+    state = merged.load().state
+    assert state.conflicts == [] and state.remeasure == {}
+    assert state.best is not None and state.best.attempt == again_slow
+    _audit_clean(merged)
+    assert _check(merged) == []
+
+
+def test_an_abandoned_re_measurement_must_be_started_again(tmp_path: Path) -> None:
+    merged, slow, fast = _two_bests(tmp_path)
+    _resolve(merged, "1", "remeasure")
+    again = _start(merged, candidate(prior=f"remeasure:{slow}", vec_tile_shape=vec(32)))
+    merged.execute(cmd.Abandon(attempt=again, reason="the host was busy"))
+    state = merged.load().state
+    assert state.remeasure[slow] is None and len(state.conflicts) == 1
+    for config, best in ((vec(32), slow), (vec(16), fast)):
+        attempt = _start(merged, candidate(prior=f"remeasure:{best}", vec_tile_shape=config))
+        merged.execute(verify(attempt, 95.0))
+    assert merged.load().state.conflicts == []
+    _audit_clean(merged)
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_agreeing_on_a_limit_then_raising_it_is_a_conflict_in_any_order(
+    tmp_path: Path, first: bool
+) -> None:
+    """Branch one relaxes to 96; branch two to 96, then 128: the branches end with different
+    limits whichever the merge puts first (notes move the other branch's steps later)."""
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    for n in range(6):
+        (theirs if first else ours).execute(cmd.AddNote(text=f"note {n}"))
+    one = _relax(ours, 96)
+    _relax(theirs, 96)
+    raised = _relax(theirs, 128)
+    merged = _merge(ours, theirs)
+    events = merged.store.read().events
+    relaxed = [e.id[:12] for e in events if e.type == "limit.relaxed"]
+    assert (relaxed.index(one) == 0) == first  # both orders are exercised
+    (conflict,) = merged.load().state.conflicts
+    assert f"96 by {one}" in conflict and f"128 by {raised}" in conflict
+
+
+def test_agreeing_branches_then_one_relaxation_after_the_merge_is_no_conflict(
+    tmp_path: Path,
+) -> None:
+    """A relaxation after the merge supersedes every relaxation the merged branch saw."""
+    trunk = _trunk(tmp_path, in_point().events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    _relax(ours, 96)
+    _relax(theirs, 96)
+    merged = _merge(ours, theirs)
+    assert merged.load().state.conflicts == []
+    _relax(merged, 128)
+    assert (merged.load().state.conflicts, _in_force(merged)) == ([], 128)
+    _audit_clean(merged)
+
+
+def test_resume_names_the_next_re_measurement_then_the_conflicts_command(
+    tmp_path: Path,
+) -> None:
+    """An interrupted agent learns from `resume` what closes the conflict, not only that one
+    is open."""
+    merged, slow, fast = _two_bests(tmp_path)
+    assert views.resume(merged.load().state)["next"] == [
+        f"tune-ledger conflicts {OP} (then resolve each conflict as it says)"
+    ]
+    _resolve(merged, "1", "remeasure")
+    (step,) = views.resume(merged.load().state)["next"]
+    assert step.startswith("re-measure attempt ")
+    assert f"--prior remeasure:{slow}`" in step and f"--prior remeasure:{fast}`" in step
+
+
+def test_two_algorithm_bests_offer_no_re_measurement(tmp_path: Path) -> None:
+    """Algorithm changes differ in code, not config: `remeasure` is not offered for them."""
+    trunk = _trunk(tmp_path, in_stage("algorithm").events)
+    ours, theirs = _fork(trunk, "ours"), _fork(trunk, "theirs")
+    fused = _start(ours, cmd.TryAlgorithm(description="fuse max and sum", impl_digest="a" * 64))
+    ours.execute(verify(fused, 90.0))
+    split = _start(theirs, cmd.TryAlgorithm(description="split the reduce", impl_digest="b" * 64))
+    theirs.execute(verify(split, 80.0))
+    merged = _merge(ours, theirs)
+    state = merged.load().state
+    (conflict,) = state.conflicts
+    assert "remeasure" not in resolve.options(state, conflict)
+    assert resolve.options(state, conflict)[0] == "faster"
+
+
+def _forked(driver: Driver) -> Driver:
+    copy = Driver()
+    for event in driver.events:
+        copy.events.append(event)
+        evolve(copy.state, event)
+    return copy
+
+
+def _merged_events(ours: Driver, theirs: Driver) -> list[record.Event]:
+    sides = [b"".join(record.to_line(e) for e in d.events) for d in (ours, theirs)]
+    return list(chain.scan(merge.merge(b"", *sides).data, "merged").events)
+
+
+_LIMITS = st.lists(st.sampled_from([80, 96, 128]), max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_LIMITS, _LIMITS, st.integers(0, 4), st.integers(0, 4))
+def test_relaxations_conflict_exactly_when_the_branches_end_with_different_limits(
+    ours_limits: list[int], theirs_limits: list[int], ours_notes: int, theirs_notes: int
+) -> None:
+    """Whatever each branch did and however the merge interleaves it (notes move a branch's
+    Lamport counters), the merged state conflicts iff both relaxed and ended apart, and
+    otherwise the limit in force is the one a branch ended with (R3, DESIGN §8)."""
+    from stages.target import vec_limit
+
+    trunk = in_point()
+    ours, theirs = _forked(trunk), _forked(trunk)
+    for driver, limits, notes, name in (
+        (ours, ours_limits, ours_notes, "ours"),
+        (theirs, theirs_limits, theirs_notes, "theirs"),
+    ):
+        for n in range(notes):
+            driver.run(cmd.AddNote(text=f"{name} {n}"))
+        for limit in limits:
+            driver.run(cmd.Relax(what="vec", limit=limit, basis=f"{name} profile"))
+    events = _merged_events(ours, theirs)
+    state = replay(events)
+    relaxed = [c for c in state.conflicts if c.startswith("vec limit relaxed apart")]
+    apart = bool(ours_limits and theirs_limits and ours_limits[-1] != theirs_limits[-1])
+    assert bool(relaxed) == apart, (state.conflicts, ours_limits, theirs_limits)
+    if not apart:
+        ends = [limits[-1] for limits in (ours_limits, theirs_limits) if limits]
+        assert vec_limit(state) == (ends[0] if ends else 64)
+    assert audit.legality_findings(events) == []  # each branch's steps stay legal

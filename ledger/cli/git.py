@@ -138,10 +138,12 @@ def git_setup(ctx: Ctx, command: str | None) -> None:
 @pass_ctx
 def normalize(ctx: Ctx, op: str) -> None:
     """Rewrite OP's ledger in canonical order, dropping repeated lines (after a merge that did
-    not use the driver, e.g. `merge=union`). Refuses a damaged ledger (exit 7)."""
+    not use the driver, e.g. `merge=union`), and re-render MEMORY.md from it, so one command
+    per op repairs such a merge. Refuses a damaged ledger (exit 7)."""
     ledger = ctx.op(op)
     done = merge.normalize_file(ledger.file_store)
     what = done.describe()
+    rendered = ledger.render_memory() if what else False
     ctx.emit(
         {
             "op": op,
@@ -149,8 +151,9 @@ def normalize(ctx: Ctx, op: str) -> None:
             "events": done.events,
             "duplicates": done.duplicates,
             "reordered": done.reordered,
+            "memory_rendered": rendered,
         },
-        f"normalized {ledger.path}: {what} fixed; next, `tune-ledger render {op}` and commit"
+        f"normalized {ledger.path}: {what} fixed, MEMORY.md rendered from it; next, commit"
         if what
         else f"{ledger.path} is already in canonical order",
     )
@@ -164,11 +167,7 @@ def conflicts(ctx: Ctx, op: str) -> None:
     state = ctx.op(op).load().state
     rows = resolve.listing(state)
     human = (
-        "\n".join(
-            f"{row['number']}: {row['conflict']}\n   resolve: "
-            f"{resolve.command(op, row['number'], state)}"
-            for row in rows
-        )
+        "\n".join(f"{row['number']}: {row['conflict']}\n   next: {row['next']}" for row in rows)
         or "no conflicts"
     )
     ctx.emit({"op": op, "conflicts": rows}, human)

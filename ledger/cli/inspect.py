@@ -155,17 +155,22 @@ def audit(ctx: Ctx, op: str | None, all_ops: bool) -> None:
     ) as bar:
         reports = [_audit_one(ctx, name) for name in bar]
     findings = [f"{r['op']}: {f}" for r in reports for f in r["findings"]]
-    data = {"ops": reports, "clean": not findings}
+    # An open merge conflict is no finding, but the campaign is stuck until it is resolved.
+    unresolved = [f"{r['op']}: {u}" for r in reports for u in r.get("unresolved", ())]
+    data = {"ops": reports, "clean": not findings and not unresolved}
     human = "\n".join(views.audit_text(r) for r in reports) if reports else "no ops to audit"
-    if findings:
+    if findings or unresolved:
         if not ctx.as_json:
             click.echo(human)
         raise LedgerDamaged(
-            findings[0],
-            blocking=f"{len(findings)} finding(s) in "
-            f"{sum(1 for r in reports if r['findings'])} op(s)",
+            (findings or unresolved)[0],
+            blocking=f"{len(findings)} finding(s), {len(unresolved)} unresolved merge "
+            f"conflict(s) in {sum(1 for r in reports if r['findings'] or r.get('unresolved'))}"
+            " op(s)",
             hint="restore the damaged file from git (`git diff` shows what changed), or "
-            "re-render MEMORY.md (`tune-ledger render OP`), then audit again",
+            "re-render MEMORY.md (`tune-ledger render OP`), then audit again"
+            if findings
+            else "run the command each conflict names, then audit again",
             details=data,
         )
     ctx.emit(data, human)

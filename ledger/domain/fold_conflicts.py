@@ -14,9 +14,13 @@ ledger/git/resolve.py reads the parties back with the patterns below (their one 
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
+from typing import Any
 
-from ledger.domain.state import State
+from ledger.domain.keys import measured_key
+from ledger.domain.state import Attempt, Best, State
 from ledger.schema.events import STAGES
 
 PENDING = re.compile(r"attempts (?P<a>\S+) and (?P<b>\S+) pending at once")
@@ -28,8 +32,11 @@ TWO_BESTS = re.compile(
     r"attempt (?P<a>\S+) was adopted against best \S+ while attempt "
     r"(?P<b>\S+) was the best \(adopted on another branch\)"
 )
+REMEASURE = re.compile(r"bests (?P<a>\S+) and (?P<b>\S+) to be re-measured")
 POINTS = re.compile(r"points (?P<a>.+) and (?P<b>.+) open at once")
 STAGES_APART = re.compile(r"stages (?P<a>\S+) and (?P<b>\S+) in progress on two branches")
+RELAXED = re.compile(r"(?P<what>vec|cube) limit relaxed apart on merged branches: (?P<parties>.+)")
+RELAXED_PARTY = re.compile(r"(?P<limit>\S+) by (?P<relaxation>[0-9a-f]{12})")
 
 
 # --- R6: attempts pending at once ----------------------------------------------------------------
@@ -49,7 +56,10 @@ def attempt_finished(state: State, attempt: str, status: str) -> None:
     """Re-derive the pending-at-once conflicts after an attempt finished: two branches that
     each finished their attempt leave none, three that left two pending leave one (R6). An
     attempt abandoned no longer goes on after a stop (R10: a user stop abandons the pending
-    attempt in its own batch, right after the stop event)."""
+    attempt in its own batch, right after the stop event). A re-measurement that finished may
+    close "to be re-measured" (R8)."""
+    if state.remeasure:
+        remeasure_finished(state, attempt, status)
     if status == "abandoned":
         state.conflicts[:] = [
             c
@@ -103,6 +113,70 @@ def _two_bests(attempt: str, compared: str | None, rival: str | None) -> str:
     )
 
 
+# --- R8: "re-measure both" -------------------------------------------------------------------
+
+
+def remeasure_chosen(state: State, conflict: str) -> None:
+    """Start re-measuring the two bests of `conflict` (a person chose `remeasure`): the best
+    goes back to the one both branches last shared, and the conflict stays open, as "to be
+    re-measured", until each config has a fresh verdict against it (R8)."""
+    match = TWO_BESTS.fullmatch(conflict)
+    if match is None:
+        return
+    parties = (match["a"], match["b"])
+    if not all(p in state.attempts for p in parties):
+        return
+    shared = _shared_best(state, *parties)
+    if shared is not None:
+        state.best = shared
+    state.remeasure = dict.fromkeys(parties)
+    state.record_conflict(f"bests {parties[0]} and {parties[1]} to be re-measured")
+
+
+def _shared_best(state: State, first: str, second: str) -> Best | None:
+    """The latest best both `first` and `second` descend from by their verdicts' comparisons
+    (None in the chain is the baseline)."""
+    ancestry = _compared_chain(state, first)
+    shared = next((b for b in _compared_chain(state, second) if b in ancestry), None)
+    if shared is None:
+        return state.baseline_best
+    attempt = state.attempts[shared]
+    if attempt.measurement is None:
+        return state.baseline_best
+    return Best(attempt.config, attempt.measurement, attempt.id)
+
+
+def _compared_chain(state: State, attempt: str | None) -> list[str | None]:
+    chain: list[str | None] = []
+    while attempt is not None and attempt not in chain and attempt in state.attempts:
+        chain.append(attempt)
+        attempt = state.attempts[attempt].compared_best
+    return [*chain, None]
+
+
+def remeasure_started(state: State, attempt: Attempt) -> None:
+    """Tie an attempt that measures a competing best's config again to that best."""
+    key = measured_key(state, attempt.config)
+    for best, current in state.remeasure.items():
+        if current is None and measured_key(state, state.attempts[best].config) == key:
+            state.remeasure[best] = attempt.id
+            return
+
+
+def remeasure_finished(state: State, attempt: str, status: str) -> None:
+    """Close "to be re-measured" once both configs have a fresh verdict (or failure); an
+    abandoned re-measurement must be started again."""
+    for best, current in state.remeasure.items():
+        if current == attempt and status == "abandoned":
+            state.remeasure[best] = None
+    finished = ("verified", "failed")
+    if all(
+        a is not None and state.attempts[a].status in finished for a in state.remeasure.values()
+    ):
+        state.conflicts[:] = [c for c in state.conflicts if not REMEASURE.fullmatch(c)]
+        state.remeasure = {}
+
+
 # --- R10: steps after a stop ---------------------------------------------------------------------
 
 
@@ -114,6 +188,38 @@ def stopped(state: State) -> None:
             f"attempt {state.pending} was pending on another branch when the campaign "
             f"stopped ({state.stopped})"
         )
+
+
+# --- R3: relaxations of one limit ------------------------------------------------------------
+
+
+def relaxed(state: State, what: str, event: str, supersedes: Sequence[str] | None) -> None:
+    """Keep the relaxations of the `what` limit that no later one supersedes, and record a
+    conflict while they hold different limits (R3): two branches relaxed it apart, neither
+    seeing the other's. A relaxation supersedes what its branch saw (its recorded premise), so
+    the tips, and the conflict, do not depend on the order the merge interleaves them in; tips
+    of one value agree. Relaxations recorded before issue 18 supersede every tip."""
+    tips = state.relaxation_tips.setdefault(what, [])
+    gone = set(tips) if supersedes is None else set(supersedes)
+    tips[:] = [*(tip for tip in tips if tip not in gone), event]
+    state.conflicts[:] = [
+        c for c in state.conflicts if not ((m := RELAXED.fullmatch(c)) and m["what"] == what)
+    ]
+    if len(tips) > 1:
+        limits = {r.event: r.limit for r in state.relaxations if r.event in tips}
+        parties: dict[str, str] = {}
+        for tip in tips:
+            parties.setdefault(_compact(limits[tip]), tip)
+        if len(parties) > 1:
+            state.record_conflict(
+                f"{what} limit relaxed apart on merged branches: "
+                + ", ".join(f"{limit} by {tip[:12]}" for limit, tip in parties.items())
+            )
+
+
+def _compact(limit: Any) -> str:
+    """A limit as JSON without spaces (a conflict's text is read back with RELAXED_PARTY)."""
+    return json.dumps(limit, separators=(",", ":"), sort_keys=True)
 
 
 # --- R4: stages ----------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ def target(state: State, event: Event) -> None:
         return
     samples = tuple(data["baseline_samples_us"]) or (data["baseline_us"],)
     # The first best is the baseline, measured with the sheet's config (DESIGN §5).
-    state.best = Best(
+    state.best = state.baseline_best = Best(
         config=data["config"],
         measurement=Measurement(
             times_us=samples,
@@ -125,11 +125,13 @@ def target(state: State, event: Event) -> None:
 
 
 def relaxed(state: State, event: Event) -> None:
-    """Add a tile-limit relaxation with its basis (R3)."""
+    """Add a tile-limit relaxation with its basis (R3); two branches' relaxations of one limit
+    to different values are a conflict."""
     data = event.data
     state.relaxations.append(
         Relaxation(event=event.id, what=data["what"], limit=data["limit"], basis=data["basis"])
     )
+    conflicts.relaxed(state, data["what"], event.id, data.get("supersedes"))
 
 
 # --- R4, R7 ---------------------------------------------------------------------------------

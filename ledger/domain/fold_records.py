@@ -72,13 +72,20 @@ def rollback_accepted(state: State, event: Event) -> None:
 
 
 def conflict_resolved(state: State, event: Event) -> None:
-    """Drop a resolved conflict; a `best:<attempt>` resolution makes that attempt the best."""
+    """Drop a resolved conflict; a `best:<attempt>` resolution makes that attempt the best, a
+    `limit:<relaxation>` one puts that relaxation in force (R3)."""
     conflict = event.data["conflict"]
     if conflict in state.conflicts:
         state.conflicts.remove(conflict)
     # "best:<attempt>" chooses which of two adopted attempts is the best (ledger/git/resolve.py);
     # the other resolutions are carried by the events recorded before this one.
     kind, _, chosen = str(event.data["resolution"]).partition(":")
+    if kind == "limit":
+        _put_in_force(state, chosen)
+        return
+    if kind == "remeasure":
+        conflicts.remeasure_chosen(state, conflict)
+        return
     attempt = state.attempts.get(chosen) if kind == "best" else None
     if attempt is not None and attempt.measurement is not None:
         state.best = Best(
@@ -94,3 +101,13 @@ def manifest(state: State, event: Event) -> None:
     )
     state.manifests.append(data["digest"])
     rekey_measured(state)
+
+
+def _put_in_force(state: State, relaxation: str) -> None:
+    """Make the chosen relaxation the one tip of its limit, and move it last: the latest of
+    its kind is the one in force (R3)."""
+    chosen = next((r for r in state.relaxations if r.event.startswith(relaxation)), None)
+    if relaxation and chosen is not None:
+        state.relaxations.remove(chosen)
+        state.relaxations.append(chosen)
+        state.relaxation_tips[chosen.what] = [chosen.event]

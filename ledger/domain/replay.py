@@ -83,6 +83,8 @@ def _attempt_started(state: State, event: Event) -> None:
     )
     state.attempts[aid] = attempt
     conflicts.attempt_started(state, aid)
+    if state.remeasure:
+        conflicts.remeasure_started(state, attempt)
     conflicts.stage_step(state, attempt.stage)
     state.pending = aid
     point = state.points.get(attempt.point) if attempt.point else None
@@ -147,6 +149,7 @@ def _verdict(state: State, event: Event) -> None:
     attempt.verdict = data["verdict"]
     attempt.failure = data["failure"]
     attempt.compared_us = data["best_median_us"]
+    attempt.compared_best = data["best_attempt"]
     adopted = attempt.verdict in _ADOPTED
     if adopted and attempt.measurement is not None:
         conflicts.adopted(state, attempt.id, data["best_attempt"])

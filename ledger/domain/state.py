@@ -99,6 +99,9 @@ class Attempt:
     # The best's median time the verdict compared this attempt with (R8), as recorded; not
     # the verdict's whole statistics, which stay in the ledger (audit re-derives from there).
     compared_us: float | None = None
+    # The best the verdict compared it with: an attempt id, None for the baseline (R8); it
+    # leads back to the best two merged branches last shared (DESIGN §8, "re-measure both").
+    compared_best: str | None = None
 
 
 @define
@@ -180,6 +183,9 @@ class State:
     # R3
     target: TargetSheet | None = None
     relaxations: list[Relaxation] = field(factory=list)
+    # R3, DESIGN §8: per limit ("vec", "cube"), the relaxations no later one supersedes, in
+    # order; more than one only where merged branches relaxed it apart
+    relaxation_tips: dict[str, list[str]] = field(factory=dict)
     # R4
     stage: str | None = None
     entered: list[str] = field(factory=list)
@@ -192,6 +198,12 @@ class State:
     attempts: dict[str, Attempt] = field(factory=dict)
     pending: str | None = None
     best: Best | None = None
+    # The first best, from the target sheet: where re-measuring two bests starts when the
+    # branches last shared the baseline (DESIGN §8)
+    baseline_best: Best | None = None
+    # "re-measure both" (DESIGN §8): each of two competing bests -> the attempt re-measuring
+    # its config (None until one is started, or after it was abandoned)
+    remeasure: dict[str, str | None] = field(factory=dict)
     adopted: list[str] = field(factory=list)  # attempt ids, in order of adoption
     # R9: canonical config JSON -> attempt id that measured it ("baseline" for the sheet)
     measured_configs: dict[str, str] = field(factory=dict)

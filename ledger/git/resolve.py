@@ -10,8 +10,15 @@ together; it stays, shown by `status`, `audit` and `conflicts`, and fails `check
 - `best:<attempt>`: choose which of two bests adopted on two branches is the best (R8).
   Replay makes it the best. `faster` is recorded as `best:` the one whose recorded median is
   lower (the lower id on a tie), so audit re-decides it like any choice.
+- `remeasure`: measure both bests' configs again (R8). Records only conflict.resolved; replay
+  puts back the best both branches last shared and replaces the conflict by "bests A and B to
+  be re-measured", which `check` and the merge gate explain with the commands to run
+  (`stages/remeasure.py`) and which closes by itself when both have a fresh verdict.
 - `close:<point>`: close a point the conflict names (two points open at once, R7). Records
   point.closed.
+- `limit:<relaxation>`: choose which of two branches' relaxations of one tile limit is in force
+  (R3; ours or theirs). `stricter` is recorded as `limit:` the lower limit (offered when one
+  is lower on every axis).
 - `keep`: the merged state stands as it is: steps recorded after a stop stay history and the
   campaign stays stopped; of two stages in progress the later stays current. Refused while
   it would leave the state breaking a rule (two attempts or two points still open, an
@@ -22,6 +29,8 @@ The batch is the consistency events, then the conflict.resolved event; audit re-
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -33,10 +42,13 @@ from ledger.errors import BadInput, LedgerError
 from ledger.log import codec
 from ledger.log.record import Event, unstructure_payload
 from ledger.schema.events import AttemptAbandoned, ConflictResolved, Payload, PointClosed, Stage
+from stages import remeasure
 from stages.outcome import Decision
 
 KEEP = "keep"
 FASTER = "faster"
+STRICTER = "stricter"
+REMEASURE = "remeasure"
 _ADOPTED = ("adopt", "target-reached")
 
 
@@ -61,7 +73,15 @@ def options(state: State, conflict: str) -> tuple[str, ...]:
         adopted = [a for a in match.groups() if _is_adopted(state, a)]
         if len(adopted) < 2:  # the baseline against an adopted best (not one of ours today)
             return (*(f"best:{a}" for a in adopted), KEEP)
-        return (FASTER, *(f"best:{a}" for a in adopted))
+        # Algorithm changes differ in code, not config: a candidate cannot measure them again.
+        configs = all(state.attempts[a].kind != "algorithm" for a in adopted)
+        return (FASTER, *([REMEASURE] if configs else []), *(f"best:{a}" for a in adopted))
+    if match := known.RELAXED.fullmatch(conflict):
+        parties = _relaxed_parties(state, match)
+        stricter = [STRICTER] if _stricter(parties) else []
+        return (*stricter, *(f"limit:{r}" for r, _limit in parties))
+    if known.REMEASURE.fullmatch(conflict):
+        return ()  # closes by itself when both are measured again (`next_step` says how)
     if match := known.POINTS.fullmatch(conflict):
         still_open = [p for p in match.groups() if p in state.points and state.points[p].is_open]
         return (*(f"close:{p}" for p in still_open), *([KEEP] if len(still_open) <= 1 else []))
@@ -88,6 +108,35 @@ def _faster(state: State, conflict: str) -> str:
         assert measurement is not None  # _is_adopted checked it
         timed.append((measurement.median_us, attempt))
     return f"best:{min(timed)[1]}"
+
+
+def _relaxed_parties(state: State, match: re.Match[str]) -> list[tuple[str, Any]]:
+    """The relaxations a two-relaxations conflict names that the ledger holds, with limits."""
+    found = []
+    for party in known.RELAXED_PARTY.finditer(match["parties"]):
+        relaxation = party["relaxation"]
+        if any(r.event.startswith(relaxation) for r in state.relaxations):
+            found.append((relaxation, json.loads(party["limit"])))
+    return found
+
+
+def _stricter(parties: Sequence[tuple[str, Any]]) -> str | None:
+    """The relaxation whose limit is nowhere above any other's, if there is one."""
+    return next(
+        (
+            relaxation
+            for relaxation, limit in parties
+            if len(parties) > 1 and all(_at_most(limit, other) for _r, other in parties)
+        ),
+        None,
+    )
+
+
+def _at_most(limit: Any, other: Any) -> bool:
+    """True when `limit` is nowhere above `other` (an int, or nested lists of ints, R3)."""
+    if isinstance(limit, list) and isinstance(other, list):
+        return len(limit) == len(other) and all(map(_at_most, limit, other))
+    return isinstance(limit, int) and isinstance(other, int) and limit <= other
 
 
 def find_conflict(state: State, text: str) -> str:
@@ -121,7 +170,13 @@ def decide(state: State, command: Resolve) -> list[Payload]:
             hint=f"resolve it with one of: {', '.join(offered)}",
             details={"conflict": conflict, "options": list(offered)},
         )
-    resolution = _faster(state, conflict) if command.resolution == FASTER else command.resolution
+    resolution = command.resolution
+    if resolution == FASTER:
+        resolution = _faster(state, conflict)
+    elif resolution == STRICTER:
+        match = known.RELAXED.fullmatch(conflict)
+        assert match is not None  # STRICTER is offered only for relaxations apart
+        resolution = f"limit:{_stricter(_relaxed_parties(state, match))}"
     kind, _, target = resolution.partition(":")
     events: list[Payload] = []
     if kind == "abandon":
@@ -171,14 +226,22 @@ def resolution_findings(state: State, batch: Sequence[Event]) -> list[str]:
 def conflict_findings(state: State, op: str) -> list[str]:
     """One finding per unresolved conflict, with the command that resolves it (for check)."""
     return [
-        f"unresolved merge conflict: {conflict}; resolve it: {command(op, number, state)}"
+        f"unresolved merge conflict: {conflict}; {_how(conflict)}: {command(op, number, state)}"
         for number, conflict in enumerate(state.conflicts, start=1)
     ]
 
 
+def _how(conflict: str) -> str:
+    return "to close it" if known.REMEASURE.fullmatch(conflict) else "resolve it"
+
+
 def command(op: str, number: int, state: State) -> str:
-    """The command line that resolves conflict `number` (1-based), with its resolutions."""
-    offered = options(state, state.conflicts[number - 1])
+    """The command line that resolves conflict `number` (1-based), with its resolutions; for
+    two bests being re-measured, the commands that measure them."""
+    conflict = state.conflicts[number - 1]
+    if known.REMEASURE.fullmatch(conflict):
+        return remeasure.next_step(state) or f"tune-ledger status {op}"
+    offered = options(state, conflict)
     return (
         f"tune-ledger resolve {op} --conflict {number} --resolution RESOLUTION --reason "
         f"TEXT, RESOLUTION one of: {', '.join(offered)}"
@@ -188,7 +251,12 @@ def command(op: str, number: int, state: State) -> str:
 def listing(state: State) -> list[dict[str, Any]]:
     """The unresolved conflicts with their numbers and resolutions (the `conflicts` view)."""
     return [
-        {"number": number, "conflict": conflict, "options": list(options(state, conflict))}
+        {
+            "number": number,
+            "conflict": conflict,
+            "options": list(options(state, conflict)),
+            "next": command(str(state.op), number, state),
+        }
         for number, conflict in enumerate(state.conflicts, start=1)
     ]
 

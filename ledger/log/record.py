@@ -18,7 +18,13 @@ from attrs import frozen
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from ledger.log import codec, upcast
-from ledger.schema.events import PAYLOAD_TYPES, AttemptMeasured, Payload, PointOpened
+from ledger.schema.events import (
+    PAYLOAD_TYPES,
+    AttemptMeasured,
+    LimitRelaxed,
+    Payload,
+    PointOpened,
+)
 
 
 @frozen
@@ -88,6 +94,10 @@ def _make_converter() -> cattrs.Converter:
             binding=override(omit_if_default=True),
             accuracy_origin=override(omit_if_default=True),
         ),
+    )
+    made.register_unstructure_hook(
+        LimitRelaxed,
+        make_dict_unstructure_fn(LimitRelaxed, made, supersedes=override(omit_if_default=True)),
     )
     made.register_unstructure_hook(
         PointOpened,

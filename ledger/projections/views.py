@@ -219,6 +219,13 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
             f"or, if it cannot be measured: tune-ledger abandon {op} {pending.id} "
             "--reason 'interrupted'"
         )
+    elif state.conflicts:  # a merge left the campaign in conflict (DESIGN §8)
+        from stages import remeasure  # only here: a cached view loads no stage machine
+
+        steps.append(
+            remeasure.next_step(state)
+            or f"tune-ledger conflicts {op} (then resolve each conflict as it says)"
+        )
     return {
         "reload_skills": list(state.skills),
         "pending_attempt": attempt_row(pending) if pending else None,

@@ -150,6 +150,11 @@ class LimitRelaxed:
     what: Literal["vec", "cube"]
     limit: Any
     basis: str = field(validator=nonempty)
+    # The relaxations of this limit that no other one had superseded yet, as the deciding
+    # branch saw them (their event ids; empty under the table's limit): what this one
+    # supersedes. Two branches' relaxations that neither supersedes are a merge conflict
+    # (DESIGN §8). None, and left out of the line, only in relaxations recorded before issue 18.
+    supersedes: tuple[str, ...] | None = None
 
 
 @frozen

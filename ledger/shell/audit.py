@@ -123,7 +123,15 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.SkillLoaded, lambda d: cmd.LoadSkill(name=d["name"])),
     (ev.SkillUnloaded, lambda d: cmd.UnloadSkill(name=d["name"])),
     (ev.TargetSheetWritten, _target),
-    (ev.LimitRelaxed, lambda d: cmd.Relax(what=d["what"], limit=d["limit"], basis=d["basis"])),
+    (
+        ev.LimitRelaxed,
+        lambda d: cmd.Relax(
+            what=d["what"],
+            limit=d["limit"],
+            basis=d["basis"],
+            record_premise="supersedes" in d,
+        ),
+    ),
     (ev.StageEntered, lambda d: cmd.EnterStage(stage=d["stage"])),
     (
         ev.StageExited,
@@ -333,6 +341,12 @@ def check_memory_file(ledger: OpLedger, loaded: Loaded | None = None) -> list[st
     return [f"{ledger.memory_path}: {f}" for f in findings]
 
 
+def _unresolved(state: State, op: str) -> list[str]:
+    from ledger.git import resolve
+
+    return resolve.conflict_findings(state, op)
+
+
 def audit_op(ledger: OpLedger) -> dict[str, Any]:
     """Every audit check of one op; `findings` is empty when the op is clean."""
     path = ledger.path
@@ -362,6 +376,9 @@ def audit_op(ledger: OpLedger) -> dict[str, Any]:
         "overrides": [{"attempt": a, "reason": r} for a, r in state.overrides],
         "repairs": list(state.repairs),
         "conflicts": list(state.conflicts),
+        # Each open conflict with what closes it: no finding (every step is legal), yet the
+        # campaign cannot go on until it is resolved, so `audit` fails on it like `check`.
+        "unresolved": _unresolved(state, ledger.op),
         "reported_decisions": trust.reported_decisions(events),
         "unbound": trust.unbound_measurements(events),
         "manifests": trust.manifests(events),

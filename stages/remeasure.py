@@ -1,0 +1,85 @@
+"""R8 "re-measure both": after a merge left two adopted bests and a person chose to measure
+both configs again (`resolve --resolution remeasure`, DESIGN §8), the attempts that do it.
+
+Each competing best's config is started again as a candidate of its own stage and point
+(`candidate OP --config JSON --prior remeasure:<attempt>`), past the merge gate and R9 (the
+config was measured, on another branch's terms: measuring it again is the point), then
+verified like any attempt against the best both branches last shared. The second one is
+judged against the best after the first, so the regression loop (R8) picks the faster with
+fresh measurements; replay closes the conflict when both have a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ledger.domain.keys import measured_key
+from ledger.domain.state import Attempt, State
+from ledger.schema.events import AttemptStarted
+from stages.commands import ProposeCandidate
+from stages.outcome import Result, accept, build, nonempty
+from stages.search import pending_blocker
+
+_MEASURE = (
+    "`tune-ledger measure {op}` (or `tune-ledger verify {op} {attempt} --output "
+    "NAME=true|false --layout-exit N --time TIME`)"
+)
+
+
+def due(state: State) -> list[Attempt]:
+    """The competing bests whose config still waits to be measured again."""
+    return [state.attempts[best] for best, again in state.remeasure.items() if again is None]
+
+
+def target_of(state: State, config: Any) -> Attempt | None:
+    """The competing best whose config `config` measures again, if it is due."""
+    if not state.remeasure or not isinstance(config, dict):
+        return None
+    try:
+        key = measured_key(state, config)
+    except (TypeError, ValueError):
+        return None  # not plain JSON: the ordinary candidate decider says why
+    return next((a for a in due(state) if measured_key(state, a.config) == key), None)
+
+
+def decide_remeasure(state: State, command: ProposeCandidate) -> Result:
+    """Start measuring a competing best's config again, in its own stage and point (R6, R8)."""
+    best = target_of(state, command.config)
+    if best is None:  # the caller checked; kept for a direct call
+        raise ValueError("no competing best has this config")
+    blocker = pending_blocker(state)
+    if blocker is not None:
+        return blocker
+    prior = nonempty(command.prior, "the candidate's prior (its provenance)")
+    return accept(
+        build(
+            AttemptStarted,
+            "candidate",
+            kind="candidate",
+            stage=best.stage,
+            point=best.point,
+            config=best.config,
+            prior=prior,
+            retry_override=None,
+        )
+    )
+
+
+def next_step(state: State) -> str | None:
+    """The commands an agent told to "re-measure both" runs next; None when nothing is due."""
+    if not state.remeasure:
+        return None
+    op = state.op
+    pending = state.pending
+    if pending is not None and pending in state.remeasure.values():
+        return f"measure attempt {pending}: " + _MEASURE.format(op=op, attempt=pending)
+    steps = [
+        f"re-measure attempt {best.id}'s config: `tune-ledger candidate {op} --config "
+        f"'{json.dumps(best.config, sort_keys=True)}' --prior remeasure:{best.id}`, then "
+        + _MEASURE.format(op=op, attempt="ATTEMPT")
+        for best in due(state)
+    ]
+    if pending is not None:
+        steps.insert(0, f"first finish attempt {pending} (verify, fail or abandon)")
+    return "; then ".join(steps) if steps else None
