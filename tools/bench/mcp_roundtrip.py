@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -31,6 +32,12 @@ from tools.bench.ledgers import cached_ledger
 
 SIZES = (100, 10_000, 100_000)
 _TRY_ARGUMENT = {"set": "change", "algorithm": "algorithm"}
+
+
+def _pythonpath() -> str:
+    """This checkout first, then whatever PYTHONPATH already held."""
+    here = str(Path(__file__).resolve().parents[2])
+    return os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
 
 
 def _prepared_root(size: int, into: Path) -> Path:
@@ -112,8 +119,12 @@ def _cli_figures(root: Path, repeats: int, changes: Changes) -> dict[str, list[f
 
 
 async def _server_figures(root: Path, repeats: int, changes: Changes) -> dict[str, list[float]]:
+    # The SDK hands a server only a few safe variables of the environment: PYTHONPATH is
+    # passed on, so the server runs this checkout's code like the CLI processes beside it.
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "ledger", "--root", str(root), "mcp"]
+        command=sys.executable,
+        args=["-m", "ledger", "--root", str(root), "mcp"],
+        env={**os.environ, "PYTHONPATH": _pythonpath()},
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
         await client.initialize()
