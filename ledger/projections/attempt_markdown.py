@@ -380,6 +380,9 @@ class _Group:
     outcomes: dict[str, int] = field(factory=dict)
     # idea -> its most recent step, ordered by most recent occurrence (the last is the newest)
     ideas: dict[str, Step] = field(factory=dict)
+    # The group's table row as last rendered; dropped when a failure joins the group, so a kept
+    # FailedGroups re-renders only the group that changed.
+    row: list[str] | None = field(default=None, eq=False)
 
 
 @define
@@ -397,6 +400,7 @@ class FailedGroups:
         if group is None:
             group = self.groups[key] = _Group(attempt.seq, attempt.kind)
         group.count += 1
+        group.row = None
         result = outcome(attempt)
         group.outcomes[result] = group.outcomes.get(result, 0) + 1
         idea = _idea(step)
@@ -423,20 +427,9 @@ class FailedGroups:
         rows = []
         for key in shown:
             group = groups[key]
-            outcomes = ", ".join(
-                f"{k} {group.outcomes[k]}"
-                for k in sorted(
-                    group.outcomes,
-                    key=lambda k: (FAILURE_ORDER.index(k) if k in FAILURE_ORDER else 99, k),
-                )
-            )
-            keep = _EXAMPLES.get(group.kind, 2)
-            # Distinct ideas, most recent first, each shown by its most recent step.
-            recent = list(islice(reversed(group.ideas.values()), keep))
-            examples = [_example(step) for step in recent]
-            if len(group.ideas) > keep:
-                examples.append(f"+{len(group.ideas) - keep} more")
-            rows.append([key[0], key[1], str(group.count), outcomes, ", ".join(examples)])
+            if group.row is None:
+                group.row = _group_row(key, group)
+            rows.append(group.row)
         text = (
             "### Earlier failed attempts, grouped\n\n"
             "By stage and what was changed; values most recent first.\n\n"
@@ -451,3 +444,21 @@ class FailedGroups:
                 f"`tune-ledger log {op} --verdict rollback`.\n"
             )
         return text
+
+
+def _group_row(key: tuple[str, str], group: _Group) -> list[str]:
+    """One group's row: stage, what changed, count, outcomes, the values tried."""
+    outcomes = ", ".join(
+        f"{k} {group.outcomes[k]}"
+        for k in sorted(
+            group.outcomes,
+            key=lambda k: (FAILURE_ORDER.index(k) if k in FAILURE_ORDER else 99, k),
+        )
+    )
+    keep = _EXAMPLES.get(group.kind, 2)
+    # Distinct ideas, most recent first, each shown by its most recent step.
+    recent = list(islice(reversed(group.ideas.values()), keep))
+    examples = [_example(step) for step in recent]
+    if len(group.ideas) > keep:
+        examples.append(f"+{len(group.ideas) - keep} more")
+    return [key[0], key[1], str(group.count), outcomes, ", ".join(examples)]
