@@ -5,27 +5,59 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from attrs import define, field
+
 from ledger.domain.state import Attempt, State
+from ledger.domain.tail import added_since
 from stages.policy import effective_policy, policy_value
+
+_KEY = "candidates"
+
+
+@define
+class _Candidates:
+    """Every candidate attempt, by its (stage, point), and the latest one: an index extended
+    with the attempts started since it was last used. An attempt's kind, stage and point are
+    fixed when it starts, and attempts are only ever added, so the index never goes stale;
+    what does change (status, verdict, measurement, the best) is read fresh at each use."""
+
+    seen: int = 0
+    latest: Attempt | None = None
+    by_point: dict[tuple[str, str | None], list[Attempt]] = field(factory=dict)
+
+    def extend(self, state: State) -> None:
+        for attempt in added_since(state.attempts, self.seen):
+            if attempt.kind == "candidate":
+                self.by_point.setdefault((attempt.stage, attempt.point), []).append(attempt)
+                self.latest = attempt
+        self.seen = len(state.attempts)
+
+
+def _candidates(state: State) -> _Candidates:
+    kept = state.derived.get(_KEY)
+    if not isinstance(kept, _Candidates):
+        kept = _Candidates()
+        state.derived[_KEY] = kept
+    kept.extend(state)
+    return kept
 
 
 def alternate_candidates(state: State, policy: Mapping[str, Any]) -> list[Attempt]:
     """The runner-up candidates (policy `alternates`) of the latest point with candidates (R7).
 
     Valid candidates only (failed ones are never compared), fastest first, the best excluded.
+    Costs O(the latest point's candidates), however long the ledger (`_Candidates`).
     """
     keep = int(policy_value(policy, "alternates"))
-    candidates = [a for a in state.attempts.values() if a.kind == "candidate"]
-    if not candidates or keep <= 0:
+    index = _candidates(state)
+    latest = index.latest
+    if latest is None or keep <= 0:
         return []
-    latest = max(candidates, key=lambda a: a.seq)
     best = state.best.attempt if state.best else None
     valid = [
         a
-        for a in candidates
-        if a.point == latest.point
-        and a.stage == latest.stage
-        and a.id != best
+        for a in index.by_point[(latest.stage, latest.point)]
+        if a.id != best
         and a.status == "verified"
         and a.failure is None
         and a.measurement is not None

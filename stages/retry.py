@@ -6,14 +6,18 @@ import difflib
 import re
 from typing import Any
 
+from attrs import define, field
+
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
+from ledger.domain.tail import added_since
 from ledger.errors import BadInput
 from stages.outcome import refuse
 from stages.policy import effective_policy
 from stages.refusal import Refusal
 
 _UNSUCCESSFUL = ("rollback", "no-gain")
+_IDEAS = "algorithm-ideas"  # the key of `_Ideas` in State.derived
 _NEXT = "try another idea, or pass --override-retry REASON to measure it again anyway"
 
 
@@ -82,14 +86,26 @@ def _similar(first: str, second: str, threshold: float) -> float | None:
     return score if score >= threshold else None
 
 
+@define
+class _Ideas:
+    """Every algorithm attempt in start order: an index kept in `State.derived` and extended
+    with the attempts started since (an attempt's kind never changes, and attempts are only
+    added), so finding the earlier ideas costs O(ideas), not O(attempts)."""
+
+    seen: int = 0
+    attempts: list[Attempt] = field(factory=list)
+
+
 def _unsuccessful_ideas(state: State) -> list[Attempt]:
+    ideas = state.derived.get(_IDEAS)
+    if not isinstance(ideas, _Ideas):
+        ideas = state.derived[_IDEAS] = _Ideas()
+    ideas.attempts += [a for a in added_since(state.attempts, ideas.seen) if a.kind == "algorithm"]
+    ideas.seen = len(state.attempts)
     return [
         a
-        for a in state.attempts.values()
-        if a.kind == "algorithm"
-        and a.status in ("verified", "failed")
-        and a.verdict in _UNSUCCESSFUL
-        and a.description
+        for a in ideas.attempts
+        if a.status in ("verified", "failed") and a.verdict in _UNSUCCESSFUL and a.description
     ]
 
 

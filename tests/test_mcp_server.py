@@ -225,3 +225,34 @@ def test_the_cli_between_two_calls_and_a_tampered_tail_are_seen(tmp_path: Path) 
     assert tampered_error
     assert tampered["code"] == 7
     assert "events.jsonl:6" in tampered["error"]
+
+
+def test_a_ledger_rewritten_behind_its_back_is_read_again_whole(tmp_path: Path) -> None:
+    """A ledger replaced by another valid one (a merge, `normalize`, a checkout) is read again
+    whole: the server's next answers are those of the new file, never of its kept state."""
+    _new_op(tmp_path)
+    other = tmp_path / "other"
+    _new_op(other)
+    for argv in (["init", "demo"], ["note", "demo", "--text", "written on the other branch"]):
+        assert run_main(["--root", str(other), *argv]).code == 0
+    ledger = tmp_path / "custom/demo/events.jsonl"
+    seen: dict[str, Any] = {}
+
+    async def call(client: ClientSession, name: str, **arguments: Any) -> dict[str, Any]:
+        result = await client.call_tool(name, {"op": "demo", **arguments})
+        assert not result.is_error, result.content
+        return json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+    async def body(client: ClientSession) -> None:
+        await call(client, "init")
+        await call(client, "evidence_layout", exit_code=0)
+        seen["before"] = await call(client, "log", notes=True)
+        ledger.write_bytes((other / "custom/demo/events.jsonl").read_bytes())
+        seen["status"] = await call(client, "status")
+        seen["after"] = await call(client, "log", notes=True)
+
+    serve(tmp_path, body)
+    lines = ledger.read_bytes().count(b"\n")
+    assert seen["status"]["events"] == lines
+    assert "written on the other branch" in json.dumps(seen["after"])
+    assert "written on the other branch" not in json.dumps(seen["before"])

@@ -166,6 +166,7 @@ def point_opened(state: State, event: Event) -> None:
         return  # two branches opened the same point: one point, both branches' attempts
     if existing is not None:
         state.record_conflict(f"point {name} opened twice")
+        state.finished_revision += 1  # a point replaced in place: kept projections are redone
     if state.open_point is not None and state.open_point != name:
         state.record_conflict(f"points {state.open_point} and {name} open at once")
     if name not in state.points or not state.points[name].is_open:
@@ -180,6 +181,8 @@ def point_closed(state: State, event: Event) -> None:
     point = state.points[data["name"]]
     if point.is_open:
         state.open_points -= 1
+    else:  # closed again (merged branches only): kept projections of closed points are redone
+        state.finished_revision += 1
     point.is_open = False
     point.outcome = data["outcome"]
     point.reason = data["reason"]

@@ -238,8 +238,9 @@ class State:
     # --idempotency-key -> the events the keyed command appended (DESIGN §5: a retry returns
     # them instead of appending again); only keyed events are kept, not the whole log.
     keyed: dict[str, list[Event]] = field(factory=dict)
-    # Bumped when an attempt that had already finished changes again (only merged branches do
-    # that): work derived from the finished attempts and kept in `derived` is then redone.
+    # Bumped when an attempt that had already finished, or a point that was closed, changes
+    # again (only merged branches do that): work derived from the finished attempts and closed
+    # points and kept in `derived` is then redone.
     finished_revision: int = 0
     # Derived data the projections keep between renderings of this same accumulator, so a
     # warm OpLedger (the MCP server) renders in time that does not grow with the ledger.

@@ -24,7 +24,10 @@ fact, the `next` action and the `allowed` steps). Never work around a refusal; d
    (R8): adopt, no-gain, rollback, target-reached. Never retry a failed or measured config
    (R9, code 4). `point_close` when a point is done; a point also closes when exhausted.
 6. Stop (R10): target-reached or the utilization stop end the campaign (code 6 afterwards);
-   the user may `stop`. Write the `report` at the end. `audit` re-derives everything.
+   the user may `stop`. Write the `report`, then `handback` the result. Only the user lifts a
+   utilization stop (`resume_campaign` with their reason). `audit` re-derives everything.
+   After a SPEC.md edit, `manifest` validates and records it; merge conflicts: `conflicts`,
+   then `resolve`.
 Codes: 2 bad input (fix the value), 3 a rule refused (read `next`), 4 a retry (choose another
 idea), 5 hand back, 6 stopped, 7 ledger damaged (stop and tell the user; never edit the file).
 After a crash: `resume`; a pending attempt is measured again or `abandon`ed.

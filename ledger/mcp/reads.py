@@ -1,10 +1,10 @@
-"""The read side as tools (status, resume, log, priors, audit, check, report, render), each
-op's MEMORY.md, status and SPEC.md as resources, and a prompt that walks the protocol."""
+"""The read side as tools (status, resume, log, priors, audit, check, conflicts, check_op,
+report, render), each op's MEMORY.md, status and SPEC.md as resources."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.types import CallToolResult, TextContent
@@ -44,9 +44,22 @@ class ReadTools:
             Failure | None, Field(description="Only attempts that failed this way.")
         ] = None,
         limit: Annotated[int | None, Field(description="Only the last N attempts.", ge=1)] = None,
+        attempt: Annotated[
+            str | None,
+            Field(
+                description="Show one attempt with every recorded field, texts whole (an id, a "
+                "prefix of at least 4 characters, or `pending`)."
+            ),
+        ] = None,
+        notes: Annotated[
+            bool, Field(description="Show the notes recorded in the ledger, whole.")
+        ] = False,
     ) -> Result:
-        """The attempts, with their configs, times and verdicts."""
-        argv = options(stage=stage, verdict=verdict, failure=failure, limit=limit)
+        """The attempts, with their configs, times and verdicts (or one attempt, or the notes)."""
+        argv = options(
+            stage=stage, verdict=verdict, failure=failure, limit=limit, attempt=attempt,
+            notes=notes,
+        )  # fmt: skip
         return self.invoker.call(["log", op, *argv])
 
     def priors(
@@ -65,10 +78,28 @@ class ReadTools:
             list[str] | None,
             Field(description="PyPTO kernel source folders or files to scan for literal configs."),
         ] = None,
+        ledgers: Annotated[
+            list[str] | None,
+            Field(
+                description="Also learn from the ledgers under these folders (an op folder, a "
+                "root with custom/, or a folder of op folders); custom/ of the root is always "
+                "read."
+            ),
+        ] = None,
+        stage: Annotated[
+            Literal["frontend", "swimlane", "incore"] | None,
+            Field(description="Propose for this stage's keys (default: the current stage)."),
+        ] = None,
+        no_builtin: Annotated[
+            bool, Field(description="Leave out the built-in typical values.")
+        ] = False,
     ) -> Result:
         """Propose candidate configs, each with its provenance, from other ledgers, kernel sources
         and built-in knowledge (R7)."""
-        argv = options(point=point, keys=keys, count=count, from_source=from_source)
+        argv = options(
+            point=point, keys=keys, count=count, from_source=from_source, ledgers=ledgers,
+            stage=stage, no_builtin=no_builtin,
+        )  # fmt: skip
         return self.invoker.call(["priors", op, *argv])
 
     def audit(self, op: Op) -> Result:
@@ -80,6 +111,22 @@ class ReadTools:
         """Fail when MEMORY.md is stale or hand-edited, the ledger is not canonical, or a merge
         conflict is unresolved."""
         return self.invoker.call(["check", op])
+
+    def conflicts(self, op: Op) -> Result:
+        """The protocol conflicts merged branches left (two pending attempts, two bests, two
+        open points...), each with the resolutions `resolve` accepts."""
+        return self.invoker.call(["conflicts", op])
+
+    def check_op(
+        self,
+        op: Op,
+        static: Annotated[
+            bool, Field(description="Check the files only; do not run the layout check.")
+        ] = False,
+    ) -> Result:
+        """Check custom/OP/ against the op-folder contract (SPEC.md manifest, impl, golden,
+        layout check) before `init`; code 2 names what is broken."""
+        return self.invoker.call(["check-op", op, *options(static=static)])
 
     def report(self, op: Op) -> Result:
         """Write OP_tuning_report.md and its SVG chart, and record them."""
@@ -98,6 +145,8 @@ class ReadTools:
             "priors": self.priors,
             "audit": self.audit,
             "check": self.check,
+            "conflicts": self.conflicts,
+            "check_op": self.check_op,
             "report": self.report,
             "render": self.render,
         }

@@ -1,5 +1,17 @@
 """The MCP server over stdio: every protocol step and read as a tool, each op's files as
-resources, the protocol as a prompt (DESIGN §8), built on the official `mcp` SDK."""
+resources, the protocol as a prompt (DESIGN §8), built on the official `mcp` SDK.
+
+Every CLI command that is a protocol step or reads an op is a tool of the same name (dashes
+as underscores; `evidence compare` is `evidence_compare`). Left out on purpose, because they
+are not the optimizer agent's to call:
+- `accept-rollback`: declares an older ledger the right one; a person's judgment after a git
+  revert, recorded in their name.
+- `normalize`: rewrites the ledger file after a merge that bypassed the driver; a repository
+  chore for the person who merged, never part of tuning.
+- `git-setup`, `merge-driver`, `memory-merge-driver`: git's configuration and git's own calls.
+- `agent-setup` and `mcp`: they install and run this server, before an agent exists.
+- `audit --all` and `check --all`: the tools take one op; call them once per op.
+"""
 
 from __future__ import annotations
 

@@ -34,6 +34,13 @@ Key = Annotated[
         "another call."
     ),
 ]
+Python = Annotated[
+    str | None,
+    Field(
+        description="The interpreter the verifier template's {python} stands for (default: the "
+        "server's own)."
+    ),
+]
 Result = CallToolResult
 
 
@@ -133,13 +140,22 @@ class StepTools:
                 "measure the baseline with its verifier."
             ),
         ] = False,
+        metric: Annotated[
+            str | None,
+            Field(description="Which execution time is compared (default `time`)."),
+        ] = None,
+        cube_m: Annotated[
+            int | None,
+            Field(description="M of the cube problem: selects the cube tile table's row.", ge=1),
+        ] = None,
+        python: Python = None,
         idempotency_key: Key = None,
     ) -> Result:
         """Write the Performance target sheet (R3): baseline, P0 shape, target and its source."""
         argv = options(
             baseline=baseline, shape=shape, target=target, target_source=target_source,
             source_ref=source_ref, config=config, tool=tool, util=util, bubble=bubble, run=run,
-            from_json=from_json, from_spec=from_spec,
+            from_json=from_json, from_spec=from_spec, metric=metric, cube_m=cube_m, python=python,
         )  # fmt: skip
         return self._run(idempotency_key, "target", op, *argv)
 
@@ -208,20 +224,31 @@ class StepTools:
         user_stop: Annotated[
             bool, Field(description="Exit because the user said stop (R4).")
         ] = False,
+        hand_back: Annotated[
+            bool,
+            Field(description="Leave the algorithm stage by handing the result back (R4)."),
+        ] = False,
         idempotency_key: Key = None,
     ) -> Result:
         """Leave the current stage once its points are closed (R4, R7)."""
-        argv = options(reason=reason, user_stop=user_stop)
+        argv = options(reason=reason, user_stop=user_stop, hand_back=hand_back)
         return self._run(idempotency_key, "stage", "exit", op, name, *argv)
 
     def point_open(
         self,
         op: Op,
         name: Annotated[str, Field(description="The optimization point, e.g. vec_tile_shape.")],
+        knob: Annotated[
+            list[str] | None,
+            Field(
+                description="The op manifest's knobs this point tunes (default: the knob NAME); "
+                "a change of another knob is refused (R7)."
+            ),
+        ] = None,
         idempotency_key: Key = None,
     ) -> Result:
         """Open an optimization point of the current stage (R7)."""
-        return self._run(idempotency_key, "point", "open", op, name)
+        return self._run(idempotency_key, "point", "open", op, name, *options(knob=knob))
 
     def point_close(
         self,
@@ -285,11 +312,13 @@ class StepTools:
         dry_run: Annotated[
             bool, Field(description="Only print the verifier command; run and write nothing.")
         ] = False,
+        python: Python = None,
         idempotency_key: Key = None,
     ) -> Result:
         """Run SPEC.md's verifier on the attempt's config and record its verdict (R8, R11
         measured)."""
-        return self._run(idempotency_key, "measure", op, attempt, *options(dry_run=dry_run))
+        argv = options(dry_run=dry_run, python=python)
+        return self._run(idempotency_key, "measure", op, attempt, *argv)
 
     def verify(
         self,
@@ -379,6 +408,66 @@ class StepTools:
         """Change a policy threshold of this op (recorded; later decisions apply it)."""
         return self._run(idempotency_key, "policy", op, key, value, *options(reason=reason))
 
+    def resume_campaign(self, op: Op, reason: Reason, idempotency_key: Key = None) -> Result:
+        """Lift a utilization stop because the user decided to go on (R10); the user's reason is
+        recorded. No other stop can be lifted: ask the user first, never on your own."""
+        return self._run(idempotency_key, "resume-campaign", op, *options(reason=reason))
+
+    def handback(
+        self,
+        op: Op,
+        summary: Annotated[
+            str | None, Field(description="What the orchestrator should know about the result.")
+        ] = None,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Hand a stopped campaign's result back to the orchestrator with its report (R10):
+        the last step; write the `report` first."""
+        return self._run(idempotency_key, "handback", op, *options(summary=summary))
+
+    def manifest(self, op: Op, idempotency_key: Key = None) -> Result:
+        """Validate SPEC.md's manifest (errors name file:line), record it when it changed, and
+        return it: knobs with their stages and defaults, shapes, target, verifier."""
+        return self._run(idempotency_key, "manifest", op)
+
+    def new_op(
+        self,
+        op: Op,
+        adapter_package: Annotated[
+            str | None,
+            Field(description="The package holding the PyPTO adapter (default: the one here)."),
+        ] = None,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Scaffold custom/OP/ (SPEC.md with its manifest, the impl, a golden, a layout check)
+        with a kernel that runs; then replace the kernel's body, `check_op` and `init`."""
+        argv = options(adapter_package=adapter_package)
+        return self._run(idempotency_key, "new-op", op, *argv)
+
+    def resolve(
+        self,
+        op: Op,
+        conflict: Annotated[
+            str,
+            Field(
+                description="The conflict: its text, its number in `conflicts`, or a unique "
+                "part of its text."
+            ),
+        ],
+        resolution: Annotated[
+            str,
+            Field(
+                description="`abandon:ATTEMPT`, `best:ATTEMPT`, `faster`, `close:POINT` or "
+                "`keep`; `conflicts` lists what each conflict accepts."
+            ),
+        ],
+        reason: Reason,
+        idempotency_key: Key = None,
+    ) -> Result:
+        """Resolve a protocol conflict that merged branches left, with a recorded event."""
+        argv = options(conflict=conflict, resolution=resolution, reason=reason)
+        return self._run(idempotency_key, "resolve", op, *argv)
+
     def tools(self) -> dict[str, Any]:
         """Each tool's name and function, in protocol order."""
         return {
@@ -401,6 +490,11 @@ class StepTools:
             "fail": self.fail,
             "abandon": self.abandon,
             "stop": self.stop,
+            "resume_campaign": self.resume_campaign,
+            "handback": self.handback,
             "note": self.note,
             "policy": self.policy,
+            "manifest": self.manifest,
+            "new_op": self.new_op,
+            "resolve": self.resolve,
         }

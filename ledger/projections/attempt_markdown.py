@@ -15,6 +15,7 @@ from typing import Any
 from attrs import define, field
 
 from ledger.domain.state import Attempt, Point, State
+from ledger.domain.tail import added_since
 from ledger.log.codec import canonical_json
 from ledger.projections.formatting import (
     change_pct,
@@ -38,6 +39,8 @@ FAILED_GROUPS = 30  # groups of earlier failures that get a row of their own
 FAILURE_ORDER = ("rollback", "accuracy", "layout", "compile", "timeout", "oom", "runtime")
 OUTCOME_ORDER = ("adopt", "target-reached", "no-gain", *FAILURE_ORDER, "abandoned", "pending")
 _STAGE_INDEX: dict[str, int] = {stage: i for i, stage in enumerate(STAGES)}
+_COUNTS = "outcome-counts"  # the key of `_SettledCounts` in State.derived
+_POINTS = "point-index"  # the key of `_PointIndex` in State.derived
 
 
 def point_cell(name: str | None) -> str:
@@ -101,12 +104,40 @@ def reason_text(step: Step) -> str:
     return detail or "-"
 
 
+@define
+class _SettledCounts:
+    """How many of the settled attempts that start the campaign had each outcome, kept in
+    `State.derived` like `walk.py`'s prefix: an attempt's outcome is final once it is verified,
+    failed or abandoned (a merge that changes it again bumps `State.finished_revision`)."""
+
+    revision: int
+    settled: int = 0
+    counts: dict[str, int] = field(factory=dict)
+
+
+def outcome_counts(state: State) -> dict[str, int]:
+    """How many attempts had each outcome, in time that grows with the attempts added since
+    the last call on this state, not with the campaign."""
+    kept = state.derived.get(_COUNTS)
+    if not isinstance(kept, _SettledCounts) or kept.revision != state.finished_revision:
+        kept = _SettledCounts(state.finished_revision)
+        state.derived[_COUNTS] = kept
+    counts: dict[str, int] | None = None  # the settled counts plus the unsettled rest
+    for attempt in added_since(state.attempts, kept.settled):
+        key = outcome(attempt)
+        if counts is None and key != "pending":
+            kept.counts[key] = kept.counts.get(key, 0) + 1
+            kept.settled += 1
+            continue
+        if counts is None:  # the first pending attempt: from here on nothing is kept
+            counts = dict(kept.counts)
+        counts[key] = counts.get(key, 0) + 1
+    return dict(kept.counts) if counts is None else counts
+
+
 def counts_text(state: State) -> str:
     """The number of attempts, then how many had each outcome (in OUTCOME_ORDER)."""
-    counts: dict[str, int] = {}
-    for attempt in state.attempts.values():
-        key = outcome(attempt)
-        counts[key] = counts.get(key, 0) + 1
+    counts = outcome_counts(state)
     known = [k for k in OUTCOME_ORDER if counts.get(k)]
     other = sorted(k for k in counts if k not in OUTCOME_ORDER)
     detail = ", ".join(f"{k} {counts[k]}" for k in known + other)
@@ -125,18 +156,36 @@ def points_table(state: State, policy: Mapping[str, Any], limit: int | None = No
     """The optimization points with their state and no-gain streaks (R7), as Markdown.
 
     With a `limit`, only the current stage's most recent `limit` points (and any open one)
-    get a row; the others are counted per stage under the table.
+    get a row; the others are counted per stage under the table. That bounded table costs
+    O(limit + points added since the last call on this state) (`_PointIndex`); without a
+    limit every point is listed, so it is walked whole.
     """
     if not state.points:
         return "None opened yet (R7).\n"
-    points = sorted(
-        state.points.values(), key=lambda p: _STAGE_INDEX.get(p.stage, len(_STAGE_INDEX))
-    )
-    shown = points
-    if limit is not None:
-        current = [p for p in points if p.stage == state.stage or p.is_open]
-        shown = current[-limit:] if current else points[-limit:]
+    index = _point_index(state) if limit is not None else None
+    if index is None or limit is None or not index.usual(state):
+        return _scanned_points_table(state, policy, limit)
+    shown = index.recent(state, limit)
     rows = [_point_row(point, policy) for point in shown]
+    return _points_text(rows, index.not_listed(shown))
+
+
+def recent_points(state: State, limit: int) -> list[Point]:
+    """The points `points_table(state, policy, limit)` lists: the current stage's most recent
+    `limit` and any open one (when the current stage has none, the last `limit` in pipeline
+    order)."""
+    if not state.points:
+        return []
+    index = _point_index(state)
+    if index.usual(state):
+        return index.recent(state, limit)
+    points = sorted(state.points.values(), key=lambda p: _stage_order(p.stage))
+    current = [p for p in points if p.stage == state.stage or p.is_open]
+    return current[-limit:] if current else points[-limit:]
+
+
+def _points_text(rows: list[list[str]], rest: Sequence[tuple[str, Mapping[str, int]]]) -> str:
+    """The table of `rows`, then the points not listed: (stage, {key: count}) in order."""
     table = md_table(
         ["stage", "point", "state", "candidates", "mutations", "no-gain streak", "attempts"],
         rows,
@@ -146,19 +195,123 @@ def points_table(state: State, policy: Mapping[str, Any], limit: int | None = No
         "A point is exhausted after N consecutive mutants without gain; failures do not "
         "count (R7).\n\n" + table
     )
-    rest = [p for p in points if p not in shown]
     if rest:
         summary = []
-        for stage in dict.fromkeys(p.stage for p in rest):
-            members = [p for p in rest if p.stage == stage]
-            outcomes: dict[str, int] = {}
-            for point in members:
-                key = "open" if point.is_open else point.outcome or "closed"
-                outcomes[key] = outcomes.get(key, 0) + 1
+        for stage, outcomes in rest:
             detail = ", ".join(f"{k} {outcomes[k]}" for k in sorted(outcomes))
-            summary.append(f"{stage} {plural(len(members), 'point')} ({detail})")
+            summary.append(f"{stage} {plural(sum(outcomes.values()), 'point')} ({detail})")
         text += "\nNot listed: " + "; ".join(summary) + ".\n"
     return text
+
+
+def _point_key(point: Point) -> str:
+    """How the table's summary counts a point it does not list."""
+    return "open" if point.is_open else point.outcome or "closed"
+
+
+def _stage_order(stage: str) -> int:
+    return _STAGE_INDEX.get(stage, len(_STAGE_INDEX))
+
+
+def _scanned_points_table(state: State, policy: Mapping[str, Any], limit: int | None) -> str:
+    """`points_table` computed from every point (the report's table, and the reference the
+    kept index must equal: tests/test_projection_index.py)."""
+    if not state.points:
+        return "None opened yet (R7).\n"
+    points = sorted(state.points.values(), key=lambda p: _stage_order(p.stage))
+    shown = points
+    if limit is not None:
+        current = [p for p in points if p.stage == state.stage or p.is_open]
+        shown = current[-limit:] if current else points[-limit:]
+    rows = [_point_row(point, policy) for point in shown]
+    listed = {id(p) for p in shown}
+    rest = [p for p in points if id(p) not in listed]
+    summary: list[tuple[str, Mapping[str, int]]] = []
+    for stage in dict.fromkeys(p.stage for p in rest):
+        outcomes: dict[str, int] = {}
+        for point in rest:
+            if point.stage == stage:
+                key = _point_key(point)
+                outcomes[key] = outcomes.get(key, 0) + 1
+        summary.append((stage, outcomes))
+    return _points_text(rows, summary)
+
+
+@define
+class _PointIndex:
+    """The points by stage in opening order, and how many points of each stage had each
+    summary key among the closed points that start the campaign; kept in `State.derived` and
+    extended with the points opened since. A closed point changes again only on merged
+    branches, which bump `State.finished_revision` (the index is then rebuilt)."""
+
+    revision: int
+    seen: int = 0
+    by_stage: dict[str, list[Point]] = field(factory=dict)
+    settled: int = 0  # the closed points at the start, in opening order
+    settled_keys: dict[str, dict[str, int]] = field(factory=dict)
+    order: list[Point] = field(factory=list)  # every point, in opening order
+
+    def extend(self, state: State) -> None:
+        for point in added_since(state.points, self.seen):
+            self.by_stage.setdefault(point.stage, []).append(point)
+            self.order.append(point)
+        self.seen = len(state.points)
+        while self.settled < len(self.order) and not self.order[self.settled].is_open:
+            point = self.order[self.settled]
+            keys = self.settled_keys.setdefault(point.stage, {})
+            key = _point_key(point)
+            keys[key] = keys.get(key, 0) + 1
+            self.settled += 1
+
+    def usual(self, state: State) -> bool:
+        """True when at most the current stage's point is open (always, but on merged
+        branches): then the listed points are the current stage's most recent ones."""
+        if state.open_points > 1 or any(s not in _STAGE_INDEX for s in self.by_stage):
+            return False
+        point = state.points.get(state.open_point) if state.open_point else None
+        return point is None or point.stage == state.stage
+
+    def stages(self) -> list[str]:
+        """The stages with points, in pipeline order (unknown ones last, as first opened)."""
+        return sorted(self.by_stage, key=_stage_order)
+
+    def recent(self, state: State, limit: int) -> list[Point]:
+        """The current stage's last `limit` points, or, when it has none, the last `limit`
+        points in pipeline order."""
+        current = self.by_stage.get(state.stage or "", [])
+        if current:
+            return current[-limit:]
+        shown: list[Point] = []
+        for stage in reversed(self.stages()):
+            shown[:0] = self.by_stage[stage][-(limit - len(shown)) :]
+            if len(shown) >= limit:
+                break
+        return shown
+
+    def not_listed(self, shown: Sequence[Point]) -> list[tuple[str, dict[str, int]]]:
+        """Per stage in pipeline order, how many of its points not `shown` have each key."""
+        counts = {stage: dict(keys) for stage, keys in self.settled_keys.items()}
+        for point in self.order[self.settled :]:  # the open point and anything after it
+            keys = counts.setdefault(point.stage, {})
+            keys[_point_key(point)] = keys.get(_point_key(point), 0) + 1
+        for point in shown:
+            keys = counts[point.stage]
+            keys[_point_key(point)] -= 1
+        rest = []
+        for stage in self.stages():
+            outcomes = {k: n for k, n in counts.get(stage, {}).items() if n}
+            if outcomes:
+                rest.append((stage, outcomes))
+        return rest
+
+
+def _point_index(state: State) -> _PointIndex:
+    kept = state.derived.get(_POINTS)
+    if not isinstance(kept, _PointIndex) or kept.revision != state.finished_revision:
+        kept = _PointIndex(state.finished_revision)
+        state.derived[_POINTS] = kept
+    kept.extend(state)
+    return kept
 
 
 def _point_row(point: Point, policy: Mapping[str, Any]) -> list[str]:
@@ -227,6 +380,9 @@ class _Group:
     outcomes: dict[str, int] = field(factory=dict)
     # idea -> its most recent step, ordered by most recent occurrence (the last is the newest)
     ideas: dict[str, Step] = field(factory=dict)
+    # The group's table row as last rendered; dropped when a failure joins the group, so a kept
+    # FailedGroups re-renders only the group that changed.
+    row: list[str] | None = field(default=None, eq=False)
 
 
 @define
@@ -244,6 +400,7 @@ class FailedGroups:
         if group is None:
             group = self.groups[key] = _Group(attempt.seq, attempt.kind)
         group.count += 1
+        group.row = None
         result = outcome(attempt)
         group.outcomes[result] = group.outcomes.get(result, 0) + 1
         idea = _idea(step)
@@ -270,20 +427,9 @@ class FailedGroups:
         rows = []
         for key in shown:
             group = groups[key]
-            outcomes = ", ".join(
-                f"{k} {group.outcomes[k]}"
-                for k in sorted(
-                    group.outcomes,
-                    key=lambda k: (FAILURE_ORDER.index(k) if k in FAILURE_ORDER else 99, k),
-                )
-            )
-            keep = _EXAMPLES.get(group.kind, 2)
-            # Distinct ideas, most recent first, each shown by its most recent step.
-            recent = list(islice(reversed(group.ideas.values()), keep))
-            examples = [_example(step) for step in recent]
-            if len(group.ideas) > keep:
-                examples.append(f"+{len(group.ideas) - keep} more")
-            rows.append([key[0], key[1], str(group.count), outcomes, ", ".join(examples)])
+            if group.row is None:
+                group.row = _group_row(key, group)
+            rows.append(group.row)
         text = (
             "### Earlier failed attempts, grouped\n\n"
             "By stage and what was changed; values most recent first.\n\n"
@@ -298,3 +444,21 @@ class FailedGroups:
                 f"`tune-ledger log {op} --verdict rollback`.\n"
             )
         return text
+
+
+def _group_row(key: tuple[str, str], group: _Group) -> list[str]:
+    """One group's row: stage, what changed, count, outcomes, the values tried."""
+    outcomes = ", ".join(
+        f"{k} {group.outcomes[k]}"
+        for k in sorted(
+            group.outcomes,
+            key=lambda k: (FAILURE_ORDER.index(k) if k in FAILURE_ORDER else 99, k),
+        )
+    )
+    keep = _EXAMPLES.get(group.kind, 2)
+    # Distinct ideas, most recent first, each shown by its most recent step.
+    recent = list(islice(reversed(group.ideas.values()), keep))
+    examples = [_example(step) for step in recent]
+    if len(group.ideas) > keep:
+        examples.append(f"+{len(group.ideas) - keep} more")
+    return [key[0], key[1], str(group.count), outcomes, ", ".join(examples)]

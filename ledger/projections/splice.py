@@ -123,34 +123,128 @@ def _front_matter_lines(lines: Sequence[str]) -> int:
 
 
 def _marker_lines(lines: Sequence[str]) -> list[tuple[int, str, str]]:
-    """(line index, "begin"|"end", name) of every real marker, in file order."""
+    """(line index, "begin"|"end", name) of every real marker, in file order.
+
+    Parsed piece by piece: a real marker is a top-level HTML block of one line, after which
+    Markdown's block parser starts afresh (nothing is left open), so the text after it parses
+    as it would alone. The file is cut after each line spelt as a marker that the parse of
+    the piece before it confirms; a piece is parsed once per text (`_piece_markers`), so
+    re-rendering MEMORY.md parses only the sections whose bodies changed. The whole file's
+    parse (`_whole_marker_lines`) gives the same answer (tests/test_splice_pieces.py)."""
     skip = _front_matter_lines(lines)
-    source = "".join(lines[skip:]).removeprefix(_BOM)
     found: list[tuple[int, str, str]] = []
+    start = skip
+    cuts = [i for i in range(skip, len(lines)) if _MARKER.fullmatch(_marker_text(lines[i]))]
+    for cut in [*cuts, len(lines) - 1]:
+        if cut < start:
+            continue
+        piece = "".join(lines[start : cut + 1])
+        markers, near = _piece_markers(piece, start == skip)
+        last = cut - start
+        if cut != len(lines) - 1 and not any(offset == last for offset, _, _ in markers):
+            continue  # spelt as a marker but inside a block: the piece goes on to the next
+        if near is not None:
+            _near_marker(start + near[0], near[1])
+        found += [(start + offset, kind, name) for offset, kind, name in markers]
+        start = cut + 1
+    return found
+
+
+def _marker_text(line: str) -> str:
+    return _bare(line).removeprefix(_BOM).strip()
+
+
+# The markers of pieces parsed lately, by the piece's text (a pure function's cache).
+_PIECES: dict[tuple[str, bool], tuple[list[tuple[int, str, str]], tuple[int, str] | None]] = {}
+_PIECES_MAX = 64
+
+
+def _piece_markers(
+    piece: str, first: bool
+) -> tuple[list[tuple[int, str, str]], tuple[int, str] | None]:
+    """The real markers of a piece parsed alone (line offsets within it), and the first line
+    that looks like a marker but is not spelt as one, if any. `first`: the piece starts the
+    file's Markdown (after any front matter), where a byte-order mark is dropped."""
+    key = (piece, first)
+    known = _PIECES.get(key)
+    if known is None:
+        lines = split_lines(piece)
+        source = piece.removeprefix(_BOM) if first else piece
+        markers: list[tuple[int, str, str]] = []
+        near: tuple[int, str] | None = None
+        for index in _one_line_blocks(source):
+            text = _marker_text(lines[index])
+            match = _MARKER.fullmatch(text)
+            if match:
+                markers.append((index, match.group(1), match.group(2)))
+            elif _NEAR_MARKER.match(text) and near is None:
+                near = (index, text)
+        known = (markers, near)
+        if len(_PIECES) >= _PIECES_MAX:
+            del _PIECES[next(iter(_PIECES))]
+        _PIECES[key] = known
+    return known
+
+
+def _one_line_blocks(source: str) -> list[int]:
+    """The line indexes of the top-level HTML blocks of one line in `source`."""
+    found = []
     for token in _parser().parse(source):
         if token.type != "html_block" or token.level != 0 or token.map is None:
             continue
         first, last = token.map
-        if last - first != 1:
-            continue  # a larger HTML block: any marker text in it is its content
+        if last - first == 1:  # a larger HTML block: any marker text in it is its content
+            found.append(first)
+    return found
+
+
+def _whole_marker_lines(lines: Sequence[str]) -> list[tuple[int, str, str]]:
+    """`_marker_lines` by one parse of the whole file: the reference the pieces must equal."""
+    skip = _front_matter_lines(lines)
+    source = "".join(lines[skip:]).removeprefix(_BOM)
+    found: list[tuple[int, str, str]] = []
+    for first in _one_line_blocks(source):
         index = skip + first
-        text = _bare(lines[index]).removeprefix(_BOM).strip()
+        text = _marker_text(lines[index])
         match = _MARKER.fullmatch(text)
         if match:
             found.append((index, match.group(1), match.group(2)))
         elif _NEAR_MARKER.match(text):
-            raise BadInput(
-                f"MEMORY.md line {index + 1}: {text!r} looks like a tune-ledger marker but is "
-                "not spelt as one",
-                hint="write it exactly as `<!-- tune-ledger:begin NAME -->` or "
-                f"`<!-- tune-ledger:end NAME -->` (NAME in lower case), or delete it; {_FIX}",
-                details={"line": index + 1},
-            )
+            _near_marker(index, text)
     return found
+
+
+def _near_marker(index: int, text: str) -> None:
+    raise BadInput(
+        f"MEMORY.md line {index + 1}: {text!r} looks like a tune-ledger marker but is "
+        "not spelt as one",
+        hint="write it exactly as `<!-- tune-ledger:begin NAME -->` or "
+        f"`<!-- tune-ledger:end NAME -->` (NAME in lower case), or delete it; {_FIX}",
+        details={"line": index + 1},
+    )
+
+
+# The sections of texts parsed lately, by the whole text. MEMORY.md is rewritten by the ledger
+# itself: the text a command finds is, but for a hand edit, the text the previous command
+# wrote and parsed (`_check_read_back`), so a warm process (the MCP server) parses each
+# version of the file once instead of twice. A pure function's cache: equal text, equal
+# answer; malformed texts raise and are never kept.
+_KNOWN: dict[str, tuple[Section, ...]] = {}
+_KNOWN_MAX = 8
 
 
 def find_sections(text: str) -> list[Section]:
     """The managed sections of `text` in file order; BadInput (with line numbers) if malformed."""
+    known = _KNOWN.get(text)
+    if known is None:
+        known = tuple(_parsed_sections(text))
+        if len(_KNOWN) >= _KNOWN_MAX:
+            del _KNOWN[next(iter(_KNOWN))]  # the oldest entry
+        _KNOWN[text] = known
+    return list(known)
+
+
+def _parsed_sections(text: str) -> list[Section]:
     lines = split_lines(text)
     sections: list[Section] = []
     seen: dict[str, int] = {}

@@ -10,10 +10,12 @@ from ledger.errors import BadInput
 from ledger.log.codec import canonical_json
 from ledger.log.record import Event
 from ledger.projections import campaign_end
-from ledger.projections.attempt_markdown import REPORTED_LEGEND, reported_mark
+from ledger.projections.attempt_markdown import REPORTED_LEGEND, recent_points, reported_mark
 from ledger.projections.formatting import fmt_time_us
 
 _MIN_PREFIX = 4
+# How many points `status` lists: the current stage's most recent ones (and the open one).
+STATUS_POINTS = 20
 
 
 def resolve_attempt(state: State, text: str) -> str:
@@ -101,7 +103,8 @@ def _best(state: State) -> dict[str, Any] | None:
 
 
 def status(state: State) -> dict[str, Any]:
-    """The `status --json` object (DESIGN §5 keys and a few more)."""
+    """The `status --json` object (DESIGN §5 keys and a few more), in time that does not grow
+    with the ledger on a warm state (the points listed are bounded, the alternates indexed)."""
     from stages import allowed, alternates
     from stages.policy import policy_overrides
 
@@ -125,6 +128,8 @@ def status(state: State) -> dict[str, Any]:
         "best": _best(state),
         "alternates": [attempt_row(state.attempts[a]) for a in alternates(state)],
         "open_point": state.open_point,
+        # Bounded as MEMORY.md's table is: an agent reads this after every step, and a
+        # campaign opens points without end (`log` and the report list them all).
         "points": [
             {
                 "name": p.name,
@@ -135,8 +140,9 @@ def status(state: State) -> dict[str, Any]:
                 "candidates": p.candidates,
                 "mutations": p.mutations,
             }
-            for p in state.points.values()
+            for p in recent_points(state, STATUS_POINTS)
         ],
+        "points_total": len(state.points),
         "attempts": len(state.attempts),
         "stopped": state.stopped,
         "conflicts": list(state.conflicts),

@@ -13,12 +13,12 @@ is a pure function of the state; keeping part of it is a cache of that function.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import islice
-from typing import Any
+from typing import Any, overload
 
 from attrs import define, field, frozen
 
 from ledger.domain.state import Attempt, State
+from ledger.domain.tail import added_since
 from ledger.projections.attempt_markdown import FailedGroups
 from ledger.projections.timeline import Step, baseline_config, is_failed
 
@@ -109,7 +109,7 @@ def walk(state: State, shown_failures: int) -> Walk:
         kept = (key, prefix)
         state.derived[_KEY] = kept
     prefix = kept[1]
-    rest = islice(state.attempts.values(), len(prefix.steps), None)
+    rest = added_since(state.attempts, len(prefix.steps))
     tail: _Prefix | None = None
     for attempt in rest:
         if tail is None and attempt.status != "pending":
@@ -124,13 +124,37 @@ def walk(state: State, shown_failures: int) -> Walk:
         return Walk(prefix.steps, prefix.adopted, prefix.failed, prefix.no_gain,
                     prefix.groups, prefix.grouped)  # fmt: skip
     return Walk(
-        prefix.steps + tail.steps,
-        prefix.adopted + tail.adopted,
-        prefix.failed + tail.failed,
+        _Joined(prefix.steps, tail.steps),
+        _Joined(prefix.adopted, tail.adopted),
+        _Joined(prefix.failed, tail.failed),
         prefix.no_gain + tail.no_gain,
         prefix.groups,
         prefix.grouped,
     )
+
+
+class _Joined(Sequence[Step]):
+    """Two lists read as one, without copying them: the kept prefix is the whole campaign
+    but for its last few attempts, and the sections read only its ends."""
+
+    def __init__(self, first: Sequence[Step], second: Sequence[Step]) -> None:
+        self._first, self._second = first, second
+
+    def __len__(self) -> int:
+        return len(self._first) + len(self._second)
+
+    @overload
+    def __getitem__(self, index: int) -> Step: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Step]: ...
+    def __getitem__(self, index: int | slice) -> Step | list[Step]:
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(len(self))[index]]
+        return self._item(range(len(self))[index])
+
+    def _item(self, index: int) -> Step:
+        first = len(self._first)
+        return self._first[index] if index < first else self._second[index - first]
 
 
 def _group_settled(prefix: _Prefix, shown_failures: int) -> None:

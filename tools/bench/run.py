@@ -36,6 +36,7 @@ from tools.bench.campaign import SYNTHETIC
 from tools.bench.execute import bench_execute
 from tools.bench.incremental import bench_incremental
 from tools.bench.ledgers import DEFAULT_CACHE, ledger_file
+from tools.bench.mcp_roundtrip import bench_mcp
 from tools.bench.memory import bench_memory
 from tools.bench.optuna_compare import bench_optuna
 from tools.bench.replay import bench_replay
@@ -77,6 +78,7 @@ class Plan:
     append: int  # appends timed (execute: half as many)
     startup: int  # processes per side of the startup figure
     process_repeats: int  # processes per side of the incremental and Optuna figures
+    mcp_repeats: int = 20  # calls per figure through the MCP server (its CLI side: above)
 
 
 SIZES = {
@@ -95,6 +97,7 @@ SIZES = {
         append=20,
         startup=5,
         process_repeats=2,
+        mcp_repeats=10,
     ),
 }
 SMALL_EVENTS = 1_000
@@ -143,6 +146,8 @@ def build_report(
         log("optuna")
         figures["optuna"] = bench_optuna(campaign, cache, plan.process_repeats)
         figures["optuna"]["campaign"] = campaign_meta
+    log("MCP round trip")
+    figures["mcp"] = bench_mcp(plan.mcp_repeats, plan.process_repeats, seed, cache, log)
     figures["autopilot_share"] = autopilot_share(autopilot_log)
     report["goals_met"] = goals_met(figures)
     report["elapsed_s"] = round(time.perf_counter() - started, 1)
