@@ -132,8 +132,10 @@ def _check_one(ledger: OpLedger, op: str) -> list[str]:
     order = merge.order_findings(ledger.file_store, op)
     if order:
         return order
-    conflicts = resolve.conflict_findings(ledger.load().state, op)
-    return [*conflicts, *audit_mod.check_memory_file(ledger)]
+    # `check` trusts the ledger's bytes only: never the disposable state snapshot.
+    loaded = ledger.load(snapshot=False)
+    conflicts = resolve.conflict_findings(loaded.state, op)
+    return [*conflicts, *audit_mod.check_memory_file(ledger, loaded)]
 
 
 @click.command()
