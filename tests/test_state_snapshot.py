@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from ledger.git import merge
 from ledger.log.store import FileStore
-from ledger.projections import view_cache
+from ledger.projections import splice, view_cache
 from ledger.shell import provenance, state_snapshot
 from ledger.shell.api import OpLedger
 from stages import commands as cmd
@@ -62,6 +62,7 @@ def _inside(folder: Path) -> Iterator[None]:
 
 
 def _run(root: Path, args: tuple[str, ...], *, cached: bool) -> Result:
+    splice._known_markers.clear()  # as a new process: only the record on disk is known
     with _inside(root):
         return run_main(["--root", ".", "--json", *args], env=None if cached else NO_CACHE)
 
@@ -286,7 +287,7 @@ def test_a_new_process_after_an_append_folds_only_the_tail(
 
 def test_a_long_tail_writes_a_new_snapshot(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     frontend(cli)
-    OpLedger(cli.root, OP).load()
+    monkeypatch.setattr(state_snapshot, "TAIL_LIMIT", 1 << 20)
     first = (_cache(cli.root) / state_snapshot.SNAPSHOT_NAME).read_bytes()
     OpLedger(cli.root, OP).execute(cmd.AddNote(text="short tail"))
     assert (_cache(cli.root) / state_snapshot.SNAPSHOT_NAME).read_bytes() == first
@@ -318,8 +319,11 @@ def test_a_snapshot_of_other_code_or_another_op_is_ignored(
     assert state_snapshot.restore(store, OP, lambda *_: None) is None
 
 
-def test_a_seal_of_another_snapshot_or_position_is_ignored(cli: Cli) -> None:
+def test_a_seal_of_another_snapshot_or_position_is_ignored(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     frontend(cli)
+    monkeypatch.setattr(state_snapshot, "TAIL_LIMIT", 1 << 20)
     OpLedger(cli.root, OP).execute(cmd.AddNote(text="a"))
     seal = _cache(cli.root) / state_snapshot.SEAL_NAME
     store = FileStore(cli.ledger())
@@ -389,3 +393,52 @@ def test_the_rollback_check_sees_a_truncated_ledger(cli: Cli) -> None:
     cli.ledger().write_bytes(b"".join(lines[:-1]))
     refused = cli("note", OP, "--text", "c")
     assert refused.code == 7 and "rolled back" in refused.json["error"]
+
+
+# --- MEMORY.md's marker record -----------------------------------------------------------------
+
+
+def _record(root: Path) -> Path:
+    return _cache(root) / "markers-MEMORY.md.json"
+
+
+def test_the_marker_record_spares_a_parse_and_only_for_its_own_text(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frontend(cli)
+    assert _record(cli.root).is_file()
+    parses: list[int] = []
+    parse = splice._parsed_marker_lines
+
+    def counted(lines: list[str]) -> object:
+        parses.append(1)
+        return parse(lines)
+
+    monkeypatch.setattr(splice, "_parsed_marker_lines", counted)
+    splice._known_markers.clear()
+    cli.ok("note", OP, "--text", "a")
+    assert len(parses) == 1  # the result, read back; the file as it was came from the record
+    memory = cli.ledger().with_name("MEMORY.md")
+    memory.write_text(memory.read_text("utf-8") + "\nhand-written line\n", "utf-8")
+    splice._known_markers.clear()
+    cli.ok("note", OP, "--text", "b")
+    assert len(parses) == 3  # another text: parsed again
+    assert "hand-written line" in memory.read_text("utf-8")
+
+
+def test_check_never_reads_the_marker_record(cli: Cli) -> None:
+    """A forged record (the right digest, false markers) would fool a render, never check."""
+    frontend(cli)
+    memory = cli.ledger().with_name("MEMORY.md")
+    lines = memory.read_text("utf-8").splitlines(keepends=True)
+    # A hand edit inside a managed section, which check must report.
+    begin = next(i for i, line in enumerate(lines) if "tune-ledger:begin" in line)
+    lines.insert(begin + 1, "edited by hand\n")
+    memory.write_text("".join(lines), "utf-8")
+    truth = cli("check", OP)
+    assert truth.code == 7
+    record = _record(cli.root)
+    digest = splice._digest(memory.read_text("utf-8"))
+    record.write_text(f'{{"sha256":"{digest}","markers":[]}}', "utf-8")
+    splice._known_markers.clear()
+    assert cli("check", OP) == truth

@@ -141,10 +141,19 @@ class OpLedger:
         tip = self.store.stream(partial(evolve, state))
         self._loaded = Loaded(tip=tip, state=state)
         self._snapshot, self._from_snapshot = None, False
-        if use_snapshot:
-            assert isinstance(self.store, FileStore)
-            self._snapshot = state_snapshot.remember(self.store, self.op, state, tip, None)
         return self._loaded
+
+    def keep_snapshot(self) -> None:
+        """Leave a state snapshot for the next process when this one replayed the whole ledger
+        (a read command calls it once done; a writing command leaves one after its append, and
+        a refused one writes nothing)."""
+        loaded = self._loaded
+        if loaded is None or self._snapshot is not None or not state_snapshot.enabled(self.store):
+            return
+        assert isinstance(self.store, FileStore)
+        self._snapshot = state_snapshot.remember(
+            self.store, self.op, loaded.state, loaded.tip, None
+        )
 
     def earlier(self, key: str, request: str) -> StepResult | None:
         """The original result of a command retried with idempotency key `key`, or None.
@@ -268,6 +277,8 @@ class OpLedger:
             # Re-rendering MEMORY.md from a rolled-back ledger would erase the only trace.
             rollback.refuse_unaccepted(self.store, self.memory_path, state, self.op)
         existing = splice.read_text(self.memory_path)
+        if existing is not None:  # the markers this code recorded when it wrote the file
+            splice.recall_markers(self.memory_path, existing)
         position = memory_file.Position(events=state.event_count, last=state.last_event or "")
         text = memory_file.render_memory(existing, state, effective_policy(state), position)
         return splice.write_if_changed(self.memory_path, text)
