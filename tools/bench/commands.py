@@ -88,8 +88,9 @@ def _where(cli: Sequence[str]) -> tuple[str, str | None]:
     return str(data["stage"]), data.get("pending")
 
 
-def run_process(argv: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, int]:
-    """Wall time (s) and peak RSS (KiB) of one process, start to exit; it must succeed."""
+def run_process(argv: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, int, float]:
+    """Wall time (s), peak RSS (KiB) and CPU time (user + system, s) of one process, start to
+    exit; it must succeed."""
     started = time.perf_counter()
     child = subprocess.Popen(
         argv,
@@ -105,7 +106,7 @@ def run_process(argv: Sequence[str], env: dict[str, str] | None = None) -> tuple
     child.stderr.close()
     if child.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {child.returncode}: {errors.decode()[-500:]}")
-    return elapsed, usage.ru_maxrss
+    return elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def _copy_root(source: Path, scratch: Path, name: str) -> Path:
@@ -116,15 +117,23 @@ def _copy_root(source: Path, scratch: Path, name: str) -> Path:
     return root
 
 
-def _measure_size(
-    root: Path, repeats: int, log: Callable[[str], None]
-) -> tuple[dict[str, list[float]], dict[str, list[int]], list[float], str]:
-    """Times and peak RSS of every counted command on one ledger, alternating with click;
-    and the command that started attempts there."""
+# Samples of one ledger size: per command name (and "click"), wall s, CPU s and peak RSS KiB.
+Samples = dict[str, dict[str, list[float]]]
+
+
+def _measure_size(root: Path, repeats: int, log: Callable[[str], None]) -> tuple[Samples, str]:
+    """Wall time, CPU time and peak RSS of every counted command on one ledger, each followed
+    by a click process; and the command that started attempts there."""
     cli = [*cli_command(), "--root", str(root), "--json"]
-    times: dict[str, list[float]] = {}
-    rss: dict[str, list[int]] = {}
-    click_s: list[float] = []
+    samples: Samples = {}
+
+    def keep(name: str, argv: Sequence[str]) -> None:
+        wall, peak, cpu = run_process(argv)
+        taken = samples.setdefault(name, {"wall": [], "cpu": [], "rss": []})
+        taken["wall"].append(wall)
+        taken["cpu"].append(cpu)
+        taken["rss"].append(float(peak))
+
     stage, pending = _where(cli)
     if pending:
         run_process([*cli, *_write_args("abandon", "setup", stage)])
@@ -136,13 +145,13 @@ def _measure_size(
             for step, name in enumerate(WRITES)
         ]
         for name, args in commands:
-            elapsed, peak = run_process([*cli, *args])
             if round_no:
-                times.setdefault(name, []).append(elapsed)
-                rss.setdefault(name, []).append(peak)
-                click_s.append(run_process(CLICK)[0])
+                keep(name, [*cli, *args])
+                keep("click", CLICK)
+            else:
+                run_process([*cli, *args])
         log(f"  round {round_no} of {repeats} done")
-    return times, rss, click_s, _write_args("start", "-", stage)[0]
+    return samples, _write_args("start", "-", stage)[0]
 
 
 def bench_commands(
@@ -156,62 +165,80 @@ def bench_commands(
             root = _copy_root(source, scratch, label)
             log(f"commands on {label} ledger ({source.name})")
             sides[label] = _measure_size(root, repeats, log)
-    small_times, small_rss, small_click, small_start = sides["small"]
-    big_times, big_rss, big_click, big_start = sides["big"]
-    click_s = small_click + big_click
-    click = min(click_s)
+    (at_small, small_start), (at_big, big_start) = sides["small"], sides["big"]
+    click = {kind: at_small["click"][kind] + at_big["click"][kind] for kind in ("wall", "cpu")}
     figures: dict[str, Any] = {}
     for name in [*READS, *dict.fromkeys(WRITES)]:
-        is_read = name in READS
-        goal = READ_GOAL if is_read else WRITE_GOAL
-        value = min(small_times[name])
-        big_value = min(big_times[name])
-        figures[name] = {
-            "vs_click": figure(
-                what=f"tune-ledger --json {name} on the small ledger, whole process (best of N)",
-                value=value,
-                reference=click,
-                unit="s",
-                ratio=value / click,
-                ratio_is=f"{name}_time / import_click_time",
-                goal=f"≤ {goal}",
-                met=value / click <= goal,
-                reference_is='python -c "import click" (same interpreter, alternated)',
-                noise={"value": summary(small_times[name]), "reference": summary(click_s)},
-            ),
-            "growth": figure(
-                what=f"tune-ledger --json {name} on the big ledger vs the small one (best of N)",
-                value=big_value,
-                reference=value,
-                unit="s",
-                ratio=big_value / value,
-                ratio_is=f"{name}_time(big) / {name}_time(small)",
-                goal=f"≤ {GROWTH_GOAL}",
-                met=big_value / value <= GROWTH_GOAL,
-                reference_is="the same command on the small ledger",
-                noise={"value": summary(big_times[name]), "reference": summary(small_times[name])},
-            ),
-        }
-        if not is_read:
-            peak_big, peak_small = max(big_rss[name]), max(small_rss[name])
-            figures[name]["peak_rss"] = figure(
-                what=f"peak RSS of {name} on the big ledger vs the small one (largest of N)",
-                value=peak_big / 1024,
-                reference=peak_small / 1024,
-                unit="MiB",
-                ratio=peak_big / peak_small,
-                ratio_is="peak_rss(big) / peak_rss(small)",
-                goal=f"≤ {RSS_GOAL}",
-                met=peak_big / peak_small <= RSS_GOAL,
-                reference_is="the same command on the small ledger",
-                noise={
-                    "value": summary([r / 1024 for r in big_rss[name]]),
-                    "reference": summary([r / 1024 for r in small_rss[name]]),
-                },
-            )
+        goal = READ_GOAL if name in READS else WRITE_GOAL
+        figures[name] = _figures(name, goal, at_small[name], at_big[name], click)
     figures["start"]["commands"] = {"small": small_start, "big": big_start}
-    figures["click_s"] = {"min": rounded(click), "median": rounded(summary(click_s)["median"])}
+    figures["click"] = {kind: summary(click[kind]) for kind in ("wall", "cpu")}
     return figures
+
+
+def _figures(
+    name: str,
+    goal: float,
+    small: dict[str, list[float]],
+    big: dict[str, list[float]],
+    click: dict[str, list[float]],
+) -> dict[str, Any]:
+    """One command's figures: against click, its growth, and (writes) its peak RSS. Values
+    are the best (least disturbed) wall time of N; CPU times are shown beside them, since a
+    shared machine's load lands on wall time first."""
+    value, reference, big_value = min(small["wall"]), min(click["wall"]), min(big["wall"])
+    cpu = {
+        "small": summary(small["cpu"]),
+        "big": summary(big["cpu"]),
+        "click": summary(click["cpu"]),
+        "ratio_vs_click": rounded(min(small["cpu"]) / min(click["cpu"])),
+        "ratio_growth": rounded(min(big["cpu"]) / min(small["cpu"])),
+    }
+    found = {
+        "vs_click": figure(
+            what=f"tune-ledger --json {name} on the small ledger, whole process (best of N)",
+            value=value,
+            reference=reference,
+            unit="s",
+            ratio=value / reference,
+            ratio_is=f"{name}_time / import_click_time",
+            goal=f"≤ {goal}",
+            met=value / reference <= goal,
+            reference_is='python -c "import click" (same interpreter, alternated)',
+            noise={"value": summary(small["wall"]), "reference": summary(click["wall"])},
+            cpu_s=cpu,
+        ),
+        "growth": figure(
+            what=f"tune-ledger --json {name} on the big ledger vs the small one (best of N)",
+            value=big_value,
+            reference=value,
+            unit="s",
+            ratio=big_value / value,
+            ratio_is=f"{name}_time(big) / {name}_time(small)",
+            goal=f"≤ {GROWTH_GOAL}",
+            met=big_value / value <= GROWTH_GOAL,
+            reference_is="the same command on the small ledger",
+            noise={"value": summary(big["wall"]), "reference": summary(small["wall"])},
+        ),
+    }
+    if name not in READS:
+        peak_big, peak_small = max(big["rss"]), max(small["rss"])
+        found["peak_rss"] = figure(
+            what=f"peak RSS of {name} on the big ledger vs the small one (largest of N)",
+            value=peak_big / 1024,
+            reference=peak_small / 1024,
+            unit="MiB",
+            ratio=peak_big / peak_small,
+            ratio_is="peak_rss(big) / peak_rss(small)",
+            goal=f"≤ {RSS_GOAL}",
+            met=peak_big / peak_small <= RSS_GOAL,
+            reference_is="the same command on the small ledger",
+            noise={
+                "value": summary([r / 1024 for r in big["rss"]]),
+                "reference": summary([r / 1024 for r in small["rss"]]),
+            },
+        )
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> None:
