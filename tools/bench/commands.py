@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -88,25 +86,56 @@ def _where(cli: Sequence[str]) -> tuple[str, str | None]:
     return str(data["stage"]), data.get("pending")
 
 
-def run_process(argv: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, int, float]:
-    """Wall time (s), peak RSS (KiB) and CPU time (user + system, s) of one process, start to
-    exit; it must succeed."""
+# The processes are started by a small helper process, not by this one: a child's peak RSS
+# (`ru_maxrss`) also counts the memory of the process it was forked from, up to its exec, and
+# the bench harness holds 100k-event ledgers by then (every child then read ~295 MiB). The
+# helper is a bare interpreter (~10 MiB, below any command's own peak); it times each child
+# from its start to its exit, as `run_process` did in this process.
+_SPAWNER = """
+import json, os, subprocess, sys, time
+for line in sys.stdin:
+    argv, env = json.loads(line)
     started = time.perf_counter()
-    child = subprocess.Popen(
-        argv,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=PROCESS_ENV if env is None else env,
-    )
-    assert child.stderr is not None
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     errors = child.stderr.read()
     _pid, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
     child.stderr.close()
-    if child.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} exited {child.returncode}: {errors.decode()[-500:]}")
-    return elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+    child.returncode = code = os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
+    out = [elapsed, usage.ru_maxrss, cpu, code, errors.decode(errors="replace")[-500:]]
+    print(json.dumps(out), flush=True)
+"""
+
+
+class Spawner:
+    """A bare interpreter that runs the measured processes and reports on each."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _SPAWNER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=PROCESS_ENV,
+        )
+
+    def run(self, argv: Sequence[str]) -> tuple[float, int, float]:
+        """Wall time (s), peak RSS (KiB) and CPU time (user + system, s) of one process,
+        start to exit; it must succeed."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps([list(argv), PROCESS_ENV]) + "\n")
+        self.process.stdin.flush()
+        elapsed, peak, cpu, code, errors = json.loads(self.process.stdout.readline())
+        if code != 0:
+            raise RuntimeError(f"{' '.join(argv)} exited {code}: {errors}")
+        return float(elapsed), int(peak), float(cpu)
+
+    def close(self) -> None:
+        """End the helper (its input closed, it exits)."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
 
 
 def _copy_root(source: Path, scratch: Path, name: str) -> Path:
@@ -121,11 +150,14 @@ def _copy_root(source: Path, scratch: Path, name: str) -> Path:
 Samples = dict[str, dict[str, list[float]]]
 
 
-def _measure_size(root: Path, repeats: int, log: Callable[[str], None]) -> tuple[Samples, str]:
+def _measure_size(
+    root: Path, repeats: int, log: Callable[[str], None], spawner: Spawner
+) -> tuple[Samples, str]:
     """Wall time, CPU time and peak RSS of every counted command on one ledger, each followed
     by a click process; and the command that started attempts there."""
     cli = [*cli_command(), "--root", str(root), "--json"]
     samples: Samples = {}
+    run_process = spawner.run
 
     def keep(name: str, argv: Sequence[str]) -> None:
         wall, peak, cpu = run_process(argv)
@@ -158,13 +190,17 @@ def bench_commands(
     small: Path, big: Path, repeats: int, log: Callable[[str], None]
 ) -> dict[str, Any]:
     """Every counted command at 100 and 100k events beside `python -c "import click"`."""
-    with tempfile.TemporaryDirectory(prefix="tune-ledger-commands-") as tmp:
-        scratch = Path(tmp)
-        sides = {}
-        for label, source in (("small", small), ("big", big)):
-            root = _copy_root(source, scratch, label)
-            log(f"commands on {label} ledger ({source.name})")
-            sides[label] = _measure_size(root, repeats, log)
+    spawner = Spawner()
+    try:
+        with tempfile.TemporaryDirectory(prefix="tune-ledger-commands-") as tmp:
+            scratch = Path(tmp)
+            sides = {}
+            for label, source in (("small", small), ("big", big)):
+                root = _copy_root(source, scratch, label)
+                log(f"commands on {label} ledger ({source.name})")
+                sides[label] = _measure_size(root, repeats, log, spawner)
+    finally:
+        spawner.close()
     (at_small, small_start), (at_big, big_start) = sides["small"], sides["big"]
     click = {kind: at_small["click"][kind] + at_big["click"][kind] for kind in ("wall", "cpu")}
     figures: dict[str, Any] = {}
