@@ -6,6 +6,8 @@ read it."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import pickle
 import shutil
@@ -13,6 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from cli_harness import OP, Cli, Result, frontend, run_main
@@ -262,6 +265,34 @@ def _branch(data: bytes, scratch: Path) -> bytes:
 # --- the snapshot is used, and only when it matches ------------------------------------------
 
 
+def _unpickled(path: Path) -> dict[str, object]:
+    """A snapshot file's content (its signature checked by the module, not here)."""
+    found = pickle.loads(path.read_bytes()[len(state_snapshot.MAGIC) + state_snapshot.TAG_BYTES :])
+    assert isinstance(found, dict)
+    return found
+
+
+def _signed(content: object) -> bytes:
+    """A snapshot file of `content`, signed with this user's key as the module signs."""
+    data = pickle.dumps(content)
+    key = state_snapshot._key_bytes()
+    assert key is not None
+    return state_snapshot.MAGIC + hmac.new(key, data, hashlib.sha256).digest() + data
+
+
+class _Planted:
+    """What a planted pickle would run when unpickled."""
+
+    ran: ClassVar[list[str]] = []
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return _mark_unpickled, ("unpickled",)
+
+
+def _mark_unpickled(text: str) -> None:
+    _Planted.ran.append(text)
+
+
 def _no_full_replay(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_args: object) -> object:
         raise AssertionError("the whole ledger was replayed: the snapshot was not used")
@@ -307,6 +338,24 @@ def test_a_corrupt_snapshot_is_ignored(cli: Cli, garbage: bytes) -> None:
     assert OpLedger(cli.root, OP).load().state == OpLedger(cli.root, OP).load(snapshot=False).state
 
 
+def test_a_snapshot_not_signed_with_this_users_key_is_never_unpickled(cli: Cli) -> None:
+    """Unpickling runs code: a file that came with a clone (or from anyone else) is refused
+    before it is unpickled, whatever it holds."""
+    frontend(cli)
+    path = _cache(cli.root) / state_snapshot.SNAPSHOT_NAME
+    genuine = _unpickled(path)
+    planted = pickle.dumps({**genuine, "planted": _Planted()})
+    other_key = hmac.new(b"x" * 32, planted, hashlib.sha256).digest()
+    for forged in (planted, state_snapshot.MAGIC + other_key + planted):
+        path.write_bytes(forged)
+        assert state_snapshot.restore(FileStore(cli.ledger()), OP, lambda *_: None) is None
+        assert cli.ok("log", OP, "--notes")["notes"] == []  # replayed (and a new snapshot)
+    assert _Planted.ran == []
+    path.write_bytes(_signed({**genuine, "planted": _Planted()}))  # the premise: it would run
+    state_snapshot.restore(FileStore(cli.ledger()), OP, lambda *_: None)
+    assert _Planted.ran == ["unpickled"]
+
+
 def test_a_snapshot_of_other_code_or_another_op_is_ignored(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -346,7 +395,7 @@ def test_a_prefix_tampered_in_place_is_never_trusted(
     monkeypatch.setattr(state_snapshot, "TAIL_LIMIT", 0)
     cli.ok("note", OP, "--text", "x")  # a snapshot of the whole file, > 4 KiB
     assert (
-        pickle.loads((_cache(cli.root) / state_snapshot.SNAPSHOT_NAME).read_bytes())["base"]
+        _unpickled(_cache(cli.root) / state_snapshot.SNAPSHOT_NAME)["base"]
         == cli.ledger().stat().st_size
         > 4096
     )
@@ -374,9 +423,9 @@ def test_audit_and_check_never_read_it(cli: Cli) -> None:
     frontend(cli)
     OpLedger(cli.root, OP).load()
     path = _cache(cli.root) / state_snapshot.SNAPSHOT_NAME
-    found = pickle.loads(path.read_bytes())
+    found = _unpickled(path)
     found["state"].notes.append("a lie")
-    path.write_bytes(pickle.dumps(found))
+    path.write_bytes(_signed(found))
     assert cli.ok("log", OP, "--notes")["notes"] == ["a lie"]  # the premise: it is read
     with_it = [cli("audit", OP), cli("check", OP)]
     shutil.rmtree(_cache(cli.root))

@@ -26,7 +26,11 @@ whose key and file helpers it reuses):
   bytes that do not resume cleanly (a torn tail, damage, a quarantine file) mean a full
   replay, which reports them as before;
 - a snapshot or seal that does not load, or has another shape, is ignored; writing is best
-  effort (a read-only checkout costs the speed-up, not the command).
+  effort (a read-only checkout costs the speed-up, not the command);
+- a snapshot is a pickle, and unpickling runs code: it is unpickled only when it carries the
+  HMAC of this user's own key (`~/.cache/tune-ledger/snapshot.key`, or under $XDG_CACHE_HOME,
+  made on first use, mode 0600, outside every repository), so a file that came with a
+  clone, or was written by anyone else, is never loaded. Without a usable key, no snapshots.
 
 Residual risk, stated (the view cache's): a rewrite in place of the prefix that keeps the
 size, the inode and the last 64 KiB, within the same timestamp tick as the write before it,
@@ -39,6 +43,8 @@ written while the tail stays below `TAIL_LIMIT`, and a new snapshot past it.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import pickle
 from collections.abc import Callable
@@ -61,6 +67,10 @@ SEAL_NAME = "state-seal.json"
 # How many bytes after the prefix a command folds before a new snapshot is written: ~300
 # events, ~10 ms of verifying and folding, against ~0.6 s to write a 100k-event snapshot.
 TAIL_LIMIT = 256 * 1024
+# A snapshot file: this magic line, the HMAC-SHA256 of the pickle under the user's key, the
+# pickle.
+MAGIC = b"tune-ledger state snapshot 1\n"
+TAG_BYTES = 32
 
 
 class Restored:
@@ -75,7 +85,7 @@ class Restored:
 
 def enabled(store: object) -> bool:
     """True when snapshots may be used for `store` (a ledger file, caches not disabled)."""
-    return isinstance(store, FileStore) and not view_cache.disabled()
+    return isinstance(store, FileStore) and not view_cache.disabled() and _key_bytes() is not None
 
 
 def restore(store: FileStore, op: str, evolve: Callable[[State, Any], object]) -> Restored | None:
@@ -137,7 +147,11 @@ def remember(
         return None
     finally:
         walker.sink = sink
-    if not _write(folder, SNAPSHOT_NAME, data):
+    secret = _key_bytes()
+    if secret is None:
+        return None
+    tag = hmac.new(secret, data, hashlib.sha256).digest()
+    if not _write(folder, SNAPSHOT_NAME, MAGIC + tag + data):
         return None
     return Restored(state, tip, nonce, tip.size)
 
@@ -147,13 +161,27 @@ def _key(op: str) -> dict[str, Any]:
 
 
 def _read_snapshot(path: Path, op: str) -> dict[str, Any] | None:
-    """The snapshot when it loads, has the expected shape and this code's key."""
+    """The snapshot when it is signed with this user's key, loads, has the expected shape and
+    this code's key."""
+    secret = _key_bytes()
+    if secret is None:
+        return None
     try:
-        # Read from the file as it is unpickled: holding its bytes whole as well cost ~17 MB
-        # more at 100k events, and no time. The collector would rescan the growing object
-        # graph many times while it loads.
-        with open(path, "rb") as file, paused_gc():
-            found = pickle.load(file)
+        with open(path, "rb") as file:
+            head = file.read(len(MAGIC) + TAG_BYTES)
+            if len(head) != len(MAGIC) + TAG_BYTES or not head.startswith(MAGIC):
+                return None
+            signature = hmac.new(secret, digestmod=hashlib.sha256)
+            for chunk in iter(lambda: file.read(1 << 20), b""):
+                signature.update(chunk)
+            if not hmac.compare_digest(signature.digest(), head[len(MAGIC) :]):
+                return None  # not written by this user's tune-ledger: never unpickled
+            file.seek(len(head))
+            # Read from the file as it is unpickled: holding its bytes whole as well cost
+            # ~17 MB more at 100k events. The collector would rescan the growing object
+            # graph many times while it loads.
+            with paused_gc():
+                found = pickle.load(file)
     except Exception:  # noqa: BLE001 - a snapshot that does not load is ignored, whatever it is
         return None
     if not isinstance(found, dict) or found.get("key") != _key(op):
@@ -195,3 +223,43 @@ def _write(folder: Path, name: str, data: bytes) -> bool:
     except OSError:
         return False
     return True
+
+
+_secret: list[bytes | None] = []
+
+
+def _key_bytes() -> bytes | None:
+    """This user's snapshot key, made on first use; None when there is no place for it."""
+    if not _secret:
+        _secret.append(_read_or_make_key())
+    return _secret[0]
+
+
+def _read_or_make_key() -> bytes | None:
+    try:
+        home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    except RuntimeError:  # no home folder known
+        return None
+    path = Path(home) / "tune-ledger" / "snapshot.key"
+    for _ in range(2):
+        try:
+            key = path.read_bytes()
+            return key if len(key) == 32 else None
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            continue  # another process made it meanwhile: read that one
+        except OSError:
+            return None
+        key = os.urandom(32)
+        try:
+            os.write(fd, key)
+        finally:
+            os.close(fd)
+        return key
+    return None
