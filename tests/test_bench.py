@@ -16,6 +16,7 @@ from tools.bench import floors, generate, ledgers, run
 from tools.bench.append import bench_append
 from tools.bench.autopilot_share import autopilot_share
 from tools.bench.campaign import SYNTHETIC_HOST
+from tools.bench.commands import READS, WRITES, bench_commands
 from tools.bench.execute import bench_execute
 from tools.bench.incremental import bench_incremental
 from tools.bench.ledgers import count_lines, ledger_file
@@ -130,6 +131,19 @@ def test_process_figures_have_their_keys(tiny: Path) -> None:
     assert "click" in startup["import_costs"]["self_ms_by_package"]
     incremental = bench_incremental(tiny, tiny, repeats=1)
     assert set(incremental) >= FIGURE_KEYS
+
+
+@pytest.mark.slow
+def test_every_command_figure_has_its_keys(tiny: Path) -> None:
+    """Every counted command, as a process, against click; writes with their peak RSS."""
+    found = bench_commands(tiny, tiny, 1, lambda _message: None)
+    for name in [*READS, *WRITES]:
+        assert set(found[name]["vs_click"]) >= FIGURE_KEYS
+        assert set(found[name]["growth"]) >= FIGURE_KEYS
+        assert found[name]["vs_click"]["cpu_s"]["small"]["min"] > 0
+        assert ("peak_rss" in found[name]) == (name not in READS)
+    assert found["note"]["peak_rss"]["value"] > 5  # MiB: a Python process at least
+    assert found["start"]["commands"]["small"] in ("candidate", "try")
 
 
 def test_memory_figures_report_size_time_and_change(tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ from ledger.domain.replay import attempt_id
 from ledger.errors import BadInput
 from ledger.projections import views
 from ledger.schema.events import FAILURES, Origin
-from ledger.shell import harness, runner
 from ledger.shell.api import OpLedger, StepResult
 from stages import commands as cmd
 from stages.stop import stopped_refusal
@@ -217,6 +216,10 @@ def verify(
         bubble_pct = inputs.parse_percent(bubble, "--bubble")
 
     def build(ledger: OpLedger) -> Any:
+        # The verifier's harness and the document readers (subprocess, signals) are imported
+        # only by the verifications that use them, not by a verify given by hand.
+        from ledger.shell import harness, runner
+
         attempt_id = _resolve(ledger, attempt)
         if run_cmd:
             return harness.run_verifier(attempt_id, run_cmd, ctx.root, timeout_s)

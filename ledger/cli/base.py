@@ -195,6 +195,8 @@ def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
     found = ledger.rolled_back()
     if found is not None:
         warnings.append(rollback.warning(found, op))
+    if not warnings:  # as the view cache: a state read with a warning is not kept
+        ledger.keep_snapshot()  # the next command starts from it, unless the file moves
     return loaded.state, warnings
 
 

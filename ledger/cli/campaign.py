@@ -21,7 +21,6 @@ from ledger.cli.base import (
 from ledger.domain import inputs
 from ledger.errors import BadInput
 from ledger.schema.events import SKILLS, STAGES, Origin
-from ledger.shell import runner
 from ledger.shell.api import OpLedger, StepResult
 from stages import commands as cmd
 
@@ -92,6 +91,8 @@ def evidence_compare(
         path = impl_path(ledger, impl)
         digest = inputs.file_digest(path)
         if from_json or run_cmd:
+            from ledger.shell import runner  # subprocess: only for evidence read or run
+
             document = (
                 runner.file_document(from_json)
                 if from_json
@@ -139,6 +140,8 @@ def evidence_layout(
         path = impl_path(ledger, impl)
         digest = inputs.file_digest(path)
         if run_cmd is not None:
+            from ledger.shell import runner  # subprocess: only for a check the ledger runs
+
             run = runner.run_command(run_cmd, ctx.root)
             code, origin = run.exit_code, runner.origin_of_run(run)
         else:

@@ -6,18 +6,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ledger.cli.base import Ctx, event_data, load_state, pass_ctx, run_step
 from ledger.errors import BadInput, LedgerDamaged
-from ledger.git import merge, resolve
-from ledger.projections import report as report_mod
 from ledger.projections import views
 from ledger.schema.events import FAILURES, STAGES
-from ledger.shell import audit as audit_mod
-from ledger.shell.api import OpLedger, StepResult, list_ops
+
+# `log` runs between most steps: what only check, audit and report need (git's merge, the
+# stage machines, the audit, the report) is imported when they run.
+if TYPE_CHECKING:
+    from ledger.shell.api import OpLedger, StepResult
 
 
 @click.command()
@@ -108,6 +109,8 @@ def check(ctx: Ctx, op: str | None, all_ops: bool) -> None:
     ledger is not in canonical order or has unresolved merge conflicts (for CI)."""
     if (op is None) == (not all_ops):
         raise BadInput("give OP or --all", hint="tune-ledger check OP, or tune-ledger check --all")
+    from ledger.shell.api import list_ops
+
     names = list_ops(ctx.root) if all_ops else [op or ""]
     findings = [finding for name in names for finding in _check_one(ctx.op(name), name)]
     if findings:
@@ -128,12 +131,17 @@ def check(ctx: Ctx, op: str | None, all_ops: bool) -> None:
 
 
 def _check_one(ledger: OpLedger, op: str) -> list[str]:
+    from ledger.git import merge, resolve
+    from ledger.shell import audit as audit_mod
+
     # An order finding comes alone: the ledger must be normalized before it can be replayed.
     order = merge.order_findings(ledger.file_store, op)
     if order:
         return order
-    conflicts = resolve.conflict_findings(ledger.load().state, op)
-    return [*conflicts, *audit_mod.check_memory_file(ledger)]
+    # `check` trusts the ledger's bytes only: never the disposable state snapshot.
+    loaded = ledger.load(snapshot=False)
+    conflicts = resolve.conflict_findings(loaded.state, op)
+    return [*conflicts, *audit_mod.check_memory_file(ledger, loaded)]
 
 
 @click.command()
@@ -148,6 +156,8 @@ def audit(ctx: Ctx, op: str | None, all_ops: bool) -> None:
     """
     if (op is None) == (not all_ops):
         raise BadInput("give OP or --all", hint="tune-ledger audit OP, or tune-ledger audit --all")
+    from ledger.shell.api import list_ops
+
     names = list_ops(ctx.root) if all_ops else [op or ""]
     show_progress = not ctx.as_json and sys.stderr.isatty() and len(names) > 1
     with click.progressbar(
@@ -181,6 +191,8 @@ def _audit_one(ctx: Ctx, name: str) -> dict[str, Any]:
         ledger = ctx.op(name)
     except BadInput as e:  # a folder under custom/ that is not a usable op
         return {"op": name, "events": 0, "findings": [e.message], "provenance": {}}
+    from ledger.shell import audit as audit_mod
+
     return audit_mod.audit_op(ledger)
 
 
@@ -189,6 +201,8 @@ def _audit_one(ctx: Ctx, name: str) -> dict[str, Any]:
 @pass_ctx
 def report(ctx: Ctx, op: str) -> None:
     """Write custom/OP/OP_tuning_report.md and its chart, and record the report (R4)."""
+
+    from ledger.projections import report as report_mod
 
     def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
         data = event_data(outcome, "report.generated")

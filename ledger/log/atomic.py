@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -19,7 +18,10 @@ def replace_file(path: Path, data: bytes) -> None:
     except FileNotFoundError:
         mode = 0o644
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # As tempfile.mkstemp makes it (a new name, O_EXCL, mode 0600), without importing tempfile
+    # (and shutil and random with it) into every command that writes MEMORY.md.
+    temporary = os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}.tmp")
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)

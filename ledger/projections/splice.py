@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -123,14 +126,27 @@ def _front_matter_lines(lines: Sequence[str]) -> int:
 
 
 def _marker_lines(lines: Sequence[str]) -> list[tuple[int, str, str]]:
-    """(line index, "begin"|"end", name) of every real marker, in file order.
+    """(line index, "begin"|"end", name) of every real marker, in file order: from the record
+    of a text this code wrote (`recall_markers`) when the text is that one, else parsed."""
+    key = _digest("".join(lines))
+    found = _known_markers.get(key)
+    if found is None:
+        found = _parsed_marker_lines(lines)
+        _known_markers[key] = found
+        while len(_known_markers) > _KNOWN_TEXTS:  # a server renders one op after another
+            del _known_markers[next(iter(_known_markers))]
+    return list(found)
 
-    Parsed piece by piece: a real marker is a top-level HTML block of one line, after which
-    Markdown's block parser starts afresh (nothing is left open), so the text after it parses
-    as it would alone. The file is cut after each line spelt as a marker that the parse of
-    the piece before it confirms; a piece is parsed once per text (`_piece_markers`), so
-    re-rendering MEMORY.md parses only the sections whose bodies changed. The whole file's
-    parse (`_whole_marker_lines`) gives the same answer (tests/test_splice_pieces.py)."""
+
+def _parsed_marker_lines(lines: Sequence[str]) -> list[tuple[int, str, str]]:
+    """`_marker_lines` parsed piece by piece.
+
+    A real marker is a top-level HTML block of one line, after which Markdown's block parser
+    starts afresh (nothing is left open), so the text after it parses as it would alone. The
+    file is cut after each line spelt as a marker that the parse of the piece before it
+    confirms; a piece is parsed once per text (`_piece_markers`), so re-rendering MEMORY.md
+    parses only the sections whose bodies changed. The whole file's parse
+    (`_whole_marker_lines`) gives the same answer (tests/test_splice_pieces.py)."""
     skip = _front_matter_lines(lines)
     found: list[tuple[int, str, str]] = []
     start = skip
@@ -222,6 +238,73 @@ def _near_marker(index: int, text: str) -> None:
         f"`<!-- tune-ledger:end NAME -->` (NAME in lower case), or delete it; {_FIX}",
         details={"line": index + 1},
     )
+
+
+# --- the markers of a text this code wrote ---------------------------------------------------
+# Markers are a pure function of the text, and parsing it is most of a splice's time (two
+# parses: the file as it is, and the result, read back). The file as it is is nearly always
+# the result this code wrote last time, so `write_if_changed` keeps that text's markers in a
+# record beside it (in the op's disposable, git-ignored cache folder) keyed by the sha256 of
+# the text, and the render path takes it in (`recall_markers`) for a text of that very digest
+# only. `check` and `audit` never read it. TUNE_LEDGER_NO_CACHE=1 bypasses it.
+_known_markers: dict[str, list[tuple[int, str, str]]] = {}
+_KNOWN_TEXTS = 8
+_CACHE_DIR = ".tune-ledger-cache"
+_NO_CACHE_ENV = "TUNE_LEDGER_NO_CACHE"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _record_path(path: Path) -> Path | None:
+    if os.environ.get(_NO_CACHE_ENV, "") not in ("", "0"):
+        return None
+    return path.parent / _CACHE_DIR / f"markers-{path.name}.json"
+
+
+def recall_markers(path: Path | str, text: str) -> None:
+    """Take in the marker record kept beside `path` when it is the record of `text`."""
+    record = _record_path(Path(path))
+    if record is None:
+        return
+    try:
+        kept = json.loads(record.read_bytes())
+    except (OSError, ValueError):
+        return
+    key = _digest(text)
+    if not isinstance(kept, dict) or kept.get("sha256") != key:
+        return
+    markers = kept.get("markers")
+    if isinstance(markers, list) and all(
+        isinstance(m, list)
+        and len(m) == 3
+        and type(m[0]) is int
+        and m[1] in ("begin", "end")
+        and isinstance(m[2], str)
+        for m in markers
+    ):
+        _known_markers[key] = [(m[0], m[1], m[2]) for m in markers]
+
+
+def _remember_markers(path: Path, text: str) -> None:
+    """Keep the markers of `text`, just written as `path`, when this process knows them."""
+    record = _record_path(path)
+    key = _digest(text)
+    if record is None or key not in _known_markers:
+        return
+    data = json.dumps({"sha256": key, "markers": _known_markers[key]}, separators=(",", ":"))
+    with contextlib.suppress(OSError):  # best effort: a read-only checkout costs the speed-up
+        record.parent.mkdir(exist_ok=True)
+        ignore = record.parent / ".gitignore"
+        if not ignore.exists():  # as the view cache writes it: the folder ignores itself
+            ignore.write_text("# disposable tune-ledger view cache (never committed)\n*\n")
+        temp = record.with_name(f".{record.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+        try:
+            temp.write_text(data, "utf-8")
+            os.replace(temp, record)
+        finally:
+            temp.unlink(missing_ok=True)
 
 
 # The sections of texts parsed lately, by the whole text. MEMORY.md is rewritten by the ledger
@@ -435,6 +518,7 @@ def write_if_changed(path: Path | str, text: str) -> bool:
         if target.read_bytes() == data:
             return False
     replace_file(target, data)
+    _remember_markers(target, text)
     return True
 
 

@@ -80,14 +80,15 @@ def attempt_rows(
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """The attempts in the order they were started, filtered."""
-    rows = [
-        attempt_row(a)
+    chosen = [
+        a
         for a in sorted(state.attempts.values(), key=lambda a: a.seq)
         if (stage is None or a.stage == stage)
         and (verdict is None or a.verdict == verdict)
         and (failure is None or a.failure == failure)
     ]
-    return rows[-limit:] if limit else rows
+    # Rows are built for the attempts shown only: `log --limit 5` on 32k attempts built 32k.
+    return [attempt_row(a) for a in (chosen[-limit:] if limit else chosen)]
 
 
 def _best(state: State) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ from ledger.log.record import Draft, Event, converter
 from ledger.log.store import AppendResult, FileStore, MemoryStore, Store, Tip
 from ledger.projections import memory_file, splice, view_cache
 from ledger.schema.events import Payload
-from ledger.shell import provenance, rollback
+from ledger.shell import provenance, rollback, state_snapshot
 
 if TYPE_CHECKING:
     from stages import Decision, Refusal
@@ -73,6 +73,10 @@ class OpLedger:
         # The state replayed from the store and the tip it was read at: this OpLedger owns
         # that accumulator and folds its own commands into it (see `execute`).
         self._loaded: Loaded | None = None
+        # The disposable snapshot (ledger/shell/state_snapshot.py) that `_loaded` extends, and
+        # whether `_loaded` was restored from one (then `load(snapshot=False)` replays anew).
+        self._snapshot: state_snapshot.Restored | None = None
+        self._from_snapshot = False
         self.memory_path = self.dir / "MEMORY.md"
         self.report_path = self.dir / f"{self.op}_tuning_report.md"
 
@@ -99,7 +103,7 @@ class OpLedger:
                 hint=f"run `tune-ledger init {self.op}` first (or check --root)",
             )
 
-    def load(self) -> Loaded:
+    def load(self, *, snapshot: bool = True) -> Loaded:
         """Read and verify the log, and replay it event by event as it is verified.
 
         While nothing has written to the ledger since, a later call returns the same Loaded
@@ -107,9 +111,15 @@ class OpLedger:
         an attempt id and then decides, and each used to replay the whole ledger. `execute`
         folds its new events into that state and keeps it with the tip after its append.
         When another writer appended since, only its bytes are verified and folded (a server
-        keeps its OpLedgers between calls); a rewritten or damaged ledger is read again whole."""
+        keeps its OpLedgers between calls); a rewritten or damaged ledger is read again whole.
+
+        A new OpLedger starts from the disposable state snapshot beside a ledger file when it
+        matches the file (ledger/shell/state_snapshot.py), verifying and folding only the
+        bytes after it; `snapshot=False` (audit, check) never reads it."""
         self.require()
         kept = self._loaded
+        if kept is not None and not snapshot and self._from_snapshot:
+            kept = self._loaded = None  # a caller that trusts only the ledger's bytes
         if kept is not None:
             if self.store.unchanged_since(kept.tip):
                 return kept
@@ -119,10 +129,31 @@ class OpLedger:
                 return self._loaded
             # The kept state may hold part of what could not be resumed: it is dropped.
             self._loaded = None
+        use_snapshot = snapshot and state_snapshot.enabled(self.store)
+        if use_snapshot:
+            assert isinstance(self.store, FileStore)
+            restored = state_snapshot.restore(self.store, self.op, evolve)
+            if restored is not None:
+                self._snapshot, self._from_snapshot = restored, True
+                self._loaded = Loaded(tip=restored.tip, state=restored.state)
+                return self._loaded
         state = State()
         tip = self.store.stream(partial(evolve, state))
         self._loaded = Loaded(tip=tip, state=state)
+        self._snapshot, self._from_snapshot = None, False
         return self._loaded
+
+    def keep_snapshot(self) -> None:
+        """Leave a state snapshot for the next process when this one replayed the whole ledger
+        (a read command calls it once done; a writing command leaves one after its append, and
+        a refused one writes nothing)."""
+        loaded = self._loaded
+        if loaded is None or self._snapshot is not None or not state_snapshot.enabled(self.store):
+            return
+        assert isinstance(self.store, FileStore)
+        self._snapshot = state_snapshot.remember(
+            self.store, self.op, loaded.state, loaded.tip, None
+        )
 
     def earlier(self, key: str, request: str) -> StepResult | None:
         """The original result of a command retried with idempotency key `key`, or None.
@@ -207,6 +238,10 @@ class OpLedger:
         warnings = self._render_after_append(new_state)
         if isinstance(self.store, FileStore):  # the view cache is keyed by the ledger file
             view_cache.remember(self.store.path, self.op, new_state, written.head[-1])
+            if state_snapshot.enabled(self.store):
+                self._snapshot = state_snapshot.remember(
+                    self.store, self.op, new_state, written.tip, self._snapshot
+                )
         return new_state, warnings
 
     def _render_after_append(self, state: State) -> tuple[str, ...]:
@@ -242,6 +277,8 @@ class OpLedger:
             # Re-rendering MEMORY.md from a rolled-back ledger would erase the only trace.
             rollback.refuse_unaccepted(self.store, self.memory_path, state, self.op)
         existing = splice.read_text(self.memory_path)
+        if existing is not None:  # the markers this code recorded when it wrote the file
+            splice.recall_markers(self.memory_path, existing)
         position = memory_file.Position(events=state.event_count, last=state.last_event or "")
         text = memory_file.render_memory(existing, state, effective_policy(state), position)
         return splice.write_if_changed(self.memory_path, text)

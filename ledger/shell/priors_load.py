@@ -128,6 +128,7 @@ def gather(
     """Read every source of priors for `op` and propose its candidates (R7)."""
     ledger = OpLedger(root, op)
     state = ledger.load().state
+    ledger.keep_snapshot()  # the next command starts from this state, unless the file moves
     focus = resolve_focus(state, point=point, stage=stage, keys=keys)
     current, notes = read_profile(ledger.dir, op)
     others, other_notes = load_others(root, op, ledgers)

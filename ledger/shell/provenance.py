@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import socket
 import sys
 
 from ledger import __version__
@@ -23,7 +22,17 @@ def capture(command: str | None = None) -> Provenance:
         at=utc_now(),
         tool="tune-ledger",
         version=__version__,
-        host=socket.gethostname(),
+        host=_host(),
         pid=os.getpid(),
         command=command if command is not None else " ".join(sys.argv),
     )
+
+
+def _host() -> str:
+    """This machine's name, as socket.gethostname() gives it (on POSIX the kernel's node
+    name), without importing socket into every writing command."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()

@@ -33,6 +33,7 @@ from tools.bench import ledgers
 from tools.bench.append import bench_append
 from tools.bench.autopilot_share import autopilot_share
 from tools.bench.campaign import SYNTHETIC
+from tools.bench.commands import bench_commands
 from tools.bench.execute import bench_execute
 from tools.bench.incremental import bench_incremental
 from tools.bench.ledgers import DEFAULT_CACHE, ledger_file
@@ -78,6 +79,7 @@ class Plan:
     append: int  # appends timed (execute: half as many)
     startup: int  # processes per side of the startup figure
     process_repeats: int  # processes per side of the incremental and Optuna figures
+    command_rounds: int  # rounds of every command, at each size of COMMAND_SIZES
     mcp_repeats: int = 20  # calls per figure through the MCP server (its CLI side: above)
 
 
@@ -89,6 +91,7 @@ SIZES = {
         append=40,
         startup=10,
         process_repeats=3,
+        command_rounds=3,
     ),
     "quick": Plan(
         replay=(10_000, 100_000),
@@ -97,10 +100,12 @@ SIZES = {
         append=20,
         startup=5,
         process_repeats=2,
+        command_rounds=2,
         mcp_repeats=10,
     ),
 }
 SMALL_EVENTS = 1_000
+COMMAND_SIZES = (100, 100_000)  # every command, as a process: issue 19's two sizes
 APPEND_EVENTS = 10_000
 MEMORY_MARKS = (100, 1_000, 10_000)
 OPTUNA_ATTEMPTS = 10_000
@@ -121,7 +126,7 @@ def build_report(
     }
     figures = report["figures"]
     roots: dict[int, Path] = {}
-    for events in sorted({SMALL_EVENTS, *plan.replay, plan.incremental}):
+    for events in sorted({SMALL_EVENTS, *COMMAND_SIZES, *plan.replay, plan.incremental}):
         roots[events], _meta = ledgers.cached_ledger(events, seed, cache, log)
     campaign, campaign_meta = ledgers.cached_ledger(0, seed, cache, log, attempts=OPTUNA_ATTEMPTS)
     with tempfile.TemporaryDirectory(prefix="tune-ledger-bench-") as tmp:
@@ -140,6 +145,10 @@ def build_report(
         log("incremental status")
         figures["incremental"] = bench_incremental(
             roots[SMALL_EVENTS], roots[plan.incremental], plan.process_repeats
+        )
+        log("every command, as a process")
+        figures["commands"] = bench_commands(
+            roots[COMMAND_SIZES[0]], roots[COMMAND_SIZES[1]], plan.command_rounds, log
         )
         log("MEMORY.md")
         figures["memory"] = bench_memory(ledger_file(campaign), MEMORY_MARKS, 5)

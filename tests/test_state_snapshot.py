@@ -1,0 +1,493 @@
+"""The disposable state snapshot (ledger/shell/state_snapshot.py): a command that starts from
+it prints and writes byte for byte what a full replay does, whatever happened to the ledger
+(appends by other writers, a torn tail, a tampered prefix, a merge, a normalize, a rollback)
+or to the snapshot itself (stale, corrupt, of another op or code); `audit` and `check` never
+read it."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import pickle
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from cli_harness import OP, Cli, Result, frontend, run_main
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger.git import merge
+from ledger.log.store import FileStore
+from ledger.projections import splice, view_cache
+from ledger.shell import provenance, state_snapshot
+from ledger.shell.api import OpLedger
+from stages import commands as cmd
+
+NO_CACHE = {view_cache.NO_CACHE_ENV: "1"}
+CLOCK = "2026-01-01T00:00:00.000000Z"
+
+
+def _cache(root: Path) -> Path:
+    return root / "custom" / OP / view_cache.CACHE_DIR
+
+
+def _ledger(root: Path) -> Path:
+    return root / "custom" / OP / "events.jsonl"
+
+
+@pytest.fixture(autouse=True)
+def _frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Provenance without wall time, so two roots given the same commands hold the same bytes."""
+    monkeypatch.setattr(provenance, "utc_now", lambda: CLOCK)
+    monkeypatch.delenv(view_cache.NO_CACHE_ENV, raising=False)
+    # Small ledgers: a new snapshot every few commands, seals between them, and prefixes
+    # longer than the 4 KiB an append compares (so only the snapshot's own checks see a
+    # change further back).
+    monkeypatch.setattr(state_snapshot, "TAIL_LIMIT", 2048)
+
+
+@contextmanager
+def _inside(folder: Path) -> Iterator[None]:
+    """Run with `--root .` from `folder`: the command lines (and so the bytes) of two roots
+    are then the same."""
+    before = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def _run(root: Path, args: tuple[str, ...], *, cached: bool) -> Result:
+    splice._known_markers.clear()  # as a new process: only the record on disk is known
+    with _inside(root):
+        return run_main(["--root", ".", "--json", *args], env=None if cached else NO_CACHE)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """The ledger and MEMORY.md (what a command may write that is not a cache)."""
+    folder = root / "custom" / OP
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and not p.name.endswith(".lock")
+    }
+
+
+class Twins:
+    """Two roots given the same commands: one with the snapshot (and the view cache), one
+    without any cache. Every command's exit code, stdout and stderr, and every file, must be
+    the same on both."""
+
+    def __init__(self, base: Path) -> None:
+        self.cached, self.plain = base / "cached", base / "plain"
+        for root in (self.cached, self.plain):
+            root.mkdir()
+            frontend(Cli(root))
+        # The setup ran with absolute --root paths: start both from the same bytes.
+        shutil.copyfile(_ledger(self.cached), _ledger(self.plain))
+        shutil.copyfile(
+            _ledger(self.cached).with_name("MEMORY.md"), _ledger(self.plain).with_name("MEMORY.md")
+        )
+
+    def run(self, *args: str) -> Result:
+        with_snapshot = _run(self.cached, args, cached=True)
+        without = _run(self.plain, args, cached=False)
+        assert with_snapshot == without, args
+        assert _files(self.cached) == _files(self.plain), args
+        return with_snapshot
+
+    def each(self) -> tuple[Path, Path]:
+        return self.cached, self.plain
+
+
+# --- the property --------------------------------------------------------------------------
+
+
+def _config(n: int) -> str:
+    return f'{{"vec_tile_shape":[1,8,1,{16 + n}]}}'
+
+
+_STEPS = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                ("note", OP, "--text", "n"),
+                ("skill", "load", OP, "perf-analyzer"),
+                ("point", "close", OP, "F-1", "--reason", "r"),
+                ("point", "open", OP, "F-2"),
+                (
+                    "verify",
+                    OP,
+                    "pending",
+                    "--output",
+                    "y=true",
+                    "--layout-exit",
+                    "0",
+                    "--time",
+                    "60us",
+                ),
+                (
+                    "verify",
+                    OP,
+                    "pending",
+                    "--output",
+                    "y=true",
+                    "--layout-exit",
+                    "0",
+                    "--time",
+                    "40us",
+                    "--time",
+                    "41us",
+                ),
+                ("fail", OP, "pending", "--category", "runtime", "--detail", "d"),
+                ("abandon", OP, "pending", "--reason", "r"),
+                ("stop", OP, "--reason", "enough"),
+                ("status", OP),
+                ("resume", OP),
+                ("log", OP),
+                ("log", OP, "--limit", "1"),
+                ("log", OP, "--notes"),
+                ("check", OP),
+                ("normalize", OP),
+                ("!tear",),
+                ("!tamper",),
+                ("!merge",),
+                ("!union",),
+                ("!rollback",),
+                ("!foreign",),
+            ]
+        ),
+        st.integers(0, 30).map(lambda n: ("candidate", OP, "--config", _config(n), "--prior", "p")),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=_STEPS)
+def test_any_sequence_of_commands_is_the_same_with_the_snapshot(
+    steps: list[tuple[str, ...]],
+) -> None:
+    """Whatever was appended, refused, torn, tampered with, merged, normalized or rolled back,
+    every command prints and writes with the snapshot exactly what it does without it."""
+    hits = []
+    restore = state_snapshot.restore
+
+    def counted(*args: object) -> object:
+        found = restore(*args)  # type: ignore[arg-type]
+        hits.append(found is not None)
+        return found
+
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patched:
+        patched.setattr(state_snapshot, "restore", counted)
+        twins = Twins(Path(tmp))
+        for step in steps:
+            if step[0].startswith("!"):
+                _disrupt(twins, step[0][1:], Path(tmp))
+            else:
+                twins.run(*step)
+            twins.run("log", OP, "--limit", "2")  # a read after every step
+        twins.run("status", OP)
+        twins.run("log", OP)
+        audit = twins.run("audit", OP)
+    if audit.code == 0:  # a clean ledger: the last log at least started from the snapshot
+        assert any(hits)
+
+
+def _disrupt(twins: Twins, what: str, scratch: Path) -> None:
+    """Change both ledgers alike, as a person, git or another tool would."""
+    data = _ledger(twins.cached).read_bytes()
+    assert data == _ledger(twins.plain).read_bytes()
+    if what == "tear":
+        for root in twins.each():
+            with _ledger(root).open("ab") as file:
+                file.write(b'{"id":')
+    elif what == "tamper":
+        # One byte of the first event, in place: the size, the inode and the end stay.
+        at = data.index(b'"type":"') + len(b'"type":"')
+        changed = data[:at] + (b"X" if data[at : at + 1] != b"X" else b"Y") + data[at + 1 :]
+        for root in twins.each():
+            _ledger(root).write_bytes(changed)
+        twins.run("status", OP)
+        twins.run("note", OP, "--text", "after tampering")
+        for root in twins.each():
+            _ledger(root).write_bytes(data)  # put back, in place again
+    elif what in ("merge", "union"):
+        theirs = _branch(data, scratch)
+        twins.run("note", OP, "--text", "ours")
+        ours = _ledger(twins.cached).read_bytes()
+        if what == "merge":  # the merge driver's result
+            merged = merge.merge(data, ours, theirs).data
+        else:  # git's merge=union: common part, our new lines, then theirs (normalize fixes it)
+            merged = ours + theirs[len(data) :]
+        for root in twins.each():
+            incoming = _ledger(root).with_name("incoming")
+            incoming.write_bytes(merged)
+            os.replace(incoming, _ledger(root))  # a checkout replaces the file
+    elif what == "rollback":
+        # An older copy restored in place behind MEMORY.md's back (cp keeps the inode).
+        lines = data.splitlines(keepends=True)
+        for root in twins.each():
+            _ledger(root).write_bytes(b"".join(lines[: max(1, len(lines) - 3)]))
+    elif what == "foreign":
+        # Another op's snapshot copied in: its key names another op, so it is ignored.
+        other = scratch / "other"
+        if not other.exists():
+            other.mkdir()
+            frontend(Cli(other), "sm2")
+            OpLedger(other, "sm2").load()
+        foreign = other / "custom" / "sm2" / view_cache.CACHE_DIR / state_snapshot.SNAPSHOT_NAME
+        _cache(twins.cached).mkdir(exist_ok=True)
+        shutil.copyfile(foreign, _cache(twins.cached) / state_snapshot.SNAPSHOT_NAME)
+
+
+def _branch(data: bytes, scratch: Path) -> bytes:
+    """The ledger `data` with a note another clone appended."""
+    branch = scratch / "branch"
+    shutil.rmtree(branch, ignore_errors=True)
+    (branch / "custom" / OP).mkdir(parents=True)
+    _ledger(branch).write_bytes(data)
+    try:
+        OpLedger(branch, OP).execute(cmd.AddNote(text="theirs"))
+    except Exception:  # noqa: BLE001 - a ledger that refuses appends (damage, rollback) as is
+        return data
+    return _ledger(branch).read_bytes()
+
+
+# --- the snapshot is used, and only when it matches ------------------------------------------
+
+
+def _unpickled(path: Path) -> dict[str, object]:
+    """A snapshot file's content (its signature checked by the module, not here)."""
+    found = pickle.loads(path.read_bytes()[len(state_snapshot.MAGIC) + state_snapshot.TAG_BYTES :])
+    assert isinstance(found, dict)
+    return found
+
+
+def _signed(content: object) -> bytes:
+    """A snapshot file of `content`, signed with this user's key as the module signs."""
+    data = pickle.dumps(content)
+    key = state_snapshot._key_bytes()
+    assert key is not None
+    return state_snapshot.MAGIC + hmac.new(key, data, hashlib.sha256).digest() + data
+
+
+class _Planted:
+    """What a planted pickle would run when unpickled."""
+
+    ran: ClassVar[list[str]] = []
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return _mark_unpickled, ("unpickled",)
+
+
+def _mark_unpickled(text: str) -> None:
+    _Planted.ran.append(text)
+
+
+def _no_full_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_args: object) -> object:
+        raise AssertionError("the whole ledger was replayed: the snapshot was not used")
+
+    monkeypatch.setattr(FileStore, "stream", refuse)
+
+
+def test_a_new_process_after_an_append_folds_only_the_tail(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frontend(cli)
+    OpLedger(cli.root, OP).execute(cmd.AddNote(text="a"))  # leaves a snapshot and a seal
+    OpLedger(cli.root, OP).execute(cmd.AddNote(text="b"))  # starts from it, seals again
+    truth = OpLedger(cli.root, OP).load(snapshot=False).state
+    with monkeypatch.context() as patched:
+        _no_full_replay(patched)
+        restored = OpLedger(cli.root, OP).load().state
+        assert restored == truth
+        assert cli.ok("log", OP, "--notes")["notes"] == ["a", "b"]
+        cli.ok("note", OP, "--text", "c")
+    assert (_cache(cli.root) / state_snapshot.SEAL_NAME).is_file()
+
+
+def test_a_long_tail_writes_a_new_snapshot(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    frontend(cli)
+    monkeypatch.setattr(state_snapshot, "TAIL_LIMIT", 1 << 20)
+    first = (_cache(cli.root) / state_snapshot.SNAPSHOT_NAME).read_bytes()
+    OpLedger(cli.root, OP).execute(cmd.AddNote(text="short tail"))
+    assert (_cache(cli.root) / state_snapshot.SNAPSHOT_NAME).read_bytes() == first
+    monkeypatch.setattr(state_snapshot, "TAIL_LIMIT", 0)
+    OpLedger(cli.root, OP).execute(cmd.AddNote(text="past the limit"))
+    assert (_cache(cli.root) / state_snapshot.SNAPSHOT_NAME).read_bytes() != first
+
+
+@pytest.mark.parametrize(
+    "garbage", [b"", b"\x80", b"not a pickle", pickle.dumps({"key": 1}), pickle.dumps([1, 2])]
+)
+def test_a_corrupt_snapshot_is_ignored(cli: Cli, garbage: bytes) -> None:
+    frontend(cli)
+    cli.ok("note", OP, "--text", "x")
+    (_cache(cli.root) / state_snapshot.SNAPSHOT_NAME).write_bytes(garbage)
+    assert state_snapshot.restore(FileStore(cli.ledger()), OP, lambda *_: None) is None
+    assert OpLedger(cli.root, OP).load().state == OpLedger(cli.root, OP).load(snapshot=False).state
+
+
+def test_a_snapshot_not_signed_with_this_users_key_is_never_unpickled(cli: Cli) -> None:
+    """Unpickling runs code: a file that came with a clone (or from anyone else) is refused
+    before it is unpickled, whatever it holds."""
+    frontend(cli)
+    path = _cache(cli.root) / state_snapshot.SNAPSHOT_NAME
+    genuine = _unpickled(path)
+    planted = pickle.dumps({**genuine, "planted": _Planted()})
+    other_key = hmac.new(b"x" * 32, planted, hashlib.sha256).digest()
+    for forged in (planted, state_snapshot.MAGIC + other_key + planted):
+        path.write_bytes(forged)
+        assert state_snapshot.restore(FileStore(cli.ledger()), OP, lambda *_: None) is None
+        assert cli.ok("log", OP, "--notes")["notes"] == []  # replayed (and a new snapshot)
+    assert _Planted.ran == []
+    path.write_bytes(_signed({**genuine, "planted": _Planted()}))  # the premise: it would run
+    state_snapshot.restore(FileStore(cli.ledger()), OP, lambda *_: None)
+    assert _Planted.ran == ["unpickled"]
+
+
+def test_a_snapshot_of_other_code_or_another_op_is_ignored(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frontend(cli)
+    OpLedger(cli.root, OP).load()
+    store = FileStore(cli.ledger())
+    assert state_snapshot.restore(store, OP, lambda *_: None) is not None
+    assert state_snapshot.restore(store, "other", lambda *_: None) is None
+    monkeypatch.setattr(view_cache, "_fingerprint", "other code")
+    assert state_snapshot.restore(store, OP, lambda *_: None) is None
+
+
+def test_a_seal_of_another_snapshot_or_position_is_ignored(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frontend(cli)
+    monkeypatch.setattr(state_snapshot, "TAIL_LIMIT", 1 << 20)
+    OpLedger(cli.root, OP).execute(cmd.AddNote(text="a"))
+    seal = _cache(cli.root) / state_snapshot.SEAL_NAME
+    store = FileStore(cli.ledger())
+    assert state_snapshot.restore(store, OP, lambda *_: None) is not None
+    text = seal.read_text()
+    seal.write_text(text.replace('"snapshot":"', '"snapshot":"0'))
+    assert state_snapshot.restore(store, OP, lambda *_: None) is None
+    seal.write_text(text)
+    with cli.ledger().open("ab") as file:  # an append that wrote no seal (another tool)
+        file.write(b"")
+    os.utime(cli.ledger())
+    assert state_snapshot.restore(store, OP, lambda *_: None) is None
+
+
+def test_a_prefix_tampered_in_place_is_never_trusted(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same size, same inode, same end: the ctime moved, so a full replay names the damage."""
+    frontend(cli)
+    monkeypatch.setattr(state_snapshot, "TAIL_LIMIT", 0)
+    cli.ok("note", OP, "--text", "x")  # a snapshot of the whole file, > 4 KiB
+    assert (
+        _unpickled(_cache(cli.root) / state_snapshot.SNAPSHOT_NAME)["base"]
+        == cli.ledger().stat().st_size
+        > 4096
+    )
+    data = cli.ledger().read_bytes()
+    at = data.index(b'"type":"') + len(b'"type":"')
+    cli.ledger().write_bytes(data[:at] + b"X" + data[at + 1 :])
+    assert state_snapshot.restore(FileStore(cli.ledger()), OP, lambda *_: None) is None
+    assert cli("note", OP, "--text", "y").code == 7
+
+
+def test_the_no_cache_switch_neither_reads_nor_writes_it(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frontend(cli)
+    shutil.rmtree(_cache(cli.root))
+    monkeypatch.setenv(view_cache.NO_CACHE_ENV, "1")
+    OpLedger(cli.root, OP).execute(cmd.AddNote(text="x"))
+    OpLedger(cli.root, OP).load()
+    assert not _cache(cli.root).exists()
+
+
+def test_audit_and_check_never_read_it(cli: Cli) -> None:
+    """A poisoned snapshot (right key and position, a false state) fools `log` by design,
+    never `audit` or `check`."""
+    frontend(cli)
+    OpLedger(cli.root, OP).load()
+    path = _cache(cli.root) / state_snapshot.SNAPSHOT_NAME
+    found = _unpickled(path)
+    found["state"].notes.append("a lie")
+    path.write_bytes(_signed(found))
+    assert cli.ok("log", OP, "--notes")["notes"] == ["a lie"]  # the premise: it is read
+    with_it = [cli("audit", OP), cli("check", OP)]
+    shutil.rmtree(_cache(cli.root))
+    assert [cli("audit", OP), cli("check", OP)] == with_it
+    assert with_it[0].json["clean"] is True
+
+
+def test_the_rollback_check_sees_a_truncated_ledger(cli: Cli) -> None:
+    """A ledger cut behind MEMORY.md's back (in place) is refused with the snapshot too."""
+    frontend(cli)
+    cli.ok("note", OP, "--text", "a")
+    cli.ok("note", OP, "--text", "b")
+    lines = cli.ledger().read_bytes().splitlines(keepends=True)
+    cli.ledger().write_bytes(b"".join(lines[:-1]))
+    refused = cli("note", OP, "--text", "c")
+    assert refused.code == 7 and "rolled back" in refused.json["error"]
+
+
+# --- MEMORY.md's marker record -----------------------------------------------------------------
+
+
+def _record(root: Path) -> Path:
+    return _cache(root) / "markers-MEMORY.md.json"
+
+
+def test_the_marker_record_spares_a_parse_and_only_for_its_own_text(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frontend(cli)
+    assert _record(cli.root).is_file()
+    parses: list[int] = []
+    parse = splice._parsed_marker_lines
+
+    def counted(lines: list[str]) -> object:
+        parses.append(1)
+        return parse(lines)
+
+    monkeypatch.setattr(splice, "_parsed_marker_lines", counted)
+    splice._known_markers.clear()
+    cli.ok("note", OP, "--text", "a")
+    assert len(parses) == 1  # the result, read back; the file as it was came from the record
+    memory = cli.ledger().with_name("MEMORY.md")
+    memory.write_text(memory.read_text("utf-8") + "\nhand-written line\n", "utf-8")
+    splice._known_markers.clear()
+    cli.ok("note", OP, "--text", "b")
+    assert len(parses) == 3  # another text: parsed again
+    assert "hand-written line" in memory.read_text("utf-8")
+
+
+def test_check_never_reads_the_marker_record(cli: Cli) -> None:
+    """A forged record (the right digest, false markers) would fool a render, never check."""
+    frontend(cli)
+    memory = cli.ledger().with_name("MEMORY.md")
+    lines = memory.read_text("utf-8").splitlines(keepends=True)
+    # A hand edit inside a managed section, which check must report.
+    begin = next(i for i, line in enumerate(lines) if "tune-ledger:begin" in line)
+    lines.insert(begin + 1, "edited by hand\n")
+    memory.write_text("".join(lines), "utf-8")
+    truth = cli("check", OP)
+    assert truth.code == 7
+    record = _record(cli.root)
+    digest = splice._digest(memory.read_text("utf-8"))
+    record.write_text(f'{{"sha256":"{digest}","markers":[]}}', "utf-8")
+    splice._known_markers.clear()
+    assert cli("check", OP) == truth
