@@ -168,7 +168,9 @@ def test_a_refusal_names_its_rule_and_memory_is_a_resource(tmp_path: Path) -> No
     seen: dict[str, Any] = {}
 
     async def body(client: ClientSession) -> None:
+        seen["before"] = [str(r.uri) for r in (await client.list_resources()).resources]
         await client.call_tool("init", {"op": "demo"})
+        seen["after"] = [str(r.uri) for r in (await client.list_resources()).resources]
         refused = await client.call_tool("skill_load", {"op": "demo", "name": "tune-frontend"})
         seen["refused"] = (refused.is_error, json.loads(refused.content[0].text))
         memory = await client.read_resource("memory://demo")
@@ -177,6 +179,9 @@ def test_a_refusal_names_its_rule_and_memory_is_a_resource(tmp_path: Path) -> No
         seen["prompt"] = prompt.messages[0].content.text  # type: ignore[union-attr]
 
     serve(tmp_path, body)
+    # Listed once the op has a ledger (a client that shows only listed resources finds it).
+    assert seen["before"] == []
+    assert seen["after"] == ["memory://demo", "status://demo"]
     is_error, error = seen["refused"]
     assert is_error
     assert error["rule"] == "R1" and error["code"] == 3

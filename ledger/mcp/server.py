@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import Resource
 
 from ledger import __version__
 from ledger.mcp.invoke import Invoker
 from ledger.mcp.protocol_prompt import protocol
 from ledger.mcp.reads import OpResources, ReadTools
 from ledger.mcp.steps import StepTools
+from ledger.shell.api import list_ops
 
 INSTRUCTIONS = (
     "tune-ledger: the event-sourced ledger of PyPTO kernel tuning campaigns under custom/<op>/. "
@@ -34,12 +36,43 @@ INSTRUCTIONS = (
 )
 
 
+# Each op's files as a client lists them: (scheme, file in custom/OP/, name, MIME type).
+_OP_FILES = (
+    ("memory", "MEMORY.md", "MEMORY.md", "text/markdown"),
+    ("spec", "SPEC.md", "SPEC.md", "text/markdown"),
+    ("status", "events.jsonl", "status", "application/json"),
+)
+
+
+class LedgerServer(MCPServer[Any]):
+    """The SDK's server, whose resource list also names each op's files.
+
+    The templates (`memory://{op}`…) serve any op, but a client that shows only listed
+    resources (to let a person attach one) would show none: the list is built at each call
+    from the ops under the root, so an op created by `init` or `new_op` appears at once."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(
+            name="tune-ledger", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+        )
+        self._root = root
+
+    async def list_resources(self) -> list[Resource]:
+        listed = await super().list_resources()
+        for op in list_ops(self._root):
+            folder = self._root / "custom" / op
+            listed += [
+                Resource(uri=f"{scheme}://{op}", name=f"{op} {name}", mime_type=mime)
+                for scheme, file, name, mime in _OP_FILES
+                if (folder / file).is_file()
+            ]
+        return listed
+
+
 def build_server(root: Path) -> MCPServer[Any]:
     """A server for every op under `root` (the folder that holds custom/)."""
     invoker = Invoker(root)
-    server: MCPServer[Any] = MCPServer(
-        name="tune-ledger", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
-    )
+    server = LedgerServer(root)
     for name, function in {**StepTools(invoker).tools(), **ReadTools(invoker).tools()}.items():
         # The docstring, on one line: the tool's description as a model reads it.
         description = " ".join((function.__doc__ or "").split())
