@@ -78,6 +78,9 @@ class _FileSession:
         self.lock = lock
         self.lock_fd = -1
         self.fd: int | None = None
+        # The size the tip check just read under this lock (None: unknown), so that the
+        # append after it needs no second fstat to know where a failed write is cut back to.
+        self.checked_size: int | None = None
 
     def __enter__(self) -> _FileSession:
         self.lock_fd = lock_exclusively(self.lock)
@@ -103,12 +106,17 @@ class _FileSession:
         return b"" if self.fd is None else _read_all(self.fd)
 
     def stamp(self, tail: int) -> tuple[object, int, bytes]:
-        return (None, 0, b"") if self.fd is None else _stamp_of(self.fd, tail)
+        if self.fd is None:
+            return None, 0, b""
+        stamped = _stamp_of(self.fd, tail)
+        self.checked_size = stamped[1]
+        return stamped
 
     def quarantine(self, name: str, torn: bytes) -> None:
         _write_new_file(self.path.with_name(name), torn)
 
     def truncate(self, size: int) -> None:
+        self.checked_size = None
         if self.fd is None:  # a torn tail implies the file exists; nothing to cut otherwise
             return
         os.ftruncate(self.fd, size)
@@ -119,7 +127,7 @@ class _FileSession:
         if self.fd is None:
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
             self.fd = os.open(self.path, flags, 0o644)
-        size = os.fstat(self.fd).st_size
+        size = os.fstat(self.fd).st_size if self.checked_size is None else self.checked_size
         try:
             _write_all(self.fd, lines)
             os.fsync(self.fd)
