@@ -113,7 +113,7 @@ class Walker:
         sink: Callable[[Event], object] = self.sink or _ignore
         events_append, deliver, pending_append = self.events.append, self._deliver, pending.append
         heads_add, heads_drop = heads.add, heads.difference_update
-        prefix, id_end, body_start = codec.ID_PREFIX, codec.ID_END, codec.BODY_START
+        prefix, body_start = codec.ID_PREFIX, codec.BODY_START
         max_lamport = self.max_lamport
         for index in range(start, len(lines)):
             line = lines[index]
@@ -165,9 +165,8 @@ class Walker:
             if not (
                 fits
                 and event[0] == event_id
-                and line.startswith(prefix)
-                and line[id_end:body_start] == b'",'
-                and line[len(prefix) : id_end] == event_id.encode()
+                # the line starts with exactly `{"id":"<that id>",` (one slice, one compare)
+                and line[:body_start] == prefix + event_id.encode() + b'",'
                 and type(lamport) is int
                 and type(i) is int
                 and type(n) is int
