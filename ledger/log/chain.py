@@ -8,8 +8,7 @@ which reports every finding instead, is `verification.verify`.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 
 import attrs
 from attrs import evolve, frozen
@@ -87,18 +86,21 @@ class Log:
         )
 
 
-@contextmanager
-def paused_gc() -> Iterator[None]:
+class paused_gc:
     """Pause the cyclic garbage collector while parsing millions of acyclic dicts."""
+
     # Each event allocates several dicts and lists; with the collector on, its generational
     # passes rescan the growing set of live containers (measured: 16 → 11.6 µs per event).
-    # Nothing parsed here forms a cycle, so nothing is leaked by pausing it.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
+    # Nothing parsed here forms a cycle, so nothing is leaked by pausing it. A class, not a
+    # generator-based manager: leaving one allocates (StopIteration) right after the collector
+    # is back on, which starts its pass over everything kept while it was paused.
+
+    def __enter__(self) -> None:
+        self.enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.enabled:
             gc.enable()
 
 

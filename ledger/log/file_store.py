@@ -4,15 +4,14 @@ torn tails kept in quarantine files beside it; the only code that writes a ledge
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 
 from ledger.log.atomic import fsync_dir, replace_file
 from ledger.log.files import lock_path, refuse_symlinks
-from ledger.log.locks import exclusive_lock, opened_for_reading
+from ledger.log.locks import lock_exclusively, opened_for_reading
 from ledger.log.quarantine import QUARANTINE_SUFFIX, quarantine_number
-from ledger.log.store_interface import Session, Store
+from ledger.log.store_interface import Store
 from ledger.log.verification import Finding
 
 
@@ -43,7 +42,11 @@ class FileStore(Store):
 
     def quarantine_exists(self, name: str) -> bool:
         """True when a quarantine file of that name is beside the ledger."""
-        return os.path.lexists(os.path.join(self._folder, name))
+        try:  # os.path.lexists, without its join: the append path asks this every time
+            os.lstat(self._folder + os.sep + name)
+        except (OSError, ValueError):
+            return False
+        return True
 
     def _read_stamped(self) -> tuple[bytes, object]:
         with opened_for_reading(self.path) as fd:
@@ -60,38 +63,60 @@ class FileStore(Store):
         with opened_for_reading(self.path) as fd:
             return (None, 0, b"") if fd is None else _stamp_of(fd, tail)
 
-    @contextmanager
-    def _session(self) -> Iterator[Session]:
-        with exclusive_lock(self._lock_name):
-            session = _FileSession(self.path)
-            try:
-                yield session
-            finally:
-                session.close()
+    def _session(self) -> _FileSession:
+        return _FileSession(self.path, self._lock_name)
 
 
 class _FileSession:
-    """The primitives of one append or rewrite of a ledger file, used while its lock is held."""
+    """The primitives of one append or rewrite of a ledger file, used while its lock is held:
+    a context manager that takes the lock on entry and releases it on exit (a class rather
+    than nested generator-based managers: an append is a handful of system calls, and the
+    managers' own cost was a tenth of one)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, lock: str) -> None:
         self.path = path
+        self.lock = lock
+        self.lock_fd = -1
+        self.fd: int | None = None
+        # The size the tip check just read under this lock (None: unknown), so that the
+        # append after it needs no second fstat to know where a failed write is cut back to.
+        self.checked_size: int | None = None
+
+    def __enter__(self) -> _FileSession:
+        self.lock_fd = lock_exclusively(self.lock)
         # Read and written through one descriptor, so that a file replaced meanwhile (by a
         # checkout) is never read in one version and appended to in another.
         try:
-            self.fd: int | None = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
         except FileNotFoundError:
             self.fd = None
+        except BaseException:
+            os.close(self.lock_fd)
+            raise
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        try:
+            if self.fd is not None:
+                os.close(self.fd)
+        finally:
+            os.close(self.lock_fd)  # closing the descriptor releases the flock
 
     def data(self) -> bytes:
         return b"" if self.fd is None else _read_all(self.fd)
 
     def stamp(self, tail: int) -> tuple[object, int, bytes]:
-        return (None, 0, b"") if self.fd is None else _stamp_of(self.fd, tail)
+        if self.fd is None:
+            return None, 0, b""
+        stamped = _stamp_of(self.fd, tail)
+        self.checked_size = stamped[1]
+        return stamped
 
     def quarantine(self, name: str, torn: bytes) -> None:
         _write_new_file(self.path.with_name(name), torn)
 
     def truncate(self, size: int) -> None:
+        self.checked_size = None
         if self.fd is None:  # a torn tail implies the file exists; nothing to cut otherwise
             return
         os.ftruncate(self.fd, size)
@@ -102,7 +127,7 @@ class _FileSession:
         if self.fd is None:
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
             self.fd = os.open(self.path, flags, 0o644)
-        size = os.fstat(self.fd).st_size
+        size = os.fstat(self.fd).st_size if self.checked_size is None else self.checked_size
         try:
             _write_all(self.fd, lines)
             os.fsync(self.fd)
@@ -122,16 +147,13 @@ class _FileSession:
         # readers holding the old file (an open descriptor) finish reading the old version.
         replace_file(self.path, data)
 
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-
 
 def _stamp_of(fd: int, tail: int) -> tuple[object, int, bytes]:
     """An open ledger file's identity, size and last `tail` bytes."""
-    size = os.fstat(fd).st_size
+    stat = os.fstat(fd)
+    size = stat.st_size
     start = max(size - tail, 0)
-    return _identity(fd), size, os.pread(fd, size - start, start)
+    return (stat.st_dev, stat.st_ino), size, os.pread(fd, size - start, start)
 
 
 def _identity(fd: int) -> tuple[int, int]:

@@ -20,6 +20,16 @@ from ledger.log.files import lock_path
 @contextmanager
 def exclusive_lock(lock: Path | str) -> Iterator[None]:
     """Hold the writer lock `lock`, creating it (and its folders, durably) if missing."""
+    fd = lock_exclusively(lock)
+    try:
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+def lock_exclusively(lock: Path | str) -> int:
+    """Take the writer lock `lock` (created with its folders, durably, if missing); the
+    descriptor that holds it: closing it releases the lock."""
     flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
     try:
         fd = os.open(lock, flags, 0o644)
@@ -28,9 +38,10 @@ def exclusive_lock(lock: Path | str) -> Iterator[None]:
         fd = os.open(lock, flags, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the flock
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 @contextmanager

@@ -18,6 +18,7 @@ from attrs import frozen
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from ledger.log import codec, upcast
+from ledger.log.plain_data import compile_unstructure
 from ledger.schema.events import (
     PAYLOAD_TYPES,
     AttemptMeasured,
@@ -80,38 +81,43 @@ class Event(NamedTuple):
         return converter.structure(self.provenance, Provenance)
 
 
+# Optional fields added to a payload after it was first written are left out while unset,
+# so a new event without them is byte for byte what the older code wrote.
+OMIT_IF_DEFAULT: dict[type[Any], frozenset[str]] = {
+    AttemptMeasured: frozenset({"binding", "accuracy_origin"}),
+    PointOpened: frozenset({"knobs"}),
+    LimitRelaxed: frozenset({"supersedes"}),
+}
+
+
 def _make_converter() -> cattrs.Converter:
     made = cattrs.Converter(forbid_extra_keys=True)
     # Values inside configs, policy and free fields are plain JSON: passed through unchanged.
     made.register_structure_hook(Any, lambda value, _type: value)
-    # Optional fields added to a payload after it was first written are left out while unset,
-    # so a new event without them is byte for byte what the older code wrote.
-    made.register_unstructure_hook(
-        AttemptMeasured,
-        make_dict_unstructure_fn(
-            AttemptMeasured,
-            made,
-            binding=override(omit_if_default=True),
-            accuracy_origin=override(omit_if_default=True),
-        ),
-    )
-    made.register_unstructure_hook(
-        LimitRelaxed,
-        make_dict_unstructure_fn(LimitRelaxed, made, supersedes=override(omit_if_default=True)),
-    )
-    made.register_unstructure_hook(
-        PointOpened,
-        make_dict_unstructure_fn(PointOpened, made, knobs=override(omit_if_default=True)),
-    )
+    for cls, omitted in OMIT_IF_DEFAULT.items():
+        overrides = {name: override(omit_if_default=True) for name in sorted(omitted)}
+        # mypy reads **overrides as the function's other keyword parameters (bools).
+        hook = make_dict_unstructure_fn(cls, made, **overrides)  # type: ignore[arg-type]
+        made.register_unstructure_hook(cls, hook)
     return made
 
 
 converter = _make_converter()
 
+# The append path's unstructuring, one function per class (ledger/log/plain_data.py): what
+# the converter gives, without its dispatch on every nested value.
+_UNSTRUCTURE = {
+    cls: compile_unstructure(cls, converter, OMIT_IF_DEFAULT)
+    for cls in (*PAYLOAD_TYPES.values(), Provenance)
+}
+
 
 def unstructure_payload(payload: Payload) -> dict[str, Any]:
-    """The payload as plain JSON-ready data."""
-    data: dict[str, Any] = converter.unstructure(payload)
+    """The payload as plain JSON-ready data (what `converter.unstructure` gives)."""
+    unstructure = _UNSTRUCTURE.get(type(payload))
+    data: dict[str, Any] = (
+        converter.unstructure(payload) if unstructure is None else unstructure(payload)
+    )
     return data
 
 
@@ -182,7 +188,8 @@ def envelope_body(
 
 def encode_provenance(provenance: Provenance) -> str:
     """A provenance as canonical JSON."""
-    return codec.canonical_json(converter.unstructure(provenance))
+    unstructure = _UNSTRUCTURE.get(type(provenance), converter.unstructure)
+    return codec.canonical_json(unstructure(provenance))
 
 
 _EVENT_ID = re.compile(f"[0-9a-f]{{{codec.ID_HEX}}}")
@@ -194,8 +201,11 @@ def _quoted_id(event_id: str) -> str:
     return f'"{event_id}"'
 
 
-_CURRENT_SCHEMA = {name: cls.SCHEMA for name, cls in PAYLOAD_TYPES.items()}
-_new_event = tuple.__new__  # skips NamedTuple's keyword-argument __new__ on the replay path
+# The schema version of each event type now; a line at another version is upcast on read.
+CURRENT_SCHEMA = {name: cls.SCHEMA for name, cls in PAYLOAD_TYPES.items()}
+# Builds an Event from one tuple of its fields, skipping NamedTuple's keyword-argument
+# __new__ on the replay path (the walker inlines `from_record` with it).
+new_event = tuple.__new__
 
 
 def from_record(record: dict[str, Any]) -> Event:
@@ -206,13 +216,13 @@ def from_record(record: dict[str, Any]) -> Event:
     type_name = record["type"]
     schema = record["schema"]
     data = record["payload"]
-    if _CURRENT_SCHEMA.get(type_name) != schema:
+    if CURRENT_SCHEMA.get(type_name) != schema:
         if type_name not in PAYLOAD_TYPES:
             raise ValueError(f"unknown event type {type_name!r}")
         data = upcast.upcast(type_name, schema, data)
         schema = PAYLOAD_TYPES[type_name].SCHEMA
     part = record["part"]
-    return _new_event(
+    return new_event(
         Event,
         (
             record["id"],

@@ -102,14 +102,18 @@ class Walker:
         """Verify and record `lines[start:]` in order; raise BadLine at the first that does not fit.
 
         This loop is the replay hot path: it only detects a problem with cheap tests and
-        leaves explaining it to `diagnose`, which re-checks that one line step by step.
+        leaves explaining it to `diagnose`, which re-checks that one line step by step. It
+        builds each event as `record.from_record` does, inlined for the current schema
+        (tests/test_walker_fast_path.py checks both give equal events and equal errors).
         """
         lamports, open_batches, heads = self.lamports, self.open, self.heads
         loads, from_record, sha256 = codec.loads, record.from_record, hashlib.sha256
+        current_schema, new_event, event_class = record.CURRENT_SCHEMA, record.new_event, Event
         keep, pending = self.sink is None, self.pending
         sink: Callable[[Event], object] = self.sink or _ignore
-        events_append, deliver = self.events.append, self._deliver
-        prefix, id_end, body_start = codec.ID_PREFIX, codec.ID_END, codec.BODY_START
+        events_append, deliver, pending_append = self.events.append, self._deliver, pending.append
+        heads_add, heads_drop = heads.add, heads.difference_update
+        prefix, body_start = codec.ID_PREFIX, codec.BODY_START
         max_lamport = self.max_lamport
         for index in range(start, len(lines)):
             line = lines[index]
@@ -117,10 +121,32 @@ class Walker:
             # is a third of the loop's time).
             event_id = sha256(b"{" + line[body_start:]).hexdigest()[: codec.ID_HEX]
             try:
-                event = from_record(loads(line))
-                i, n = event.part
-                lamport = event.lamport
-                parents = event.parents
+                parsed = loads(line)
+                type_name = parsed["type"]
+                schema = parsed["schema"]
+                if current_schema.get(type_name) == schema:
+                    part = parsed["part"]
+                    i, n = part[0], part[1]
+                    lamport = parsed["lamport"]
+                    parents = tuple(parsed["parents"])
+                    event = new_event(
+                        event_class,
+                        (
+                            parsed["id"],
+                            lamport,
+                            parents,
+                            (i, n),
+                            type_name,
+                            schema,
+                            parsed["payload"],
+                            parsed["provenance"],
+                        ),
+                    )
+                else:  # an older schema to upcast, or an unknown type (a ValueError)
+                    event = from_record(parsed)
+                    i, n = event.part
+                    lamport = event.lamport
+                    parents = event.parents
                 if i == 0:
                     top = 0
                     for parent in parents:
@@ -138,10 +164,9 @@ class Walker:
                 fits = False
             if not (
                 fits
-                and event.id == event_id
-                and line.startswith(prefix)
-                and line[id_end:body_start] == b'",'
-                and line[len(prefix) : id_end] == event_id.encode()
+                and event[0] == event_id
+                # the line starts with exactly `{"id":"<that id>",` (one slice, one compare)
+                and line[:body_start] == prefix + event_id.encode() + b'",'
                 and type(lamport) is int
                 and type(i) is int
                 and type(n) is int
@@ -154,18 +179,32 @@ class Walker:
             if i > 0:
                 del open_batches[parents[0]]
             if i < n - 1:
-                open_batches[event_id] = OpenBatch(i, n, first)
+                open_batches[event_id] = new_event(OpenBatch, (i, n, first))
             lamports[event_id] = lamport
             if lamport > max_lamport:
                 max_lamport = lamport
-            heads.difference_update(parents)
-            heads.add(event_id)
+            heads_drop(parents)
+            heads_add(event_id)
             if keep:
                 events_append(event)
-            elif n == 1 and not pending and event.type != "ledger.repaired":
-                sink(event)  # the common case, inlined: a one-event batch goes straight on
-            else:
-                deliver(event)
+            elif n == 1:
+                if pending or type_name == "ledger.repaired":
+                    deliver(event)
+                else:
+                    sink(event)  # the common case, inlined: a one-event batch goes straight on
+            elif i == 0:
+                pending.clear()  # parts of a batch that never finished (as `_deliver` does)
+                pending_append(event)
+            elif i < n - 1:
+                pending_append(event)  # a middle part waits for its batch (as `_deliver`)
+            else:  # the last part: the batch is complete (`_deliver`, inlined)
+                pending_append(event)
+                complete = pending[:]
+                pending.clear()
+                for part_event in complete:
+                    if part_event[4] == "ledger.repaired":
+                        self.repaired.add(str(part_event[6].get("quarantine")))
+                    sink(part_event)
         self.max_lamport = max_lamport
 
     def take_written(self, events: Sequence[Event], position: int) -> None:

@@ -105,6 +105,11 @@ def bench_append(scratch: Path, seed: int, events: int, repeats: int) -> dict[st
             "provenance in the standard library's canonical JSON inside the fixed "
             "envelope, sha256, one write, fsync); no append that writes canonical "
             "bytes under a lock can reach a better ratio than this",
+            # Issue 19 restates the goal against the floor (the bare-write goal is below it).
+            "product_ratio": rounded(value / floor_median),
+            "product_ratio_is": "append_time / floor_time",
+            "goal": "≤ 1.2",
+            "met": value / floor_median <= 1.2,
         },
         batch_events={"min": min(sizes), "max": max(sizes)},
         events=events,

@@ -170,6 +170,7 @@ def goals_met(figures: dict[str, Any]) -> dict[str, bool | None]:
     def walk(prefix: str, node: Any) -> None:
         if isinstance(node, dict) and "met" in node and "goal" in node:
             found[prefix] = node["met"]
+            walk(f"{prefix}.floor", node.get("floor"))  # a goal against the floor (issue 19)
         elif isinstance(node, dict):
             for key, value in node.items():
                 if key not in ("noise", "per_size", "machine"):
