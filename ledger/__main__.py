@@ -1,5 +1,5 @@
 """`python -m ledger`: the same as the `tune-ledger` console script."""
 
-from ledger.cli import main
+from ledger.cli import run
 
-main()
+run()

@@ -10,6 +10,7 @@ cattrs) took most of a `status`.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import io
 import os
@@ -24,7 +25,7 @@ from ledger.cli.base import Ctx, StrictGroup, pass_ctx
 from ledger.errors import EXIT_CODES, BadInput, LedgerError, StorageError
 from ledger.log import codec
 
-__all__ = ["COMMAND_MODULES", "Ctx", "cli", "main", "pass_ctx"]
+__all__ = ["COMMAND_MODULES", "Ctx", "cli", "main", "pass_ctx", "run"]
 
 _HELP_EPILOG = "Exit codes: " + "; ".join(f"{k} {v}" for k, v in sorted(EXIT_CODES.items()))
 _GLOBAL_WITH_VALUE = ("--root", "--idempotency-key")
@@ -140,6 +141,20 @@ def _fail(as_json: bool, error: LedgerError) -> NoReturn:
     else:
         click.echo(error.human(), err=True)
     raise SystemExit(error.code)
+
+
+def run() -> None:
+    """The console script (and `python -m ledger`): `main` in a process that lives for one
+    command.
+
+    Such a process keeps the replayed state alive until it exits, and the cyclic collector's
+    full passes scan every object of it while freeing nothing: at 100k events they were about
+    40% of a writing command (0.92-1.07 s with them, 0.57-0.67 s without, measured). Reference
+    counting still frees all acyclic garbage at once; a cycle lives until the exit, one command
+    later. `mcp`, the one long-lived command, turns the collector back on. Tests call `main`,
+    so a test process keeps its collector."""
+    gc.disable()
+    main()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

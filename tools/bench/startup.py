@@ -15,7 +15,7 @@ from tools.bench.timing import alternate, figure, rounded, summary
 
 def import_costs(root: Path, top: int = 12) -> dict[str, Any]:
     """What `status` imports (python -X importtime): total, and self time by top package."""
-    code = "import sys; from ledger.cli import main; sys.argv[0] = 'tune-ledger'; main()"
+    code = "import sys; from ledger.cli import run; sys.argv[0] = 'tune-ledger'; run()"
     done = subprocess.run(
         [
             sys.executable,
