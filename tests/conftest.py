@@ -12,6 +12,17 @@ from ledger.log.store import MemoryStore
 from ledger.shell.api import OpLedger
 
 
+@pytest.fixture(autouse=True)
+def measurement_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Every test gets its own empty measurement cache, outside its root (so a snapshot of the
+    root is unchanged by it); no test reads or writes the user's real cache folder."""
+    folder = tmp_path_factory.mktemp("measure-cache")
+    monkeypatch.setenv("TUNE_LEDGER_MEASURE_CACHE", str(folder))
+    return folder
+
+
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
     """A `tune-ledger` runner whose --root is a fresh temporary folder."""

@@ -323,8 +323,9 @@ def measure(ctx: Ctx, op: str, attempt: str, dry_run: bool, python: str) -> None
 
     def build(ledger: OpLedger) -> Any:
         plan = planned(ledger)
-        command = measuring.result_command(plan, measuring.execute(plan))
         manifest = read_manifest(ledger.dir)
+        ran = measuring.run(plan, manifest, op=op, python=python)
+        command = measuring.result_command(plan, ran)
         if manifest is not None:
             # Judge the binding by the manifest measured with, before anything is written;
             # then record that manifest, so the decider judges it the same way (R11).

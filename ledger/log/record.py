@@ -19,6 +19,7 @@ from cattrs.gen import make_dict_unstructure_fn, override
 
 from ledger.log import codec, upcast
 from ledger.schema.events import PAYLOAD_TYPES, AttemptMeasured, Payload, PointOpened
+from ledger.schema.values import Origin
 
 
 @frozen
@@ -78,6 +79,11 @@ def _make_converter() -> cattrs.Converter:
     made = cattrs.Converter(forbid_extra_keys=True)
     # Values inside configs, policy and free fields are plain JSON: passed through unchanged.
     made.register_structure_hook(Any, lambda value, _type: value)
+    # Registered first: the payload hooks below are generated with the hook in force for
+    # their Origin fields, so an origin not read from the cache keeps its older bytes.
+    made.register_unstructure_hook(
+        Origin, make_dict_unstructure_fn(Origin, made, cached=override(omit_if_default=True))
+    )
     # Optional fields added to a payload after it was first written are left out while unset,
     # so a new event without them is byte for byte what the older code wrote.
     made.register_unstructure_hook(

@@ -364,6 +364,7 @@ def audit_op(ledger: OpLedger) -> dict[str, Any]:
         "conflicts": list(state.conflicts),
         "reported_decisions": trust.reported_decisions(events),
         "unbound": trust.unbound_measurements(events),
+        "cache_hits": trust.cache_hits(events),
         "manifests": trust.manifests(events),
         "decisions": trust.campaign_decisions(events),
     }
