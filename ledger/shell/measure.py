@@ -24,7 +24,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +159,7 @@ def run(
     op: str,
     python: str = sys.executable,
     env: Mapping[str, str] | None = None,
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> Ran:
     """The plan's result: read from the measurement cache when this config ran before with
     everything else equal, else run (`execute`) and kept in the cache when the simulator
@@ -179,21 +180,25 @@ def run(
         )
     )
     if folder is None or material is None:
-        return execute(plan, env)
+        return execute(plan, env, on_start)
     cache = measure_cache.MeasurementCache(folder)
     key = measure_cache.key_of(material)
     with cache.claim(key):
         entry = cache.lookup(key, material)
         if entry is not None:
             return Ran(run=entry.run, signal=entry.signal, cached=entry.source)
-        ran = execute(plan, env)
+        ran = execute(plan, env, on_start)
         cache.store(key, material, ran.run, ran.signal)
         return ran
 
 
-def execute(plan: Plan, env: Mapping[str, str] | None = None) -> Ran:
+def execute(
+    plan: Plan,
+    env: Mapping[str, str] | None = None,
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> Ran:
     """Run the plan's argv (no shell) in its own process group under the wall-time limit, in
-    `env` (default: this process's environment)."""
+    `env` (default: this process's environment); `on_start` is handed the process (to kill it)."""
     started = time.monotonic()
     try:
         process = subprocess.Popen(
@@ -215,6 +220,8 @@ def execute(plan: Plan, env: Mapping[str, str] | None = None) -> Ran:
         raise harness.harness_error(
             f"the verifier {plan.argv[0]!r} is not executable ({e})", _FIX, pending=plan.pending
         ) from e
+    if on_start is not None:
+        on_start(process)
     timed_out = False
     try:
         out, _ = process.communicate(timeout=plan.timeout_s)

@@ -1,0 +1,151 @@
+"""Measure-ahead: while the ledger holds one pending attempt (R6), verifier runs of the configs
+the campaign is about to need go on in parallel, into the measurement cache.
+
+The ledger is not touched here. Workers only fill the cache (ledger/shell/measure_cache.py):
+the autopilot still records one attempt at a time, in the same order and with the same
+verdicts as with one worker, and `tune-ledger measure` then finds each result in the cache. A
+guess that is never used stays a cache entry. A speculative run that crashes, is killed or
+times out is not cached (the cache keeps only what the simulator decided), so when that config
+is needed `measure` runs it again and records what really happens; a worker's error (the
+verifier could not start) is left to `measure` to report the same way.
+
+Order of work: the pending attempt's config first, then the guesses in the order the
+autopilot would try them (the rest of the point's candidates, the best's untried mutations,
+then the mutations of the pending config should it be adopted). Each step re-plans: guesses
+no longer wanted are dropped unless already running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ledger.domain.keys import measured_key
+from ledger.domain.state import Best, State
+from ledger.log import codec
+
+from . import search_space
+
+# Runs one config into the cache; calls its argument with each verifier process it starts.
+Measure = Callable[[dict[str, Any], Callable[[subprocess.Popen[bytes]], None]], None]
+
+
+class MeasureAhead:
+    """Up to `workers` verifier runs at once, of the configs the campaign needs next."""
+
+    def __init__(self, workers: int, measure: Measure) -> None:
+        self.workers = workers
+        self._measure = measure
+        self._changed = threading.Condition()
+        self._queue: list[str] = []  # config keys, in the order to run them
+        self._configs: dict[str, dict[str, Any]] = {}
+        self._running: dict[str, list[subprocess.Popen[bytes]]] = {}
+        self._finished: set[str] = set()
+        self._closed = False
+        self.runs = 0  # verifier runs started by the workers
+        self._threads = [
+            threading.Thread(target=self._work, name=f"measure-ahead-{n}", daemon=True)
+            for n in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def plan(self, needed: dict[str, Any], upcoming: Iterable[dict[str, Any]]) -> None:
+        """Run `needed` first, then `upcoming` in order, as workers free up; a queued config
+        no longer in the list is dropped (a running one finishes into the cache)."""
+        wanted: list[str] = []
+        with self._changed:
+            for config in (needed, *upcoming):
+                key = codec.canonical_json(config)
+                if key in wanted or key in self._running or key in self._finished:
+                    continue
+                wanted.append(key)
+                self._configs[key] = config
+            self._queue = wanted
+            self._changed.notify_all()
+
+    def wait(self, config: dict[str, Any]) -> None:
+        """Block while `config` is queued or running."""
+        key = codec.canonical_json(config)
+        with self._changed:
+            while not self._closed and (key in self._queue or key in self._running):
+                self._changed.wait()
+
+    def close(self) -> None:
+        """Drop the queue, kill the runs in flight (they are not cached), stop the workers."""
+        with self._changed:
+            self._closed = True
+            self._queue = []
+            for processes in self._running.values():
+                for process in processes:
+                    _kill_group(process)
+            self._changed.notify_all()
+        for thread in self._threads:
+            thread.join()
+
+    def _work(self) -> None:
+        while True:
+            with self._changed:
+                while not self._closed and not self._queue:
+                    self._changed.wait()
+                if self._closed:
+                    return
+                key = self._queue.pop(0)
+                self._running[key] = []
+                self.runs += 1
+            try:
+                self._measure(self._configs[key], functools.partial(self._started, key))
+            except Exception:  # noqa: BLE001 - `measure` reports it when the config is needed
+                pass
+            finally:
+                with self._changed:
+                    del self._running[key]
+                    self._finished.add(key)
+                    self._changed.notify_all()
+
+    def _started(self, key: str, process: subprocess.Popen[bytes]) -> None:
+        with self._changed:
+            if self._closed:
+                _kill_group(process)
+            self._running[key].append(process)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def upcoming(space: search_space.Space, state: State, root: Path, op: str) -> list[dict[str, Any]]:
+    """The configs the autopilot will try after the pending attempt, most likely first."""
+    point = state.open_point
+    pending = state.attempts.get(state.pending) if state.pending else None
+    if pending is None or point is None or state.best is None or pending.kind == "algorithm":
+        return []
+    guesses: list[dict[str, Any]] = []
+    if state.points[point].mutations == 0 and pending.kind == "candidate":
+        guesses += [config for config, _prior in space.candidates(state, root, op, point)]
+    best = state.best.config
+    guesses += [{**best, param: value} for param, value in space.mutations(state, point)]
+    adopted = attrs.evolve(
+        state, best=Best(config=pending.config, measurement=state.best.measurement, attempt=None)
+    )
+    guesses += [
+        {**pending.config, param: value} for param, value in space.mutations(adopted, point)
+    ]
+    seen = {measured_key(state, pending.config), *state.measured_configs}
+    found = []
+    for config in guesses:
+        key = measured_key(state, config)
+        if key not in seen:
+            seen.add(key)
+            found.append(config)
+    return found
