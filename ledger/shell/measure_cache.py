@@ -106,7 +106,8 @@ def folder(environ: Mapping[str, str] | None = None) -> Path | None:
         if not chosen.strip() or chosen.strip().lower() in DISABLED:
             return None
         return Path(chosen).expanduser()
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    home = env.get("HOME") or os.path.expanduser("~")
+    base = env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
     return Path(base) / "tune-ledger" / "measurements"
 
 
