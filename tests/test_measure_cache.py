@@ -329,3 +329,39 @@ def test_the_default_folder_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_pat
     home = measure_cache.folder({"HOME": str(tmp_path)})
     assert home is not None and home.parts[-3:] == (".cache", "tune-ledger", "measurements")
     assert measure_cache.folder({measure_cache.ENV: str(tmp_path / "c")}) == tmp_path / "c"
+
+
+@pytest.mark.slow
+def test_a_second_real_pypto_measure_of_the_same_config_is_a_hit(tmp_path: Path) -> None:
+    """Real PyPTO: the first run of a config simulates and is kept; the second, even from
+    another root, is read from the cache: the same output, no second simulation."""
+    pytest.importorskip("pypto")
+    import os
+    import shutil
+    import time
+
+    from ledger.shell import measure
+    from ledger.shell.manifest_file import read_manifest
+
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    runs = []
+    for name in ("first", "second"):
+        op_dir = tmp_path / name / "custom" / "softmax"
+        shutil.copytree(repo / "custom" / "softmax", op_dir, ignore=shutil.ignore_patterns(
+            "events.jsonl*", "MEMORY.md", "*report*", ".tune-*"))  # fmt: skip
+        spec = op_dir / "SPEC.md"
+        spec.write_text(spec.read_text().replace('"last"', '"graph"'))  # a few seconds a run
+        manifest = read_manifest(op_dir)
+        config = {"vec_tile_shape": [1, 16, 1, 64], "unroll_list": [1]}
+        plan = measure.plan_config(
+            manifest, config, "x", None, root=tmp_path / name, op="softmax", python=sys.executable
+        )
+        started = time.monotonic()
+        ran = measure.run(plan, manifest, op="softmax", python=sys.executable, env=env)
+        runs.append((ran, time.monotonic() - started))
+    (first, _), (second, took) = runs
+    assert first.cached is None and second.cached is not None
+    assert second.run == first.run and first.run.exit_code == 0
+    assert '"times_us"' in first.run.output
+    assert took < first.run.duration_s

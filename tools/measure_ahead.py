@@ -32,6 +32,7 @@ import attrs
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Best, State
 from ledger.log import codec
+from ledger.schema.values import CONFIG_STAGES
 
 from . import search_space
 
@@ -141,6 +142,11 @@ def upcoming(space: search_space.Space, state: State, root: Path, op: str) -> li
     guesses += [
         {**pending.config, param: value} for param, value in space.mutations(adopted, point)
     ]
+    following = _next_point(space, state, point)
+    if following is not None:
+        # Once this point closes, the next one starts with its candidates, then mutations.
+        guesses += [config for config, _prior in space.candidates(state, root, op, following)]
+        guesses += [{**best, param: value} for param, value in space.mutations(state, following)]
     seen = {measured_key(state, pending.config), *state.measured_configs}
     found = []
     for config in guesses:
@@ -149,3 +155,16 @@ def upcoming(space: search_space.Space, state: State, root: Path, op: str) -> li
             seen.add(key)
             found.append(config)
     return found
+
+
+def _next_point(space: search_space.Space, state: State, point: str) -> str | None:
+    """The point the autopilot opens after `point`: the stage's next, else the next stage's
+    first (tools/pilot.py opens them in manifest order, one stage after another)."""
+    stages = (
+        CONFIG_STAGES[CONFIG_STAGES.index(state.stage) :] if state.stage in CONFIG_STAGES else ()
+    )
+    for stage in stages:
+        for name in space.points(stage):
+            if name != point and name not in state.points:
+                return name
+    return None
