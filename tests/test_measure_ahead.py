@@ -72,3 +72,30 @@ def test_closing_kills_the_runs_in_flight() -> None:
     ahead.close()
     assert time.monotonic() - began < 5
     assert [p.poll() for p in processes] == [-9, -9]
+
+
+def test_the_pending_config_never_waits_for_a_stale_guess() -> None:
+    """A guess the campaign no longer needs is killed, so the pending config starts at once."""
+    ran: list[int] = []
+
+    def measure(config: dict[str, Any], started: Started) -> None:
+        ran.append(config["n"])
+        if config["n"] == 1:  # the guess: a long run
+            process = subprocess.Popen(["sleep", "30"], start_new_session=True)
+            started(process)
+            process.wait()
+
+    ahead = MeasureAhead(1, measure)
+    try:
+        ahead.plan({"n": 0}, [{"n": 1}])
+        ahead.wait({"n": 0})
+        deadline = time.monotonic() + 10
+        while ran != [0, 1] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        began = time.monotonic()
+        ahead.plan({"n": 2}, [])  # the campaign went another way
+        ahead.wait({"n": 2})
+        assert time.monotonic() - began < 5
+    finally:
+        ahead.close()
+    assert ran == [0, 1, 2] and ahead.killed == 1

@@ -95,6 +95,7 @@ def campaign(
         **pilot.timer.summary(),
         "workers": workers,
         "ahead_runs": pilot.ahead.runs if pilot.ahead else 0,
+        "ahead_killed": pilot.ahead.killed if pilot.ahead else 0,
     }
     click.echo(
         json.dumps(

@@ -11,8 +11,10 @@ verifier could not start) is left to `measure` to report the same way.
 
 Order of work: the pending attempt's config first, then the guesses in the order the
 autopilot would try them (the rest of the point's candidates, the best's untried mutations,
-then the mutations of the pending config should it be adopted). Each step re-plans: guesses
-no longer wanted are dropped unless already running.
+the mutations of the pending config should it be adopted, then the next point's candidates
+and mutations). Each step re-plans: a queued guess no longer among the first is dropped, a
+running one far from the front is killed (on a shared machine a useless run slows the useful
+ones), and the pending config never waits for a guess to finish.
 """
 
 from __future__ import annotations
@@ -50,9 +52,11 @@ class MeasureAhead:
         self._queue: list[str] = []  # config keys, in the order to run them
         self._configs: dict[str, dict[str, Any]] = {}
         self._running: dict[str, list[subprocess.Popen[bytes]]] = {}
+        self._cancelled: set[str] = set()  # running, but killed: its run is not kept
         self._finished: set[str] = set()
         self._closed = False
         self.runs = 0  # verifier runs started by the workers
+        self.killed = 0  # guesses killed once the campaign went another way
         self._threads = [
             threading.Thread(target=self._work, name=f"measure-ahead-{n}", daemon=True)
             for n in range(workers)
@@ -61,17 +65,33 @@ class MeasureAhead:
             thread.start()
 
     def plan(self, needed: dict[str, Any], upcoming: Iterable[dict[str, Any]]) -> None:
-        """Run `needed` first, then `upcoming` in order, as workers free up; a queued config
-        no longer in the list is dropped (a running one finishes into the cache)."""
-        wanted: list[str] = []
+        """Run `needed` at once, then the first guesses of `upcoming`, as workers free up.
+
+        Every worker should be busy with the likeliest next configs: a queued guess no longer
+        among them is dropped, a running one far down the list (or gone from it: the campaign
+        went another way) is killed, and when no worker is free for `needed`, the running
+        guess ranked last makes room for it. A killed run is not cached.
+        """
+        order: list[str] = []
+        for config in (needed, *upcoming):
+            key = codec.canonical_json(config)
+            if key not in order:
+                order.append(key)
+                self._configs.setdefault(key, config)
+        rank = {key: n for n, key in enumerate(order)}
         with self._changed:
-            for config in (needed, *upcoming):
-                key = codec.canonical_json(config)
-                if key in wanted or key in self._running or key in self._finished:
-                    continue
-                wanted.append(key)
-                self._configs[key] = config
-            self._queue = wanted
+            keep = set(order[: 1 + 2 * self.workers])
+            for key in list(self._running):
+                if key not in keep:
+                    self._cancel(key)
+            self._queue = [
+                key
+                for key in order[: 1 + self.workers]
+                if key not in self._running and key not in self._finished
+            ]
+            busy = [key for key in self._running if key not in self._cancelled]
+            if order[0] in self._queue and len(busy) >= self.workers:
+                self._cancel(max(busy, key=lambda key: rank.get(key, len(order))))
             self._changed.notify_all()
 
     def wait(self, config: dict[str, Any]) -> None:
@@ -86,12 +106,20 @@ class MeasureAhead:
         with self._changed:
             self._closed = True
             self._queue = []
-            for processes in self._running.values():
-                for process in processes:
-                    _kill_group(process)
+            for key in list(self._running):
+                self._cancel(key)
             self._changed.notify_all()
         for thread in self._threads:
             thread.join()
+
+    def _cancel(self, key: str) -> None:
+        # Called with the lock held. The worker sees its run end (killed) and frees itself.
+        if key in self._cancelled:
+            return
+        self._cancelled.add(key)
+        self.killed += 1
+        for process in self._running[key]:
+            _kill_group(process)
 
     def _work(self) -> None:
         while True:
@@ -110,14 +138,17 @@ class MeasureAhead:
             finally:
                 with self._changed:
                     del self._running[key]
-                    self._finished.add(key)
+                    if key in self._cancelled:
+                        self._cancelled.discard(key)  # killed: may be queued again later
+                    else:
+                        self._finished.add(key)
                     self._changed.notify_all()
 
     def _started(self, key: str, process: subprocess.Popen[bytes]) -> None:
         with self._changed:
-            if self._closed:
-                _kill_group(process)
             self._running[key].append(process)
+            if self._closed or key in self._cancelled:
+                _kill_group(process)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
