@@ -123,9 +123,9 @@ class CachedRun:
     """A result recorded from the measurement cache: the entry's key, and when and where the
     run that produced it really ran (its command, exit code and output are the origin's)."""
 
-    key: str = field(validator=nonempty)
-    at: str = field(validator=nonempty)
-    host: str = field(validator=nonempty)
+    key: str
+    at: str
+    host: str
 
 
 @frozen
