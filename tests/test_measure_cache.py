@@ -322,6 +322,18 @@ def test_the_cache_can_be_disabled(
     assert len(_runs(verifier)) == 2
 
 
+def test_a_cache_folder_that_cannot_be_written_only_loses_the_cache(
+    tmp_path: Path, verifier: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache path that is a file (or read-only): measured and recorded as without a cache."""
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("", "utf-8")
+    monkeypatch.setenv(measure_cache.ENV, str(blocked / "cache"))
+    cli = _op(tmp_path, "root", verifier)
+    assert cli.ok("target", OP, "--from-spec")["baseline_us"] == 81.0
+    assert "cached" not in _payload(cli, "target.set")["origin"]
+
+
 def test_the_default_folder_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Without the variable the cache lives under $XDG_CACHE_HOME (else ~/.cache)."""
     environ = {"XDG_CACHE_HOME": str(tmp_path)}

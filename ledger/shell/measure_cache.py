@@ -173,10 +173,15 @@ class MeasurementCache:
 
     @contextlib.contextmanager
     def claim(self, key: str) -> Iterator[None]:
-        """Hold the key's lock: one run per key at a time, across processes."""
+        """Hold the key's lock: one run per key at a time, across processes (none when the
+        folder cannot be written: the cache is only an optimization)."""
         lock = self.path(key).with_suffix(".lock")
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError:
+            yield
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -215,14 +220,21 @@ class MeasurementCache:
         body = codec.canonical_json(record)
         record["check"] = codec.digest(body.encode("utf-8"))
         path = self.path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
+        except OSError:
+            return False  # a read-only or full disk: the result is recorded all the same
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 stream.write(codec.canonical_json(record))
             os.replace(temporary, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            return False
         except BaseException:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
         return True
