@@ -10,17 +10,18 @@ is needed `measure` runs it again and records what really happens; a worker's er
 verifier could not start) is left to `measure` to report the same way.
 
 Order of work: the pending attempt's config first, then the guesses in the order the
-autopilot would try them (the rest of the point's candidates, the best's untried mutations,
-the mutations of the pending config should it be adopted, then the next point's candidates
-and mutations). Each step re-plans: a queued guess no longer among the first is dropped, a
-running one far from the front is killed (on a shared machine a useless run slows the useful
-ones), and the pending config never waits for a guess to finish.
+autopilot would try them (the rest of the point's candidates, then the best's untried
+mutations alternating with the pending config's (should it be adopted), then the next point's
+candidates and mutations). Each step re-plans: a queued guess no longer among the first is
+dropped, a running one far from the front is killed (on a shared machine a useless run slows
+the useful ones), and the pending config never waits for a guess to finish.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import signal
 import subprocess
@@ -166,13 +167,14 @@ def upcoming(space: search_space.Space, state: State, root: Path, op: str) -> li
     if state.points[point].mutations == 0 and pending.kind == "candidate":
         guesses += [config for config, _prior in space.candidates(state, root, op, point)]
     best = state.best.config
-    guesses += [{**best, param: value} for param, value in space.mutations(state, point)]
+    stays = [{**best, param: value} for param, value in space.mutations(state, point)]
     adopted = attrs.evolve(
         state, best=Best(config=pending.config, measurement=state.best.measurement, attempt=None)
     )
-    guesses += [
-        {**pending.config, param: value} for param, value in space.mutations(adopted, point)
-    ]
+    moves = [{**pending.config, param: value} for param, value in space.mutations(adopted, point)]
+    # Both outcomes of the pending verdict, alternately: the next mutation is the best's first
+    # untried one when the pending attempt is not adopted, else the pending config's first.
+    guesses += [config for pair in itertools.zip_longest(stays, moves) for config in pair if config]
     following = _next_point(space, state, point)
     if following is not None:
         # Once this point closes, the next one starts with its candidates, then mutations.
