@@ -15,6 +15,11 @@ mutations alternating with the pending config's (should it be adopted), then the
 candidates and mutations). Each step re-plans: a queued guess no longer among the first is
 dropped, a running one far from the front is killed (on a shared machine a useless run slows
 the useful ones), and the pending config never waits for a guess to finish.
+
+Stopping: the campaign's end and Ctrl-C kill the runs in flight. A SIGKILL of the autopilot
+cannot: each verifier runs in its own process group (so that its timeout kills all of it), and
+finishes by itself within its time limit, into the cache, where the resumed campaign finds it
+(its `measure` waits on the entry's lock instead of running the config a second time).
 """
 
 from __future__ import annotations
