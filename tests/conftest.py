@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,27 @@ from cli_harness import Cli
 
 from ledger.log.store import MemoryStore
 from ledger.shell.api import OpLedger
+
+
+@pytest.fixture(autouse=True, scope="session")
+def session_measurement_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A measurement cache for the whole run, so that module- and session-scoped fixtures
+    (which start before any test's own) never use the user's real cache folder either."""
+    folder = tmp_path_factory.mktemp("session-measure-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TUNE_LEDGER_MEASURE_CACHE", str(folder))
+        yield folder
+
+
+@pytest.fixture(autouse=True)
+def measurement_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Every test gets its own empty measurement cache, outside its root (so a snapshot of the
+    root is unchanged by it); no test reads or writes the user's real cache folder."""
+    folder = tmp_path_factory.mktemp("measure-cache")
+    monkeypatch.setenv("TUNE_LEDGER_MEASURE_CACHE", str(folder))
+    return folder
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ This module is the command; tools/pilot.py takes the protocol's steps and keeps 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -49,20 +50,33 @@ from .progress import Progress
     show_default=True,
     help="Interpreter with pypto installed (the verifier template's {python}).",
 )
-def main(root: str, ops: tuple[str, ...], max_attempts: int, python: str) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=os.cpu_count() or 1,
+    show_default="the number of cores",
+    help="Verifier runs at once: the pending attempt's and, ahead of it, the configs the "
+    "campaign will try next, into the measurement cache (1: one run at a time). The ledger "
+    "records the same attempts and verdicts whatever the number.",
+)
+def main(root: str, ops: tuple[str, ...], max_attempts: int, python: str, workers: int) -> None:
     """Run (or resume) an autopilot campaign on each OP and print where each ended."""
     progress = Progress()
     failed = [
-        op for op in ops if not campaign(Path(root).resolve(), op, python, max_attempts, progress)
+        op
+        for op in ops
+        if not campaign(Path(root).resolve(), op, python, max_attempts, progress, workers)
     ]
     if failed:
         raise SystemExit(1)
 
 
-def campaign(root: Path, op: str, python: str, max_attempts: int, progress: Progress) -> bool:
+def campaign(
+    root: Path, op: str, python: str, max_attempts: int, progress: Progress, workers: int = 1
+) -> bool:
     """One op's campaign to its stop; False when it did not stop."""
     progress.say(f"== {op}: campaign (the first PyPTO run builds pypto's host library, ~1 min)")
-    pilot = Autopilot(root, op, python, max_attempts, progress)
+    pilot = Autopilot(root, op, python, max_attempts, progress, workers)
     stopped_before = pilot.state().stopped is not None
     try:
         while pilot.step():
@@ -73,9 +87,16 @@ def campaign(root: Path, op: str, python: str, max_attempts: int, progress: Prog
     except LedgerError as e:
         click.echo(e.human(), err=True)
         raise SystemExit(e.code) from None
+    finally:
+        pilot.close()
     state = pilot.state()
     best = state.best
-    timing = pilot.timer.summary()
+    timing = {
+        **pilot.timer.summary(),
+        "workers": workers,
+        "ahead_runs": pilot.ahead.runs if pilot.ahead else 0,
+        "ahead_killed": pilot.ahead.killed if pilot.ahead else 0,
+    }
     click.echo(
         json.dumps(
             {

@@ -26,7 +26,8 @@ from ledger.shell.op_folder import adapter_package
 from stages import commands as cmd
 from stages.policy import effective_policy
 
-from . import search_space
+from . import measure_ahead, search_space
+from .measure_ahead import MeasureAhead
 from .progress import Progress
 
 BASE_SKILLS = ("pypto-op-perf-tune", "perf-analyzer")
@@ -79,6 +80,7 @@ class Autopilot:
         python: str,
         max_attempts: int,
         progress: Progress,
+        workers: int = 1,
     ) -> None:
         self.root = root
         self.op = op
@@ -89,6 +91,13 @@ class Autopilot:
         self.say = progress.say
         self.timer = Timer()
         self.space = search_space.load(root / "custom" / op)
+        # One worker: each config is run when the ledger measures it, as before measure-ahead.
+        self.ahead = MeasureAhead(workers, self.measure_ahead) if workers > 1 else None
+
+    def close(self) -> None:
+        """Stop the measure-ahead workers (their runs in flight are killed, not cached)."""
+        if self.ahead is not None:
+            self.ahead.close()
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -136,12 +145,12 @@ class Autopilot:
             raise error
         return doc
 
-    def measure(
-        self, config: dict[str, Any], label: str
-    ) -> tuple[dict[str, Any], runner.CommandRun]:
-        """Run the manifest's verifier on `config` (the command the ledger builds, R11)."""
+    def measure(self, config: dict[str, Any], label: str) -> tuple[dict[str, Any], measuring.Ran]:
+        """Run the manifest's verifier on `config` (the command the ledger builds, R11), or
+        read its earlier run from the measurement cache."""
+        manifest = read_manifest(self.ledger.dir)
         plan = measuring.plan_config(
-            read_manifest(self.ledger.dir),
+            manifest,
             config,
             label,
             None,
@@ -154,13 +163,30 @@ class Autopilot:
         env = {**self.environment(), "TUNE_LEDGER_PROGRESS_FILE": str(phase_file)}
         started = time.monotonic()
         with self.progress.running(label, phase_file):
-            ran = measuring.execute(plan, env)
+            ran = measuring.run(plan, manifest, op=self.op, python=self.python, env=env)
         self.timer.pypto_s += time.monotonic() - started
         self.timer.runs += 1
         doc = runner.last_json_object(ran.run.output)
         if doc is None or not doc.get("outputs"):
             raise LedgerError(f"the verifier gave no accuracy evidence: {ran.run.output[-800:]}")
-        return doc, ran.run
+        return doc, ran
+
+    def measure_ahead(
+        self, config: dict[str, Any], on_start: Callable[[subprocess.Popen[bytes]], None]
+    ) -> None:
+        """A worker's run of `config` into the measurement cache (tools/measure_ahead.py)."""
+        manifest = read_manifest(self.ledger.dir)
+        plan = measuring.plan_config(
+            manifest, config, "measure-ahead", None, root=self.root, op=self.op, python=self.python
+        )
+        measuring.run(
+            plan,
+            manifest,
+            op=self.op,
+            python=self.python,
+            env=self.environment(),
+            on_start=on_start,
+        )
 
     # --- the protocol, step by step -----------------------------------------------------------
 
@@ -210,13 +236,13 @@ class Autopilot:
         compare_ok = state.compare is not None and state.compare.impl_digest == digest
         layout_ok = state.layout is not None and state.layout.impl_digest == digest
         if not compare_ok:
-            doc, run = self.measure(self.space.baseline_config, "activation: E2E compare")
+            doc, ran = self.measure(self.space.baseline_config, "activation: E2E compare")
             self.run(
                 cmd.RecordCompare(
                     outputs=inputs.outputs_from_document(doc, "adapter"),
                     impl_path=origin_path,
                     impl_digest=digest,
-                    origin=runner.origin_of_run(run, doc),
+                    origin=ran.origin(runner.origin_of_run(ran.run, doc)),
                 )
             )
             self.say("recorded E2E tensor compare (the manifest's verifier, pass-verify vs golden)")
@@ -286,6 +312,16 @@ class Autopilot:
         attempt = state.attempts[attempt_id]
         change = search_space.describe(attempt)
         label = f"#{attempt.seq} {state.stage} {state.open_point}: {change}"
+        if self.ahead is not None:
+            # The pending config first, then the guesses; the ledger measures it once its
+            # worker is done, and finds the run in the cache.
+            guesses = measure_ahead.upcoming(self.space, state, self.root, self.op)
+            self.ahead.plan(attempt.config, guesses)
+            phase_file = self.ledger.dir / ".tune-ledger-cache" / "pypto-phase"
+            started = time.monotonic()
+            with self.progress.running(f"{label} (measure-ahead)", phase_file):
+                self.ahead.wait(attempt.config)
+            self.timer.pypto_s += time.monotonic() - started
         result = self.tune_ledger("measure", self.op, "--python", self.python, phase=label)
         best = self.state().best
         self.progress.attempt(

@@ -310,24 +310,26 @@ def measure(ctx: Ctx, op: str, attempt: str, dry_run: bool, python: str) -> None
     with provenance "measured" and must name the config and implementation it ran. A
     verifier that cannot start or reports its own error writes nothing (exit 2).
     """
+    from ledger.domain.manifest import Manifest
     from ledger.shell import measure as measuring
     from ledger.shell.manifest_file import read_manifest, record_if_changed
 
-    def planned(ledger: OpLedger) -> measuring.Plan:
+    def planned(ledger: OpLedger, manifest: Manifest | None) -> measuring.Plan:
         attempt_id = _resolve(ledger, attempt)
-        manifest = read_manifest(ledger.dir)
         state = ledger.load().state
         return measuring.plan(state, manifest, attempt_id, root=ctx.root, op=op, python=python)
 
     if dry_run:
-        plan = planned(ctx.op(op))
+        ledger = ctx.op(op)
+        plan = planned(ledger, read_manifest(ledger.dir))
         ctx.emit(measuring.dry_run(plan), plan.command_line)
         return
 
     def build(ledger: OpLedger) -> Any:
-        plan = planned(ledger)
-        command = measuring.result_command(plan, measuring.execute(plan))
         manifest = read_manifest(ledger.dir)
+        plan = planned(ledger, manifest)
+        ran = measuring.run(plan, manifest, op=op, python=python)
+        command = measuring.result_command(plan, ran)
         if manifest is not None:
             # Judge the binding by the manifest measured with, before anything is written;
             # then record that manifest, so the decider judges it the same way (R11).

@@ -254,7 +254,8 @@ def _from_spec(ctx: Ctx, ledger: OpLedger, python: str, cube_m: int | None) -> c
         op=ledger.op,
         python=python,
     )
-    document = measure.baseline_document(plan, measure.execute(plan))
+    ran = measure.run(plan, manifest, op=ledger.op, python=python)
+    document = measure.baseline_document(plan, ran)
     bound = runner.binding_of(document.doc)
     problem = binding_problem(
         what="the baseline",

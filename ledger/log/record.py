@@ -26,6 +26,7 @@ from ledger.schema.events import (
     Payload,
     PointOpened,
 )
+from ledger.schema.values import Origin
 
 
 @frozen
@@ -83,7 +84,10 @@ class Event(NamedTuple):
 
 # Optional fields added to a payload after it was first written are left out while unset,
 # so a new event without them is byte for byte what the older code wrote.
+# Origin comes first: the payloads' hooks are generated with the hook in force for their Origin
+# fields, so an origin not read from the measurement cache keeps its older bytes.
 OMIT_IF_DEFAULT: dict[type[Any], frozenset[str]] = {
+    Origin: frozenset({"cached"}),
     AttemptMeasured: frozenset({"binding", "accuracy_origin"}),
     PointOpened: frozenset({"knobs"}),
     LimitRelaxed: frozenset({"supersedes"}),

@@ -367,6 +367,8 @@ def audit_text(report: dict[str, Any]) -> str:
         lines.append(f"  R10: {decision}")
     for attempt in report.get("unbound", ()):
         lines.append(f"  R11: attempt {attempt} was measured unbound (the result named no config)")
+    for hit in report.get("cache_hits", ()):
+        lines.append(f"  cache hit: {hit}")
     recorded = report.get("manifests", ())
     if len(recorded) > 1:
         digests = " -> ".join(m["digest"] for m in recorded)

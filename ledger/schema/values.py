@@ -124,6 +124,16 @@ def json_object(value: Any) -> dict[str, Any]:
 
 
 @frozen
+class CachedRun:
+    """A result recorded from the measurement cache: the entry's key, and when and where the
+    run that produced it really ran (its command, exit code and output are the origin's)."""
+
+    key: str
+    at: str
+    host: str
+
+
+@frozen
 class Origin:
     """Where measured data came from: the command or tool, its version and output digest."""
 
@@ -134,6 +144,9 @@ class Origin:
     exit_code: int | None = None
     output_digest: str | None = None
     duration_s: float | None = field(default=None, converter=float_or_none)
+    # Set when the run was not made for this event but read from the measurement cache
+    # (ledger/shell/measure_cache.py): every other field then describes that earlier run.
+    cached: CachedRun | None = None
 
 
 def json_object_or_none(value: Any) -> dict[str, Any] | None:

@@ -381,6 +381,7 @@ def audit_op(ledger: OpLedger) -> dict[str, Any]:
         "unresolved": _unresolved(state, ledger.op),
         "reported_decisions": trust.reported_decisions(events),
         "unbound": trust.unbound_measurements(events),
+        "cache_hits": trust.cache_hits(events),
         "manifests": trust.manifests(events),
         "decisions": trust.campaign_decisions(events),
     }

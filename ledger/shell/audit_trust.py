@@ -63,6 +63,23 @@ def unbound_measurements(events: Sequence[Event]) -> list[str]:
     ]
 
 
+def cache_hits(events: Sequence[Event]) -> list[str]:
+    """Each measurement or evidence recorded from the measurement cache: still run by a
+    verifier (its level counts as such), but earlier, at the time and on the host named."""
+    found = []
+    for event in events:
+        origin = event.data.get("origin")
+        if not isinstance(origin, dict) or not isinstance(origin.get("cached"), dict):
+            continue
+        cached = origin["cached"]
+        what = event.data.get("attempt") or event.type
+        found.append(
+            f"{what}: {origin['level']} from the measurement cache (entry {cached['key'][:12]}, "
+            f"run at {cached['at']} on {cached['host']})"
+        )
+    return found
+
+
 def manifests(events: Sequence[Event]) -> list[dict[str, Any]]:
     """The manifests recorded, in order (more than one: SPEC.md changed mid-campaign)."""
     return [

@@ -24,10 +24,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 from attrs import frozen
 
 from ledger.domain.configs import canonical_config
@@ -35,7 +36,8 @@ from ledger.domain.manifest import Manifest, Verifier
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.log import codec
-from ledger.shell import harness, runner
+from ledger.schema.values import CachedRun, Origin
+from ledger.shell import harness, measure_cache, runner
 from stages import commands as cmd
 from stages.binding import attempt_binding_problem, expected_impl_digest
 
@@ -138,15 +140,65 @@ def plan_config(
 
 @frozen
 class Ran:
-    """One run of a verifier: what really happened (R11)."""
+    """One run of a verifier: what really happened (R11); `cached` names the cache entry when
+    the run was made earlier and read from the measurement cache."""
 
     run: runner.CommandRun
     signal: int | None
+    cached: CachedRun | None = None
+
+    def origin(self, origin: Origin) -> Origin:
+        """`origin` (of this run) marked as read from the cache when it was."""
+        return origin if self.cached is None else attrs.evolve(origin, cached=self.cached)
 
 
-def execute(plan: Plan, env: Mapping[str, str] | None = None) -> Ran:
+def run(
+    plan: Plan,
+    manifest: Manifest | None,
+    *,
+    op: str,
+    python: str = sys.executable,
+    env: Mapping[str, str] | None = None,
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> Ran:
+    """The plan's result: read from the measurement cache when this config ran before with
+    everything else equal, else run (`execute`) and kept in the cache when the simulator
+    decided it (ledger/shell/measure_cache.py). One config is never run twice at once."""
+    folder = measure_cache.folder(env)
+    material = (
+        None
+        if folder is None or manifest is None
+        else measure_cache.key_material(
+            manifest,
+            plan.config,
+            plan.argv,
+            op_dir=plan.cwd / "custom" / op,
+            op=op,
+            python=python,
+            cwd=plan.cwd,
+            env=env,
+        )
+    )
+    if folder is None or material is None:
+        return execute(plan, env, on_start)
+    cache = measure_cache.MeasurementCache(folder)
+    key = measure_cache.key_of(material)
+    with cache.claim(key):
+        entry = cache.lookup(key, material)
+        if entry is not None:
+            return Ran(run=entry.run, signal=entry.signal, cached=entry.source)
+        ran = execute(plan, env, on_start)
+        cache.store(key, material, ran.run, ran.signal)
+        return ran
+
+
+def execute(
+    plan: Plan,
+    env: Mapping[str, str] | None = None,
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> Ran:
     """Run the plan's argv (no shell) in its own process group under the wall-time limit, in
-    `env` (default: this process's environment)."""
+    `env` (default: this process's environment); `on_start` is handed the process (to kill it)."""
     started = time.monotonic()
     try:
         process = subprocess.Popen(
@@ -168,6 +220,8 @@ def execute(plan: Plan, env: Mapping[str, str] | None = None) -> Ran:
         raise harness.harness_error(
             f"the verifier {plan.argv[0]!r} is not executable ({e})", _FIX, pending=plan.pending
         ) from e
+    if on_start is not None:
+        on_start(process)
     timed_out = False
     try:
         out, _ = process.communicate(timeout=plan.timeout_s)
@@ -194,7 +248,10 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 def result_command(plan: Plan, ran: Ran) -> cmd.Verify | cmd.Fail:
     """The Verify or Fail a run gives, or a harness error naming the plan (R8, R11)."""
-    return harness.command_result(plan.attempt, ran.run, ran.signal, plan.timeout_s, _FIX)
+    command = harness.command_result(plan.attempt, ran.run, ran.signal, plan.timeout_s, _FIX)
+    if command.origin is None:
+        return command
+    return attrs.evolve(command, origin=ran.origin(command.origin))
 
 
 def baseline_document(plan: Plan, ran: Ran) -> runner.Document:
@@ -224,7 +281,9 @@ def baseline_document(plan: Plan, ran: Ran) -> runner.Document:
             rule="R3",
             hint="fix the kernel or SPEC.md's baseline_config, then run `target --from-spec`",
         )
-    return runner.Document(doc=doc, origin=runner.origin_of_run(run, doc), source=plan.command_line)
+    return runner.Document(
+        doc=doc, origin=ran.origin(runner.origin_of_run(run, doc)), source=plan.command_line
+    )
 
 
 def dry_run(plan: Plan) -> dict[str, Any]:

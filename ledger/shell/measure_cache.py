@@ -1,0 +1,348 @@
+"""The measurement cache: a verifier's run kept outside the op folder, so a config measured once
+is never simulated again (issue 19), across new roots, resumes, branches and campaigns.
+
+An entry is content-addressed by its key material: everything that determines the verifier's
+result (the full config with the manifest's defaults filled in, the digests of the kernel and of
+the op's other Python files, SPEC.md's front matter, the verifier's template, the P0 shape, and
+the tool versions: tune-ledger, python, pypto, torch, numpy, the adapter's sources and any
+script the command runs). An entry is trusted only when its material equals the material asked
+for; one that cannot be read or does not match is ignored and measured again. Writes are atomic
+(a temporary file renamed), and one lock per key makes a second process wait for a run in
+flight instead of simulating the same config twice.
+
+What is kept is the run itself (command, exit code, output, duration) and where and when it
+ran, so a hit is recorded with the provenance of the run that produced it. Only runs whose
+result the simulator determines are kept: a measurement, or a compile, accuracy or layout
+failure. A timeout, a kill by a signal (a crash, the OOM killer), an `oom`, `timeout` or
+`runtime` failure the verifier reports, and every harness error depend on the machine at that
+moment: they are not cached, and the next measure runs the config for real.
+
+Where: `$TUNE_LEDGER_MEASURE_CACHE` (a folder; `off` disables the cache), else
+`$XDG_CACHE_HOME/tune-ledger/measurements`, else `~/.cache/tune-ledger/measurements`. Deleting
+the folder clears it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import json
+import os
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from ledger import __version__
+from ledger.domain.manifest import Manifest
+from ledger.errors import LedgerError
+from ledger.log import codec
+from ledger.schema.values import CachedRun
+from ledger.shell import provenance, runner
+
+ENV = "TUNE_LEDGER_MEASURE_CACHE"
+DISABLED = ("off", "0", "no", "false", "none", "disabled")
+# Bumped when the key material or the entry's layout changes meaning: older entries then miss.
+FORMAT = 1
+# Failures the simulator decides by itself; every other failure depends on the machine.
+DETERMINISTIC_FAILURES = ("compile", "accuracy", "layout")
+PROBE_TIMEOUT_S = 60.0
+
+# Run by the verifier's interpreter, in the verifier's folder and environment: the versions
+# that run the kernel, and a digest of the adapter package the template's `-m MODULE` names
+# (finding it imports only its parent packages' __init__ modules, never pypto).
+_PROBE = r"""
+import hashlib, importlib.metadata as md, importlib.util, json, os, sys
+def version(name):
+    try:
+        return md.version(name)
+    except md.PackageNotFoundError:
+        return None
+adapter = None
+if sys.argv[1]:
+    try:
+        spec = importlib.util.find_spec(sys.argv[1])
+    except Exception:
+        spec = None
+    if spec is not None and spec.origin:
+        folder = os.path.dirname(spec.origin)
+        total = hashlib.sha256()
+        for base, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(f for f in files if f.endswith(".py")):
+                path = os.path.join(base, name)
+                total.update(os.path.relpath(path, folder).encode() + b"\0")
+                with open(path, "rb") as stream:
+                    total.update(hashlib.sha256(stream.read()).digest())
+        adapter = {"module": sys.argv[1], "sources": total.hexdigest()}
+print(json.dumps({
+    "python": sys.version.split()[0] + " " + sys.implementation.name,
+    "pypto": version("pypto"), "torch": version("torch"), "numpy": version("numpy"),
+    "tune-ledger (interpreter)": version("tune-ledger"), "adapter": adapter,
+}, sort_keys=True))
+"""
+
+
+@frozen
+class Entry:
+    """A cached run: what the verifier did, and when and where it really ran."""
+
+    key: str
+    run: runner.CommandRun
+    signal: int | None
+    source: CachedRun
+
+
+def folder(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The cache folder, or None when the cache is disabled (`TUNE_LEDGER_MEASURE_CACHE=off`)."""
+    env = os.environ if environ is None else environ
+    chosen = env.get(ENV)
+    if chosen is not None:
+        if not chosen.strip() or chosen.strip().lower() in DISABLED:
+            return None
+        return Path(chosen).expanduser()
+    home = env.get("HOME") or os.path.expanduser("~")
+    base = env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    return Path(base) / "tune-ledger" / "measurements"
+
+
+def key_material(
+    manifest: Manifest,
+    config: Mapping[str, Any],
+    argv: tuple[str, ...],
+    *,
+    op_dir: Path,
+    op: str,
+    python: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any] | None:
+    """Everything that determines what the verifier prints for `config`; None when it cannot
+    be told (the interpreter cannot be probed), so the run is not cached."""
+    verifier = manifest.verifier
+    if verifier is None:
+        return None
+    tools = _probe(python, _module_of(verifier.argv), cwd, env)
+    if tools is None:
+        return None
+    impl = op_dir / f"{op}_impl.py"
+    sources = {
+        path.name: _file_digest(path)
+        for path in sorted(op_dir.glob("*.py"))
+        if path.is_file() and path != impl
+    }
+    return {
+        "format": FORMAT,
+        "config": manifest.filled(config),
+        "impl_digest": _file_digest(impl),
+        "op_sources": sources,
+        "spec_front_matter": _front_matter_digest(op_dir / "SPEC.md"),
+        "verifier": {
+            "command": list(verifier.argv),
+            "timeout_s": verifier.timeout_s,
+            "memory_mb": verifier.memory_mb,
+        },
+        "p0_shape": list(manifest.p0_shape) if manifest.p0_shape else None,
+        "scripts": _scripts(verifier.argv, argv, python, cwd),
+        "tools": {"tune-ledger": __version__, **tools},
+        # A CANN toolkit turns the simulator into a real NPU run (PYPTO.md).
+        "ascend_home": (os.environ if env is None else env).get("ASCEND_HOME_PATH"),
+    }
+
+
+def key_of(material: Mapping[str, Any]) -> str:
+    """The entry's address: sha256 of the canonical key material."""
+    return codec.digest(codec.canonical_json(dict(material)).encode("utf-8"))
+
+
+class MeasurementCache:
+    """Entries under one folder: `<key[:2]>/<key>.json`, with `<key>.lock` held while a run
+    for the key is in flight."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, key: str) -> Path:
+        """Where the entry of `key` lives."""
+        return self.root / key[:2] / f"{key}.json"
+
+    @contextlib.contextmanager
+    def claim(self, key: str) -> Iterator[None]:
+        """Hold the key's lock: one run per key at a time, across processes (none when the
+        folder cannot be written: the cache is only an optimization)."""
+        lock = self.path(key).with_suffix(".lock")
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def lookup(self, key: str, material: Mapping[str, Any]) -> Entry | None:
+        """The entry of `key` when it is whole and made for exactly `material`, else None."""
+        try:
+            record = json.loads(self.path(key).read_bytes())
+            return _entry(record, key, material)
+        except (OSError, ValueError, TypeError, KeyError):
+            return None  # missing, torn or edited: measured again and rewritten
+
+    def store(
+        self, key: str, material: Mapping[str, Any], run: runner.CommandRun, signal: int | None
+    ) -> bool:
+        """Keep a run whose result the simulator determined; True when it was kept."""
+        if not cacheable(run, signal):
+            return False
+        record = {
+            "format": FORMAT,
+            "key": key,
+            "material": dict(material),
+            "run": {
+                "command": run.command,
+                "exit_code": run.exit_code,
+                "output": run.output,
+                "output_digest": run.output_digest,
+                "duration_s": run.duration_s,
+                "timed_out": run.timed_out,
+                "signal": signal,
+            },
+            "produced": {"at": provenance.utc_now(), "host": socket.gethostname()},
+        }
+        body = codec.canonical_json(record)
+        record["check"] = codec.digest(body.encode("utf-8"))
+        path = self.path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
+        except OSError:
+            return False  # a read-only or full disk: the result is recorded all the same
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                stream.write(codec.canonical_json(record))
+            os.replace(temporary, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            return False
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+        return True
+
+
+def cacheable(run: runner.CommandRun, signal: int | None) -> bool:
+    """A run whose printed result the simulator alone decided (see the module docstring)."""
+    if run.timed_out or signal is not None:
+        return False
+    doc = runner.last_json_object(run.output)
+    if doc is None or runner.reported_error(doc) is not None:
+        return False
+    try:
+        failure = runner.failure_of(doc)
+    except LedgerError:
+        return False
+    return failure is None or failure[0] in DETERMINISTIC_FAILURES
+
+
+def _entry(record: Any, key: str, material: Mapping[str, Any]) -> Entry | None:
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        return None
+    check = record.pop("check", None)
+    if check != codec.digest(codec.canonical_json(record).encode("utf-8")):
+        return None
+    # Never trusted over a mismatched key: the name, the stored key and the material all agree.
+    if record["key"] != key or key_of(record["material"]) != key:
+        return None
+    if codec.canonical_json(record["material"]) != codec.canonical_json(dict(material)):
+        return None
+    run, produced = record["run"], record["produced"]
+    command_run = runner.CommandRun(
+        command=str(run["command"]),
+        exit_code=int(run["exit_code"]),
+        output=str(run["output"]),
+        output_digest=str(run["output_digest"]),
+        duration_s=float(run["duration_s"]),
+        timed_out=bool(run["timed_out"]),
+    )
+    signal = run["signal"]
+    if not cacheable(command_run, signal):
+        return None
+    return Entry(
+        key=key,
+        run=command_run,
+        signal=signal,
+        source=CachedRun(key=key, at=str(produced["at"]), host=str(produced["host"])),
+    )
+
+
+def _module_of(template: tuple[str, ...]) -> str:
+    """The module a `python -m MODULE` template runs ('' when it runs a script)."""
+    for flag, module in itertools.pairwise(template):
+        if flag == "-m":
+            return module
+    return ""
+
+
+def _probe(
+    python: str, module: str, cwd: Path, env: Mapping[str, str] | None
+) -> dict[str, Any] | None:
+    try:
+        done = subprocess.run(
+            [python, "-c", _PROBE, module],
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    found = runner.last_json_object(done.stdout.decode("utf-8", errors="replace"))
+    return found
+
+
+def _scripts(
+    template: tuple[str, ...], argv: tuple[str, ...], python: str, cwd: Path
+) -> dict[str, str]:
+    """Digests of the files the command names (a verifier script), the interpreter aside,
+    each under its template token, so a script in another root with the same bytes matches."""
+    found = {}
+    for token, value in zip(template, argv, strict=False):
+        if value == python or not value or value.startswith("-"):
+            continue
+        path = Path(value) if os.path.isabs(value) else cwd / value
+        with contextlib.suppress(OSError, ValueError):
+            if path.is_file():
+                found[token] = codec.digest(path.read_bytes())
+    return found
+
+
+def _file_digest(path: Path) -> str | None:
+    try:
+        return codec.digest(path.read_bytes())
+    except OSError:
+        return None
+
+
+def _front_matter_digest(spec: Path) -> str | None:
+    """sha256 of SPEC.md's front matter (the adapter reads all of it; the prose is not read)."""
+    try:
+        lines = spec.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not lines or lines[0].strip() != "---":
+        return None
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), len(lines))
+    return codec.digest("\n".join(lines[:end]).encode("utf-8"))
