@@ -33,6 +33,7 @@ from tools.bench import ledgers
 from tools.bench.append import bench_append
 from tools.bench.autopilot_share import autopilot_share
 from tools.bench.campaign import SYNTHETIC
+from tools.bench.campaign_wall import campaign_wall
 from tools.bench.commands import bench_commands
 from tools.bench.execute import bench_execute
 from tools.bench.incremental import bench_incremental
@@ -112,7 +113,12 @@ OPTUNA_ATTEMPTS = 10_000
 
 
 def build_report(
-    mode: str, seed: int, cache: Path, autopilot_log: Path | None, log: Callable[[str], None]
+    mode: str,
+    seed: int,
+    cache: Path,
+    autopilot_log: Path | None,
+    log: Callable[[str], None],
+    campaign_ops: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Run every figure of `mode` ("full" or "quick") and return the report."""
     plan = SIZES[mode]
@@ -158,6 +164,12 @@ def build_report(
     log("MCP round trip")
     figures["mcp"] = bench_mcp(plan.mcp_repeats, plan.process_repeats, seed, cache, log)
     figures["autopilot_share"] = autopilot_share(autopilot_log)
+    if campaign_ops:
+        log(f"real campaigns ({' + '.join(campaign_ops)}): workers 1, workers 2, warm re-run")
+        figures.update(campaign_wall(campaign_ops))
+    else:
+        skipped = {"skipped": "three real PyPTO campaigns (15-25 min): pass --campaign"}
+        figures["campaign_workers"] = figures["campaign_warm_rerun"] = skipped
     report["goals_met"] = goals_met(figures)
     report["elapsed_s"] = round(time.perf_counter() - started, 1)
     return report
@@ -197,6 +209,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=None,
         help="an autopilot run's output, for the ledger's share of wall time",
     )
+    parser.add_argument(
+        "--campaign",
+        action="append",
+        default=[],
+        metavar="OP",
+        help="also time the autopilot campaign of OP (repeatable; the README's: softmax and "
+        "matmul_bias_relu) with --workers 2 vs 1 and a warm re-run (needs the pypto extra)",
+    )
     args = parser.parse_args(argv)
     report = build_report(
         "quick" if args.quick else "full",
@@ -204,6 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.cache,
         args.autopilot_log,
         lambda m: print(m, file=sys.stderr, flush=True),
+        tuple(args.campaign),
     )
     print(json.dumps(report, indent=1, sort_keys=True, ensure_ascii=False))
 
