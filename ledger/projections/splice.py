@@ -20,7 +20,6 @@ import contextlib
 import functools
 import hashlib
 import json
-import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,6 +29,7 @@ from attrs import frozen
 
 from ledger.errors import BadInput
 from ledger.log.atomic import replace_file
+from ledger.projections import view_cache
 
 NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
 _MARKER = re.compile(r"<!-- tune-ledger:(begin|end) ([a-z][a-z0-9-]{0,39}) -->")
@@ -249,8 +249,6 @@ def _near_marker(index: int, text: str) -> None:
 # only. `check` and `audit` never read it. TUNE_LEDGER_NO_CACHE=1 bypasses it.
 _known_markers: dict[str, list[tuple[int, str, str]]] = {}
 _KNOWN_TEXTS = 8
-_CACHE_DIR = ".tune-ledger-cache"
-_NO_CACHE_ENV = "TUNE_LEDGER_NO_CACHE"
 
 
 def _digest(text: str) -> str:
@@ -258,9 +256,9 @@ def _digest(text: str) -> str:
 
 
 def _record_path(path: Path) -> Path | None:
-    if os.environ.get(_NO_CACHE_ENV, "") not in ("", "0"):
+    if view_cache.disabled():
         return None
-    return path.parent / _CACHE_DIR / f"markers-{path.name}.json"
+    return path.parent / view_cache.CACHE_DIR / f"markers-{path.name}.json"
 
 
 def recall_markers(path: Path | str, text: str) -> None:
@@ -294,17 +292,7 @@ def _remember_markers(path: Path, text: str) -> None:
     if record is None or key not in _known_markers:
         return
     data = json.dumps({"sha256": key, "markers": _known_markers[key]}, separators=(",", ":"))
-    with contextlib.suppress(OSError):  # best effort: a read-only checkout costs the speed-up
-        record.parent.mkdir(exist_ok=True)
-        ignore = record.parent / ".gitignore"
-        if not ignore.exists():  # as the view cache writes it: the folder ignores itself
-            ignore.write_text("# disposable tune-ledger view cache (never committed)\n*\n")
-        temp = record.with_name(f".{record.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
-        try:
-            temp.write_text(data, "utf-8")
-            os.replace(temp, record)
-        finally:
-            temp.unlink(missing_ok=True)
+    view_cache.write_cache_file(record.parent, record.name, data.encode("utf-8"))
 
 
 # The sections of texts parsed lately, by the whole text. MEMORY.md is rewritten by the ledger

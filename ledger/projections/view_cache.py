@@ -258,22 +258,31 @@ def _is_rendered(value: Any) -> bool:
 def _write_entry(directory: Path, key: dict[str, Any], views: Rendered) -> None:
     """Replace the entry atomically; any OSError (read-only, full disk) leaves it as it was."""
     text = codec.canonical_json({"key": key, "views": views})
+    write_cache_file(directory, ENTRY_NAME, text.encode("utf-8"))
+
+
+def write_cache_file(folder: Path, name: str, data: bytes) -> bool:
+    """Replace `folder/name` atomically, `folder` being an op's disposable cache folder
+    (CACHE_DIR, which ignores itself in git); False when it could not be written. Every cache
+    beside a ledger (these views, the state snapshot, MEMORY.md's marker record) writes
+    through here: a read-only checkout or a full disk costs the speed-up, never the command."""
     try:
         # Not parents=True: the op's folder holds the ledger, and must not be created here.
-        directory.mkdir(exist_ok=True)
-        ignore = directory / ".gitignore"
+        folder.mkdir(exist_ok=True)
+        ignore = folder / ".gitignore"
         if not ignore.exists():
-            _replace(ignore, "# disposable tune-ledger view cache (never committed)\n*\n")
-        _replace(directory / ENTRY_NAME, text)
+            _replace(ignore, b"# disposable tune-ledger cache (never committed)\n*\n")
+        _replace(folder / name, data)
     except OSError:
-        pass
+        return False
+    return True
 
 
-def _replace(path: Path, text: str) -> None:
+def _replace(path: Path, data: bytes) -> None:
     # A name of its own per writer, so concurrent writers never write into one temp file.
     temp = path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
     try:
-        temp.write_text(text, "utf-8")
+        temp.write_bytes(data)
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)

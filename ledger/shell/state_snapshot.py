@@ -122,7 +122,7 @@ def remember(
         return None  # another writer got in since: its own command keeps its state
     folder = store.path.parent / view_cache.CACHE_DIR
     if restored is not None and tip.size - restored.base <= TAIL_LIMIT:
-        _write(
+        view_cache.write_cache_file(
             folder,
             SEAL_NAME,
             codec.canonical_json({"snapshot": restored.nonce, "position": now}).encode("utf-8"),
@@ -151,7 +151,7 @@ def remember(
     if secret is None:
         return None
     tag = hmac.new(secret, data, hashlib.sha256).digest()
-    if not _write(folder, SNAPSHOT_NAME, MAGIC + tag + data):
+    if not view_cache.write_cache_file(folder, SNAPSHOT_NAME, MAGIC + tag + data):
         return None
     return Restored(state, tip, nonce, tip.size)
 
@@ -203,26 +203,6 @@ def _read_seal(path: Path, nonce: str) -> dict[str, Any] | None:
         return None
     position = seal.get("position")
     return position if isinstance(position, dict) else None
-
-
-def _write(folder: Path, name: str, data: bytes) -> bool:
-    """Replace one file of the cache folder atomically; False when it could not be written."""
-    try:
-        # Not parents=True: the op's folder holds the ledger, and must not be created here.
-        folder.mkdir(exist_ok=True)
-        ignore = folder / ".gitignore"
-        if not ignore.exists():  # as the view cache writes it: the folder ignores itself
-            ignore.write_text("# disposable tune-ledger view cache (never committed)\n*\n")
-        temp = folder / f".{name}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
-        try:
-            temp.write_bytes(data)
-            os.replace(temp, folder / name)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
-    except OSError:
-        return False
-    return True
 
 
 _secret: list[bytes | None] = []
