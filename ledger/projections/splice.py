@@ -295,27 +295,9 @@ def _remember_markers(path: Path, text: str) -> None:
     view_cache.write_cache_file(record.parent, record.name, data.encode("utf-8"))
 
 
-# The sections of texts parsed lately, by the whole text. MEMORY.md is rewritten by the ledger
-# itself: the text a command finds is, but for a hand edit, the text the previous command
-# wrote and parsed (`_check_read_back`), so a warm process (the MCP server) parses each
-# version of the file once instead of twice. A pure function's cache: equal text, equal
-# answer; malformed texts raise and are never kept.
-_KNOWN: dict[str, tuple[Section, ...]] = {}
-_KNOWN_MAX = 8
-
-
 def find_sections(text: str) -> list[Section]:
-    """The managed sections of `text` in file order; BadInput (with line numbers) if malformed."""
-    known = _KNOWN.get(text)
-    if known is None:
-        known = tuple(_parsed_sections(text))
-        if len(_KNOWN) >= _KNOWN_MAX:
-            del _KNOWN[next(iter(_KNOWN))]  # the oldest entry
-        _KNOWN[text] = known
-    return list(known)
-
-
-def _parsed_sections(text: str) -> list[Section]:
+    """The managed sections of `text` in file order; BadInput (with line numbers) if malformed.
+    Finding the markers is the cost, and `_marker_lines` keeps them per text."""
     lines = split_lines(text)
     sections: list[Section] = []
     seen: dict[str, int] = {}
