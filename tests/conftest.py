@@ -16,10 +16,12 @@ from ledger.shell.api import OpLedger
 @pytest.fixture(autouse=True, scope="session")
 def session_measurement_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A measurement cache for the whole run, so that module- and session-scoped fixtures
-    (which start before any test's own) never use the user's real cache folder either."""
+    (which start before any test's own) never use the user's real cache folder either; and a
+    cache home of the run's own, where the state snapshot's key is made (not ~/.cache)."""
     folder = tmp_path_factory.mktemp("session-measure-cache")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TUNE_LEDGER_MEASURE_CACHE", str(folder))
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("session-cache-home")))
         yield folder
 
 
