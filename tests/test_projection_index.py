@@ -1,10 +1,12 @@
 """Projections kept in `State.derived` and extended from the tail (outcome counts, the points
 table, status's points, the alternates, R9's earlier ideas) give exactly what computing them
 from scratch gives, at every step of generated campaigns (a warm MCP server renders from the
-former; a CLI process, with a fresh state, from the latter)."""
+former; a CLI process, with a fresh state, from the latter), also across pickle round trips
+of the state, since the state snapshot carries them to the next process."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Sequence
 
 from hypothesis import given, settings
@@ -95,6 +97,10 @@ class _Checked(SealSink):
         assert [a.id for a in alternate_candidates(warm, policy)] == _alternates_scanned(cold)
         assert retry._unsuccessful_ideas(warm) == _ideas_scanned(cold)
         self.checked += 1
+        if self.checked % 3 == 0:
+            # As a process that starts from the state snapshot, which carries `derived`: one
+            # pickle keeps the attempts and points the indexes refer to the state's own.
+            self.state = pickle.loads(pickle.dumps(self.state))
 
 
 @settings(max_examples=6, deadline=None)

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from ledger.git import merge
 from ledger.log.store import FileStore
 from ledger.projections import splice, view_cache
+from ledger.projections import walk as walk_mod
 from ledger.shell import provenance, state_snapshot
 from ledger.shell.api import OpLedger
 from stages import commands as cmd
@@ -404,6 +405,31 @@ def test_a_prefix_tampered_in_place_is_never_trusted(
     cli.ledger().write_bytes(data[:at] + b"X" + data[at + 1 :])
     assert state_snapshot.restore(FileStore(cli.ledger()), OP, lambda *_: None) is None
     assert cli("note", OP, "--text", "y").code == 7
+
+
+def test_a_snapshot_carries_what_rendering_keeps_and_the_next_command_extends_it(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read command that replayed the whole ledger builds the indexes rendering keeps in
+    `State.derived` before it writes the snapshot (it renders neither MEMORY.md nor the
+    views itself), so no later command builds them over every attempt."""
+    frontend(cli)
+    cli.ok("candidate", OP, "--config", _config(1), "--prior", "p")
+    cli.ok("fail", OP, "pending", "--category", "runtime", "--detail", "d")
+    shutil.rmtree(_cache(cli.root))
+    cli.ok("log", OP)  # a full replay by a read command writes the snapshot
+    carried = _unpickled(_cache(cli.root) / state_snapshot.SNAPSHOT_NAME)["state"]
+    assert {"walk", "outcome-counts", "point-index", "candidates"} <= set(carried.derived)
+    walked: list[int] = []
+    kept_walk = walk_mod._Prefix.add
+
+    def counted(self: walk_mod._Prefix, step: object) -> None:
+        walked.append(1)
+        kept_walk(self, step)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(walk_mod._Prefix, "add", counted)
+    cli.ok("candidate", OP, "--config", _config(2), "--prior", "p")
+    assert walked == [1]  # only the new attempt was walked
 
 
 def test_the_no_cache_switch_neither_reads_nor_writes_it(

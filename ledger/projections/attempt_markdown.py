@@ -378,8 +378,10 @@ class _Group:
     kind: str
     count: int = 0
     outcomes: dict[str, int] = field(factory=dict)
-    # idea -> its most recent step, ordered by most recent occurrence (the last is the newest)
-    ideas: dict[str, Step] = field(factory=dict)
+    # idea -> its most recent step, ordered by most recent occurrence (the last is the newest);
+    # only the newest ideas the row shows keep their step (the others map to None), so groups
+    # kept warm (walk.py) hold a bounded number of steps however many failed
+    ideas: dict[str, Step | None] = field(factory=dict)
     # The group's table row as last rendered; dropped when a failure joins the group, so a kept
     # FailedGroups re-renders only the group that changed.
     row: list[str] | None = field(default=None, eq=False)
@@ -406,6 +408,9 @@ class FailedGroups:
         idea = _idea(step)
         group.ideas.pop(idea, None)  # re-inserted last: it is now the most recent occurrence
         group.ideas[idea] = step
+        keep = _EXAMPLES.get(group.kind, 2)
+        if len(group.ideas) > keep:  # the idea that left the shown ones, if one did
+            group.ideas[next(islice(reversed(group.ideas), keep, None))] = None
 
     def copy(self) -> FailedGroups:
         """An independent accumulator with the same failures counted."""
@@ -458,7 +463,7 @@ def _group_row(key: tuple[str, str], group: _Group) -> list[str]:
     keep = _EXAMPLES.get(group.kind, 2)
     # Distinct ideas, most recent first, each shown by its most recent step.
     recent = list(islice(reversed(group.ideas.values()), keep))
-    examples = [_example(step) for step in recent]
+    examples = [_example(step) for step in recent if step is not None]
     if len(group.ideas) > keep:
         examples.append(f"+{len(group.ideas) - keep} more")
     return [key[0], key[1], str(group.count), outcomes, ", ".join(examples)]

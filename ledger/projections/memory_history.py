@@ -43,7 +43,7 @@ NOTES = 5
 def walk_of(state: State, given: Sequence[Step] | Walk | None = None) -> Walk:
     """The walk the sections render: `given`, or the state's own (kept warm, `walk.walk`)."""
     if given is None:
-        return warm_walk(state, FAILED_ROWS)
+        return warm_walk(state, FAILED_ROWS, max(ADOPTED_ROWS, HISTORY_ROWS))
     return given if isinstance(given, Walk) else Walk.of(given)
 
 

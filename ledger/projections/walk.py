@@ -8,12 +8,17 @@ is settled once it is verified, failed or abandoned; only merged branches touch 
 the fold counts that in `State.finished_revision`), so it is kept in `State.derived` and only
 the attempts after it are walked again. The result is the same as walking everything: a walk
 is a pure function of the state; keeping part of it is a cache of that function.
+
+The kept part holds only what a section can show: it counts every step, adoption and failure,
+but keeps the most recent `rows` of each, and groups each failure as it leaves the shown ones.
+It is carried with the state snapshot (ledger/shell/state_snapshot.py), so a kept walk that
+held every step (32k at 100k events) cost every process ~60 ms to unpickle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from attrs import define, field, frozen
 
@@ -41,7 +46,7 @@ class Walk:
     @classmethod
     def of(cls, steps: Sequence[Step]) -> Walk:
         """The walk of steps given whole (a report's, a test's): counted by scanning them."""
-        walk = _Prefix()
+        walk = _Prefix([], [], [])
         for step in steps:
             walk.add(step)
         return cls(walk.steps, walk.adopted, walk.failed, walk.no_gain)
@@ -59,19 +64,79 @@ class Walk:
         return groups.text(op)
 
 
+T = TypeVar("T")
+
+
+class _Indexed(Sequence[T]):
+    """A sequence read by index through `_item`; slices are lists of the items they cover."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def _item(self, index: int) -> T:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(len(self))[index]]
+        return self._item(range(len(self))[index])
+
+
+class _Latest(_Indexed[T]):
+    """A list that counts every item appended but keeps only the most recent `keep` (at
+    least): reading an older one is an IndexError, never a wrong item."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.total = 0
+        self.items: list[T] = []
+
+    def append(self, item: T) -> None:
+        self.items.append(item)
+        self.total += 1
+        if len(self.items) > 2 * self.keep:  # trimmed in batches: O(1) per item appended
+            del self.items[: -self.keep]
+
+    def __len__(self) -> int:
+        return self.total
+
+    def _item(self, index: int) -> T:
+        dropped = self.total - len(self.items)
+        if index < dropped:
+            raise IndexError(f"item {index} is not kept: only the last {self.keep} are")
+        return self.items[index - dropped]
+
+
 @define
 class _Prefix:
-    """The walk over the first attempts, extended one step at a time."""
+    """A walk extended one step at a time: lists, or (kept) `_Latest` with grouping."""
 
-    steps: list[Step] = field(factory=list)
-    adopted: list[Step] = field(factory=list)
-    failed: list[Step] = field(factory=list)
+    steps: list[Step] | _Latest[Step]
+    adopted: list[Step] | _Latest[Step]
+    failed: list[Step] | _Latest[Step]
     no_gain: int = 0
     # The best config and time after the last step (what the next attempt is compared with).
     best_config: dict[str, Any] = field(factory=dict)
     best_us: float | None = None
+    # Kept walks only: the failures before the last `shown_failures` are grouped as they
+    # leave the shown ones (they are earlier in every later walk too, failures only
+    # accumulate), so `failed_groups` is O(new ones) and they need not be kept.
+    shown_failures: int | None = None
     groups: FailedGroups = field(factory=FailedGroups)
     grouped: int = 0
+
+    @classmethod
+    def kept(cls, rows: int, shown_failures: int, best_config: dict[str, Any]) -> _Prefix:
+        """A walk that keeps the most recent `rows` of each list, and of the failures one more
+        than are shown (`Walk.failed_groups` reads the shown ones back; the one leaving them
+        is grouped after it is appended)."""
+        keep = max(rows, shown_failures + 1)
+        return cls(_Latest(keep), _Latest(keep), _Latest(keep), best_config=best_config,
+                   shown_failures=shown_failures)  # fmt: skip
 
     def add(self, step: Step) -> None:
         attempt = step.attempt
@@ -82,6 +147,9 @@ class _Prefix:
             self.no_gain += 1
         if is_failed(attempt):
             self.failed.append(step)
+            if self.shown_failures is not None and len(self.failed) > self.shown_failures:
+                self.groups.add(self.failed[self.grouped])  # the one that left the shown
+                self.grouped += 1
 
     def step(self, attempt: Attempt) -> Step:
         """The attempt's step, moving the best on when it was adopted (as `timeline.steps`)."""
@@ -94,17 +162,18 @@ class _Prefix:
         return step
 
 
-def walk(state: State, shown_failures: int) -> Walk:
+def walk(state: State, shown_failures: int, rows: int) -> Walk:
     """The state's walk: the kept walk of its settled first attempts, then the rest walked.
 
-    All but the last `shown_failures` failures are grouped as they settle. The walk is valid
-    until the state changes: like the state, it is the accumulator's, not a value to keep."""
+    All but the last `shown_failures` failures are grouped as they settle; of each list only
+    the last `rows` (and the shown failures) can be read. The walk is valid until the state
+    changes: like the state, it is the accumulator's, not a value to keep."""
     baseline = baseline_config(state)
     # What the kept part depends on besides the settled attempts themselves.
-    key = (state.finished_revision, state.target, baseline, shown_failures)
+    key = (state.finished_revision, state.target, baseline, shown_failures, rows)
     kept = state.derived.get(_KEY)
     if not isinstance(kept, tuple) or kept[0] != key:
-        prefix = _Prefix(best_config=baseline)
+        prefix = _Prefix.kept(rows, shown_failures, baseline)
         prefix.best_us = state.target.baseline_us if state.target else None
         kept = (key, prefix)
         state.derived[_KEY] = kept
@@ -116,10 +185,8 @@ def walk(state: State, shown_failures: int) -> Walk:
             prefix.add(prefix.step(attempt))
             continue
         if tail is None:  # the first unsettled attempt: from here on nothing is kept
-            tail = _Prefix(best_config=prefix.best_config, best_us=prefix.best_us)
+            tail = _Prefix([], [], [], best_config=prefix.best_config, best_us=prefix.best_us)
         tail.add(tail.step(attempt))
-    # Group the failures that are sure to stay "earlier" (all but the most recent shown).
-    _group_settled(prefix, shown_failures)
     if tail is None:
         return Walk(prefix.steps, prefix.adopted, prefix.failed, prefix.no_gain,
                     prefix.groups, prefix.grouped)  # fmt: skip
@@ -133,8 +200,8 @@ def walk(state: State, shown_failures: int) -> Walk:
     )
 
 
-class _Joined(Sequence[Step]):
-    """Two lists read as one, without copying them: the kept prefix is the whole campaign
+class _Joined(_Indexed[Step]):
+    """Two sequences read as one, without copying them: the kept prefix is the whole campaign
     but for its last few attempts, and the sections read only its ends."""
 
     def __init__(self, first: Sequence[Step], second: Sequence[Step]) -> None:
@@ -143,24 +210,6 @@ class _Joined(Sequence[Step]):
     def __len__(self) -> int:
         return len(self._first) + len(self._second)
 
-    @overload
-    def __getitem__(self, index: int) -> Step: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Step]: ...
-    def __getitem__(self, index: int | slice) -> Step | list[Step]:
-        if isinstance(index, slice):
-            return [self._item(i) for i in range(len(self))[index]]
-        return self._item(range(len(self))[index])
-
     def _item(self, index: int) -> Step:
         first = len(self._first)
         return self._first[index] if index < first else self._second[index - first]
-
-
-def _group_settled(prefix: _Prefix, shown_failures: int) -> None:
-    # Failures only accumulate, so those before the last `shown_failures` settled ones are
-    # earlier in every later walk too; grouping them once keeps `failed_groups` O(new ones).
-    upto = len(prefix.failed) - shown_failures
-    for step in prefix.failed[prefix.grouped : max(upto, prefix.grouped)]:
-        prefix.groups.add(step)
-    prefix.grouped = max(upto, prefix.grouped)
