@@ -159,6 +159,7 @@ def priors(
         keys=_keys(keys_text),
         count=count,
         builtin=not no_builtin,
+        ledger=ctx.op(op),
     )
     data = priors_json(op, gathered, ctx.root)
     ctx.emit(data, priors_text(data))

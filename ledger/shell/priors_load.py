@@ -124,9 +124,11 @@ def gather(
     keys: Sequence[str] = (),
     count: int | None = None,
     builtin: bool = True,
+    ledger: OpLedger | None = None,
 ) -> Gathered:
-    """Read every source of priors for `op` and propose its candidates (R7)."""
-    ledger = OpLedger(root, op)
+    """Read every source of priors for `op` and propose its candidates (R7); `ledger`: the
+    op's OpLedger when the caller keeps one (the CLI keeps it to the end of the process)."""
+    ledger = OpLedger(root, op) if ledger is None else ledger
     state = ledger.load().state
     ledger.keep_snapshot()  # the next command starts from this state, unless the file moves
     focus = resolve_focus(state, point=point, stage=stage, keys=keys)
