@@ -43,3 +43,15 @@ def test_the_prefiltered_similarity_keeps_every_decision_and_score(
 def test_the_prefilter_agrees_on_arbitrary_text(text: str, other: str) -> None:
     full = similarity(text, other)
     assert _similar(text, other, 0.9) == (full if full >= 0.9 else None)
+
+
+@settings(max_examples=100, deadline=None)
+@given(firsts=st.lists(_IDEAS, min_size=2, max_size=6), second=_IDEAS)
+def test_an_earlier_idea_indexed_once_answers_every_later_comparison_alike(
+    firsts: list[str], second: str
+) -> None:
+    """R9 keeps difflib's index of each earlier idea and compares every new idea with it: each
+    comparison gets the score a fresh matcher gives, whatever was compared before."""
+    for first in firsts:
+        assert _similar(first, second, 0.0) == similarity(first, second)
+        assert _similar(second, first, 0.0) == similarity(second, first)

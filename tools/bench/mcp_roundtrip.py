@@ -1,5 +1,6 @@
 """The MCP server's round trip beside the CLI process, on synthetic ledgers of 100, 10k and 100k
-events (tools/bench/generate.py), in one run: a `status` call, and a `try` + `verify` pair.
+events (tools/bench/generate.py), in one run: a `status` call, and a `try` + `verify` pair, the
+same commands in the same stage (algorithm) at every size.
 
 Goals (issue 17), for both: a server call at 10k events at least 20x faster than the CLI
 process doing the same, and a server call at 100k events at most 1.5x its cost at 100 events.
@@ -31,7 +32,6 @@ from tools.bench.timing import figure, rounded, summary
 
 SIZES = (100, 10_000, 100_000)
 CALLS = ("status", "try_verify")
-_TRY_ARGUMENT = {"set": "change", "algorithm": "algorithm"}
 
 
 def _environment() -> dict[str, str]:
@@ -54,9 +54,18 @@ def _run(root: Path, *argv: str) -> dict[str, Any]:
     return dict(json.loads(done.stdout or b"{}"))
 
 
-def _prepared_root(size: int, into: Path, seed: int, cache: Path, log: Any) -> tuple[Path, str]:
-    """A copy of the cached campaign of `size` events, ready for `try`: its pending attempt
-    abandoned, a point open outside the algorithm stage; and its stage."""
+_CONFIG_STAGES = ("frontend", "swimlane", "incore")
+
+
+def _prepared_root(size: int, into: Path, seed: int, cache: Path, log: Any) -> Path:
+    """A copy of the cached campaign of `size` events, ready for `try --algorithm`: its
+    pending attempt abandoned, in the algorithm stage.
+
+    Every size is measured in the same stage with the same commands: the synthetic campaign
+    of 100 events stands in swimlane (`try --set`), those of 10k and 100k in the algorithm
+    stage, and a growth figure between two different commands says nothing. A campaign not
+    there yet goes the rest of the way as an agent would (close its point, exit each stage,
+    a report, enter the algorithm stage): ten events or so more."""
     source, _meta = cached_ledger(size, seed, cache, log)
     root = into / f"{size}ev"
     shutil.copytree(source / "custom", root / "custom")
@@ -64,9 +73,35 @@ def _prepared_root(size: int, into: Path, seed: int, cache: Path, log: Any) -> t
     if status.get("pending"):
         _run(root, "abandon", OP, "pending", "--reason", "bench set-up")
     stage = str(status["stage"])
-    if stage != "algorithm" and not status.get("open_point"):
-        _run(root, "point", "open", OP, f"mcp-bench-{size}")
-    return root, stage
+    if stage == "algorithm":
+        return root
+    for later in _CONFIG_STAGES[_CONFIG_STAGES.index(stage) :]:
+        if later != stage:
+            _step(root, "stage", "enter", OP, later)
+        point = status.get("open_point") if later == stage else None
+        if not point:
+            point = f"mcp-bench-{later}"
+            _step(root, "point", "open", OP, point)
+        _step(root, "point", "close", OP, str(point), "--reason", "bench set-up")
+        _step(root, "stage", "exit", OP, later)
+        if f"tune-{later}" in status.get("skills", ()) and later == stage:
+            _step(root, "skill", "unload", OP, f"tune-{later}")
+    _step(root, "report", OP)
+    _step(root, "stage", "enter", OP, "algorithm")
+    return root
+
+
+def _step(root: Path, *argv: str) -> None:
+    """One set-up command, which must succeed."""
+    done = _run(root, *argv)
+    if "error" in done:
+        raise RuntimeError(f"bench set-up: {' '.join(argv)}: {done['error']}")
+
+
+def _events(root: Path) -> int:
+    """How many events the prepared ledger holds (one per line)."""
+    with open(root / "custom" / OP / "events.jsonl", "rb") as file:
+        return sum(1 for _ in file)
 
 
 def _cli(root: Path, *argv: str) -> float:
@@ -77,24 +112,19 @@ def _cli(root: Path, *argv: str) -> float:
 
 
 class Changes:
-    """Fresh changes, never a retry (R9): a new stitch limit, or a new idea in the algorithm
-    stage, each verified with a time of its own."""
+    """Fresh algorithm ideas, never a retry (R9), each verified with a time of its own."""
 
-    def __init__(self, start: int, stage: str) -> None:
+    def __init__(self, start: int) -> None:
         self.number = start
         self.time_us = 50.0
-        # The algorithm stage takes algorithm changes only (R5); the others one parameter.
-        self.option = "algorithm" if stage == "algorithm" else "set"
 
     def next(self) -> tuple[str, str]:
-        """The next change (`--set` or `--algorithm` value) and the time to verify it with."""
+        """The next idea (`try --algorithm`) and the time to verify it with."""
         self.number += 1
         self.time_us *= 0.97
-        if self.option == "algorithm":
-            # Unlike any earlier idea (R9 compares their text): a digest of the number.
-            idea = hashlib.sha256(str(self.number).encode()).hexdigest()
-            return f"bench idea {idea}", f"{self.time_us:.3f}us"
-        return f"stitch_function_max_num={self.number}", f"{self.time_us:.3f}us"
+        # Unlike any earlier idea (R9 compares their text): a digest of the number.
+        idea = hashlib.sha256(str(self.number).encode()).hexdigest()
+        return f"bench idea {idea}", f"{self.time_us:.3f}us"
 
 
 def _verify_argv(took: str) -> list[str]:
@@ -107,7 +137,7 @@ def _cli_figures(root: Path, repeats: int, changes: Changes) -> dict[str, list[f
     for _ in range(repeats):
         change, took = changes.next()
         pairs.append(
-            _cli(root, "try", OP, f"--{changes.option}", change)
+            _cli(root, "try", OP, "--algorithm", change)
             + _cli(root, "verify", OP, *_verify_argv(took))
         )
     return {"status": status, "try_verify": pairs}
@@ -134,7 +164,7 @@ async def _server_figures(root: Path, repeats: int, changes: Changes) -> dict[st
 
         async def pair() -> float:
             change, took = changes.next()
-            try_arguments = {"op": OP, _TRY_ARGUMENT[changes.option]: change}
+            try_arguments = {"op": OP, "algorithm": change}
             verify = {"op": OP, "attempt": "pending", "output": ["y=true"], "layout_exit": 0}
             return await timed("try", try_arguments) + await timed(
                 "verify", {**verify, "time": [took]}
@@ -150,26 +180,32 @@ async def _server_figures(root: Path, repeats: int, changes: Changes) -> dict[st
     return {"status": status, "try_verify": pairs}
 
 
+Samples = dict[str, dict[str, dict[str, list[float]]]]
+
+
 def measure(
     repeats: int, cli_repeats: int, seed: int = 1, cache: Path = DEFAULT_CACHE, log: Any = None
-) -> dict[str, dict[str, dict[str, list[float]]]]:
-    """Seconds per call, by size, call and side ("server", "cli"), all in one run."""
+) -> tuple[Samples, dict[str, int]]:
+    """Seconds per call, by size, call and side ("server", "cli"), all in one run; and how
+    many events each size's ledger held once prepared."""
     import anyio
 
-    samples: dict[str, dict[str, dict[str, list[float]]]] = {}
+    samples: Samples = {}
+    events: dict[str, int] = {}  # how many events each prepared ledger held
     with tempfile.TemporaryDirectory(prefix="mcp-roundtrip-") as folder:
         for size in SIZES:
             if log:
                 log(f"MCP round trip, {size} events")
-            root, stage = _prepared_root(size, Path(folder), seed, cache, log)
-            changes = Changes(50_000, stage)
+            root = _prepared_root(size, Path(folder), seed, cache, log)
+            events[str(size)] = _events(root)
+            changes = Changes(50_000)
             server = anyio.run(_server_figures, root, repeats, changes)
             cli = _cli_figures(root, cli_repeats, changes)
             samples[str(size)] = {n: {"server": server[n], "cli": cli[n]} for n in CALLS}
-    return samples
+    return samples, events
 
 
-def figures(samples: dict[str, dict[str, dict[str, list[float]]]]) -> dict[str, Any]:
+def figures(samples: Samples) -> dict[str, Any]:
     """The report's figures: per call, the speed-up over the CLI at 10k events and the growth
     from 100 to 100k events, each with its noise; every median beside them (`per_size`)."""
     out: dict[str, Any] = {}
@@ -222,7 +258,8 @@ def bench_mcp(
         import mcp  # noqa: F401
     except ImportError as e:
         return {"skipped": f"the mcp SDK is not installed ({e}); pip install -e '.[mcp]'"}
-    return figures(measure(repeats, cli_repeats, seed, cache, log))
+    samples, events = measure(repeats, cli_repeats, seed, cache, log)
+    return {**figures(samples), "events": events}
 
 
 def main(argv: list[str] | None = None, emit: Callable[[str], None] = print) -> None:
