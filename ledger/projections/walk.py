@@ -33,7 +33,8 @@ _KEY = "walk"
 
 @frozen
 class Walk:
-    """Every step in start order, and the ones the history sections list or count."""
+    """Every step in start order, and the ones the history sections list or count (of the
+    state's kept walk, every one is counted but only the most recent can be read)."""
 
     steps: Sequence[Step]
     adopted: Sequence[Step]
