@@ -96,6 +96,11 @@ class _Checked(SealSink):
         assert limited == attempt_markdown._scanned_points_table(cold, policy, self.limit)
         assert [a.id for a in alternate_candidates(warm, policy)] == _alternates_scanned(cold)
         assert retry._unsuccessful_ideas(warm) == _ideas_scanned(cold)
+        for stage in (None, warm.stage):
+            # `log --limit` reads the attempts back from the end: their start order
+            started = [a for a in sorted(cold.attempts.values(), key=lambda a: a.seq)]
+            shown = [views.attempt_row(a) for a in started if stage in (None, a.stage)]
+            assert views.attempt_rows(warm, stage=stage, limit=self.limit) == shown[-self.limit :]
         self.checked += 1
         if self.checked % 3 == 0:
             # As a process that starts from the state snapshot, which carries `derived`: one

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger.cli import COMMAND_MODULES
+from ledger.cli import inspect as cli_inspect
 from ledger.cli import status as cli_status
 from ledger.projections import view_cache, views
 from ledger.shell.api import OpLedger
@@ -93,6 +94,43 @@ def test_the_command_that_appends_leaves_the_next_status_a_hit(
         for v in ("status", "resume")
         for j in (True, False)
     ] == truth
+
+
+def test_log_with_a_small_limit_after_an_append_is_a_hit_and_prints_the_same(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`log --limit N` (N up to LOG_ROWS, no filter) prints the latest attempts from the view
+    cache the last append wrote; a larger limit, a filter or no limit reads the state."""
+    frontend(cli)
+    for n in range(3):
+        cli.ok(
+            "candidate", OP, "--config", f'{{"vec_tile_shape":[1,8,1,{16 + n}]}}', "--prior", "p"
+        )
+        cli.ok("fail", OP, "pending", "--category", "runtime", "--detail", f"d{n}")
+    asked = [["log", OP, "--limit", str(n)] for n in (1, 2, view_cache.LOG_ROWS)]
+    truth = [_run(cli, a, as_json=j, cached=False) for a in asked for j in (True, False)]
+    with monkeypatch.context() as patched:
+        patched.setattr(cli_inspect, "load_state", _refuse_replay)
+        assert [_run(cli, a, as_json=j, cached=True) for a in asked for j in (True, False)] == truth
+    others = [
+        ["log", OP, "--limit", str(view_cache.LOG_ROWS + 1)],
+        ["log", OP, "--stage", "frontend"],
+    ]
+    expected = [_run(cli, a, as_json=True, cached=False) for a in others]
+    replays: list[int] = []
+    load_state = cli_inspect.load_state
+
+    def counted(*args: object) -> object:
+        replays.append(1)
+        return load_state(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli_inspect, "load_state", counted)
+    assert [_run(cli, a, as_json=True, cached=True) for a in others] == expected
+    assert len(replays) == 2
+
+
+def _refuse_replay(*_args: object) -> object:
+    raise AssertionError("log replayed the ledger: the cache was not used")
 
 
 def test_every_append_is_seen(cli: Cli) -> None:

@@ -55,11 +55,15 @@ ENTRY_NAME = "views.json"
 # the last several commands; hashing it costs ~50 µs.
 TAIL_BYTES = 64 * 1024
 
-# {"status": {"json": ..., "text": ...}, "resume": {...}}: each view as it is printed (one JSON
-# object with --json, else text), so that a hit decodes and encodes no large structure
-# (`status` lists every optimization point: its output grows with the campaign).
+# {"status": {"json": ..., "text": ...}, "resume": {...}, "log": {"rows": ...}}: each view as
+# it is printed (one JSON object with --json, else text), so that a hit decodes and encodes no
+# large structure (`status` lists every optimization point: its output grows with the
+# campaign); `log` as the JSON rows of the latest attempts, which `log --limit N` slices.
 Rendered = dict[str, dict[str, str]]
 VIEWS = ("status", "resume")
+# The latest attempts the cached `log` view holds: `log --limit N` with N up to this and no
+# filter prints from the cache, as `status` does (an agent reads its last few attempts).
+LOG_ROWS = 20
 
 
 def disabled() -> bool:
@@ -122,7 +126,18 @@ def render(state: State, warnings: list[str]) -> Rendered:
     return {
         "status": {"json": codec.canonical_json(status), "text": views.status_text(status)},
         "resume": {"json": codec.canonical_json(resume), "text": views.resume_text(resume)},
+        "log": {"rows": codec.canonical_json(views.attempt_rows(state, limit=LOG_ROWS))},
     }
+
+
+def latest_rows(rendered: Rendered, limit: int) -> list[dict[str, Any]] | None:
+    """`log --limit LIMIT`'s rows from rendered views, or None when they do not hold them
+    (more than LOG_ROWS asked, an entry of older code)."""
+    rows = rendered.get("log", {}).get("rows")
+    if limit > LOG_ROWS or not isinstance(rows, str):
+        return None
+    found = codec.loads(rows)
+    return found[-limit:] if isinstance(found, list) else None
 
 
 def _json_safe(value: Any) -> Any:

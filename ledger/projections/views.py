@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any
 
 from ledger.domain.state import Attempt, State
@@ -79,16 +80,21 @@ def attempt_rows(
     failure: str | None = None,
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The attempts in the order they were started, filtered."""
-    chosen = [
+    """The attempts in the order they were started, filtered; the last `limit` of them.
+
+    `state.attempts` is in that order already (an attempt's seq is its position there), so
+    `--limit N` reads the newest attempts back from the end until N match: `log --limit 5`
+    sorted and filtered all 32k attempts at 100k events."""
+    matching = (
         a
-        for a in sorted(state.attempts.values(), key=lambda a: a.seq)
+        for a in reversed(state.attempts.values())
         if (stage is None or a.stage == stage)
         and (verdict is None or a.verdict == verdict)
         and (failure is None or a.failure == failure)
-    ]
-    # Rows are built for the attempts shown only: `log --limit 5` on 32k attempts built 32k.
-    return [attempt_row(a) for a in (chosen[-limit:] if limit else chosen)]
+    )
+    chosen = list(islice(matching, limit) if limit else matching)
+    chosen.reverse()
+    return [attempt_row(a) for a in chosen]
 
 
 def _best(state: State) -> dict[str, Any] | None:
