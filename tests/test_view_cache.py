@@ -521,3 +521,16 @@ def test_a_hit_imports_neither_the_stage_machines_nor_cattrs(cli: Cli) -> None:
     assert hit_modules == []
     text_out, text_modules = _imports(cli.root, "resume", OP)
     assert text_modules == [] and "next:" in text_out
+
+
+@pytest.mark.parametrize("log", ["garbage", {"rows": "not json"}, {"rows": "[1,2]"}, {}])
+def test_a_log_view_of_the_wrong_shape_is_no_hit(cli: Cli, log: object) -> None:
+    """An entry whose key matches but whose `log` rows are not rows: `log` reads the state."""
+    frontend(cli)
+    cli.ok("note", OP, "--text", "x")
+    truth = _run(cli, ["log", OP, "--limit", "2"], as_json=True, cached=False)
+    entry_path = _cache(cli) / view_cache.ENTRY_NAME
+    entry = json.loads(entry_path.read_text("utf-8"))
+    entry["views"]["log"] = log
+    entry_path.write_text(json.dumps(entry), "utf-8")
+    assert _run(cli, ["log", OP, "--limit", "2"], as_json=True, cached=True) == truth

@@ -133,11 +133,17 @@ def render(state: State, warnings: list[str]) -> Rendered:
 def latest_rows(rendered: Rendered, limit: int) -> list[dict[str, Any]] | None:
     """`log --limit LIMIT`'s rows from rendered views, or None when they do not hold them
     (more than LOG_ROWS asked, an entry of older code)."""
-    rows = rendered.get("log", {}).get("rows")
+    log = rendered.get("log")
+    rows = log.get("rows") if isinstance(log, dict) else None
     if limit > LOG_ROWS or not isinstance(rows, str):
         return None
-    found = codec.loads(rows)
-    return found[-limit:] if isinstance(found, list) else None
+    try:
+        found = codec.loads(rows)
+    except ValueError:
+        return None  # an entry that does not parse is no entry (as in `_read_entry`)
+    if not isinstance(found, list) or not all(isinstance(row, dict) for row in found):
+        return None
+    return found[-limit:]
 
 
 def _json_safe(value: Any) -> Any:
