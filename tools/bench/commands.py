@@ -16,7 +16,6 @@ verifier, `report` writes a report about every attempt.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tools.bench import prepare
 from tools.bench.campaign import OP
 from tools.bench.processes import PROCESS_ENV, cli_command
 from tools.bench.timing import figure, rounded, summary
@@ -47,21 +47,16 @@ READS: dict[str, tuple[str, ...]] = {
     "priors": ("priors", OP, "--stage", "incore"),
 }
 
-# One round of writes, in order, from a campaign with no pending attempt back to the same:
-# `start` is `candidate` in a config stage and `try --algorithm` in the algorithm stage (where
-# the bench ledgers end), named in the figure; `verify_samples` verifies with three samples (a
-# bootstrap verdict, which imports numpy, when the best has samples too).
+# One round of writes, in order, from a campaign with no pending attempt back to the same, in
+# the algorithm stage at every size (tools/bench/prepare.py): `start` is `try --algorithm`;
+# `verify` reports one sample, a threshold verdict; `verify_samples` three, a bootstrap verdict
+# against the prepared best's samples, which imports numpy. Every verify is slower than the
+# best, so each is a rollback at every size.
 SAMPLES = "verify_samples"
 WRITES = ("note", "start", "verify", "start", "fail", "start", "abandon", "start", SAMPLES)
 
 
-def _idea(tag: str) -> str:
-    """An algorithm idea no earlier one resembles (R9 compares their words)."""
-    digest = hashlib.sha256(tag.encode()).hexdigest()
-    return " ".join(digest[i : i + 7] for i in range(0, 42, 7))
-
-
-def _write_args(name: str, tag: str, stage: str) -> tuple[str, ...]:
+def _write_args(name: str, tag: str, best_us: float) -> tuple[str, ...]:
     """The arguments after `--json` of one writing command of the round."""
     if name == "note":
         return ("note", OP, "--text", f"bench note {tag}")
@@ -69,21 +64,22 @@ def _write_args(name: str, tag: str, stage: str) -> tuple[str, ...]:
         return ("abandon", OP, "pending", "--reason", f"bench {tag}")
     if name == "fail":
         return ("fail", OP, "pending", "--category", "runtime", "--detail", f"bench {tag}")
-    if name == "start" and stage == "algorithm":
-        return ("try", OP, "--algorithm", _idea(tag))
     if name == "start":
-        config = f'{{"bench_knob": "{_idea(tag)}"}}'  # never measured before (R9)
-        return ("candidate", OP, "--config", config, "--prior", "bench")
-    samples = ("61us", "60us", "62us") if name == SAMPLES else ("61us",)
-    times = [arg for t in samples for arg in ("--time", t)]
-    return ("verify", OP, "pending", "--output", "out=true", "--layout-exit", "0", *times)
+        return ("try", OP, "--algorithm", prepare.idea(tag))
+    slower = (1.5, 1.49, 1.51) if name == SAMPLES else (1.5,)
+    times = [arg for f in slower for arg in ("--time", f"{best_us * f:.3f}us")]
+    return ("verify", OP, "pending", "--output", "y=true", "--layout-exit", "0", *times)
 
 
-def _where(cli: Sequence[str]) -> tuple[str, str | None]:
-    """The campaign's stage and pending attempt, from `status --json`."""
-    done = subprocess.run([*cli, "status", OP], capture_output=True, check=True, env=PROCESS_ENV)
-    data = json.loads(done.stdout)
-    return str(data["stage"]), data.get("pending")
+def _run_json(cli: Sequence[str]) -> prepare.Run:
+    """`prepare`'s way to run one command: its JSON output, an error included."""
+
+    def run(root: Path, *argv: str) -> dict[str, Any]:
+        del root  # `cli` names it
+        done = subprocess.run([*cli, *argv], capture_output=True, check=False, env=PROCESS_ENV)
+        return dict(json.loads(done.stdout or b"{}"))
+
+    return run
 
 
 # The processes are started by a small helper process, not by this one: a child's peak RSS
@@ -152,9 +148,9 @@ Samples = dict[str, dict[str, list[float]]]
 
 def _measure_size(
     root: Path, repeats: int, log: Callable[[str], None], spawner: Spawner
-) -> tuple[Samples, str]:
-    """Wall time, CPU time and peak RSS of every counted command on one ledger, each followed
-    by a click process; and the command that started attempts there."""
+) -> Samples:
+    """Wall time, CPU time and peak RSS of every counted command on one ledger (prepared the
+    same way at every size), each followed by a click process."""
     cli = [*cli_command(), "--root", str(root), "--json"]
     samples: Samples = {}
     run_process = spawner.run
@@ -166,14 +162,12 @@ def _measure_size(
         taken["cpu"].append(cpu)
         taken["rss"].append(float(peak))
 
-    stage, pending = _where(cli)
-    if pending:
-        run_process([*cli, *_write_args("abandon", "setup", stage)])
+    best_us = prepare.prepared(_run_json(cli), root)
     # Round 0 is not measured: compiled modules written, caches as a campaign leaves them.
     for round_no in range(repeats + 1):
         commands = [(name, READS[name]) for name in READS]
         commands += [
-            (name, _write_args(name, f"{round_no}-{step}", stage))
+            (name, _write_args(name, f"{round_no}-{step}", best_us))
             for step, name in enumerate(WRITES)
         ]
         for name, args in commands:
@@ -183,7 +177,7 @@ def _measure_size(
             else:
                 run_process([*cli, *args])
         log(f"  round {round_no} of {repeats} done")
-    return samples, _write_args("start", "-", stage)[0]
+    return samples
 
 
 def bench_commands(
@@ -201,13 +195,12 @@ def bench_commands(
                 sides[label] = _measure_size(root, repeats, log, spawner)
     finally:
         spawner.close()
-    (at_small, small_start), (at_big, big_start) = sides["small"], sides["big"]
+    at_small, at_big = sides["small"], sides["big"]
     click = {kind: at_small["click"][kind] + at_big["click"][kind] for kind in ("wall", "cpu")}
     figures: dict[str, Any] = {}
     for name in [*READS, *dict.fromkeys(WRITES)]:
         goal = READ_GOAL if name in READS else WRITE_GOAL
         figures[name] = _figures(name, goal, at_small[name], at_big[name], click)
-    figures["start"]["commands"] = {"small": small_start, "big": big_start}
     figures["click"] = {kind: summary(click[kind]) for kind in ("wall", "cpu")}
     return figures
 

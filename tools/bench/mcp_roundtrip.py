@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tools.bench import prepare
 from tools.bench.campaign import OP
 from tools.bench.ledgers import DEFAULT_CACHE, cached_ledger
 from tools.bench.timing import figure, rounded, summary
@@ -54,48 +55,13 @@ def _run(root: Path, *argv: str) -> dict[str, Any]:
     return dict(json.loads(done.stdout or b"{}"))
 
 
-_CONFIG_STAGES = ("frontend", "swimlane", "incore")
-
-
-def _prepared_root(size: int, into: Path, seed: int, cache: Path, log: Any) -> Path:
-    """A copy of the cached campaign of `size` events, ready for `try --algorithm`: its
-    pending attempt abandoned, in the algorithm stage.
-
-    Every size is measured in the same stage with the same commands: the synthetic campaign
-    of 100 events stands in swimlane (`try --set`), those of 10k and 100k in the algorithm
-    stage, and a growth figure between two different commands says nothing. A campaign not
-    there yet goes the rest of the way as an agent would (close its point, exit each stage,
-    a report, enter the algorithm stage): ten events or so more."""
+def _prepared_root(size: int, into: Path, seed: int, cache: Path, log: Any) -> tuple[Path, float]:
+    """A copy of the cached campaign of `size` events in the algorithm stage with a sampled
+    best (tools/bench/prepare.py: the same commands at every size); that best's time in µs."""
     source, _meta = cached_ledger(size, seed, cache, log)
     root = into / f"{size}ev"
     shutil.copytree(source / "custom", root / "custom")
-    status = _run(root, "status", OP)
-    if status.get("pending"):
-        _run(root, "abandon", OP, "pending", "--reason", "bench set-up")
-    stage = str(status["stage"])
-    if stage == "algorithm":
-        return root
-    for later in _CONFIG_STAGES[_CONFIG_STAGES.index(stage) :]:
-        if later != stage:
-            _step(root, "stage", "enter", OP, later)
-        point = status.get("open_point") if later == stage else None
-        if not point:
-            point = f"mcp-bench-{later}"
-            _step(root, "point", "open", OP, point)
-        _step(root, "point", "close", OP, str(point), "--reason", "bench set-up")
-        _step(root, "stage", "exit", OP, later)
-        if f"tune-{later}" in status.get("skills", ()) and later == stage:
-            _step(root, "skill", "unload", OP, f"tune-{later}")
-    _step(root, "report", OP)
-    _step(root, "stage", "enter", OP, "algorithm")
-    return root
-
-
-def _step(root: Path, *argv: str) -> None:
-    """One set-up command, which must succeed."""
-    done = _run(root, *argv)
-    if "error" in done:
-        raise RuntimeError(f"bench set-up: {' '.join(argv)}: {done['error']}")
+    return root, prepare.prepared(_run, root)
 
 
 def _events(root: Path) -> int:
@@ -197,9 +163,9 @@ def measure(
         for size in SIZES:
             if log:
                 log(f"MCP round trip, {size} events")
-            root = _prepared_root(size, Path(folder), seed, cache, log)
+            root, best_us = _prepared_root(size, Path(folder), seed, cache, log)
             events[str(size)] = _events(root)
-            changes = Changes(50_000, float(_run(root, "status", OP)["best"]["time_us"]))
+            changes = Changes(50_000, best_us)
             server = anyio.run(_server_figures, root, repeats, changes)
             cli = _cli_figures(root, cli_repeats, changes)
             samples[str(size)] = {n: {"server": server[n], "cli": cli[n]} for n in CALLS}
