@@ -50,6 +50,40 @@ def test_fsync_dir_syncs_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert _open_descriptors() == before
 
 
+def _synced_paths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record what each os.fsync was asked to sync (a path; a temporary file's final name
+    is unknown, so its folder and a `.tmp` suffix are what show)."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
+def test_memory_md_syncs_its_bytes_but_not_its_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MEMORY.md is regenerated from the ledger: its new bytes are durable before the rename
+    (a crash never leaves a mix, nor an empty file in place of the person's notes), but the
+    rename need not be (the old file back is one command behind, which `check` reports); the
+    ledger's own rewrite makes both durable."""
+    from ledger.projections import splice
+
+    memory = tmp_path / "MEMORY.md"
+    memory.write_text("old\n")
+    synced = _synced_paths(monkeypatch)
+    assert splice.write_if_changed(memory, "new\n")
+    assert memory.read_text() == "new\n"
+    assert len(synced) == 1 and synced[0].endswith(".tmp")
+    synced.clear()
+    atomic.replace_file(tmp_path / "events.jsonl", b"")
+    assert len(synced) == 2 and synced[0].endswith(".tmp") and synced[1] == str(tmp_path)
+
+
 def test_fsync_dir_skips_a_file_system_that_cannot_sync_folders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,10 +8,12 @@ import os
 from pathlib import Path
 
 
-def replace_file(path: Path, data: bytes) -> None:
+def replace_file(path: Path, data: bytes, *, durable_rename: bool = True) -> None:
     """Write `data` as `path` so a crash leaves the old or the new file, never a mix.
 
-    The file keeps its permission bits; the folder is fsynced so the rename itself survives.
+    The file keeps its permission bits. With `durable_rename` the folder is fsynced too, so
+    the rename itself survives a crash; without it, a crash may bring back the old file
+    (whole: its bytes were durable before), which suits a file regenerated from the ledger.
     """
     try:
         mode = path.stat().st_mode & 0o7777
@@ -33,7 +35,8 @@ def replace_file(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
-    fsync_dir(path.parent)
+    if durable_rename:
+        fsync_dir(path.parent)
 
 
 def fsync_dir(folder: Path | str) -> None:

@@ -481,13 +481,19 @@ def write_if_changed(path: Path | str, text: str) -> bool:
     Returns True when the file changed. The new bytes go to a temporary file in the same
     folder, are fsynced, then renamed over the old file, so a crash leaves the old or the new
     file, never a mix.
+
+    The rename is not made durable (no fsync of the folder): a crash may bring back the old
+    MEMORY.md, whole, with the person's text outside the markers intact and sections one
+    command behind the ledger, which `check` reports and the next command or `render`
+    rewrites. The ledger's own append is what must survive; this saves one of a command's
+    three fsyncs.
     """
     target = Path(path)
     data = text.encode("utf-8")
     with contextlib.suppress(FileNotFoundError):
         if target.read_bytes() == data:
             return False
-    replace_file(target, data)
+    replace_file(target, data, durable_rename=False)
     _remember_markers(target, text)
     return True
 
