@@ -60,8 +60,8 @@ from ledger.log.store import FileStore
 from ledger.log.tip_stamp import Stamp
 from ledger.projections import view_cache
 
-# Bumped whenever what a snapshot holds changes shape.
-FORMAT = 1
+# Bumped whenever what a snapshot holds changes shape (2: interned words, compact seen ids).
+FORMAT = 2
 SNAPSHOT_NAME = "state.pickle"
 SEAL_NAME = "state-seal.json"
 # How many bytes after the prefix a command folds before a new snapshot is written: ~300
