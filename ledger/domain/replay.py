@@ -33,8 +33,8 @@ _ADOPTED = ("adopt", "target-reached")
 
 Handler = Callable[[State, Event], None]
 
-# The few words every attempt repeats (its kind, stage, point, prior, verdict, failure, the
-# origin of its measurement) are parsed anew from each line: one string object per attempt
+# The few words every attempt repeats (its kind, stage, point, knob, prior, verdict, failure,
+# the origin of its measurement) are parsed anew from each line: one string object per attempt
 # and field, ~11 MB of a 32k-attempt state. Interned, each word is one object, shared by every
 # attempt in memory and written once into the state snapshot.
 _intern = sys.intern
@@ -81,6 +81,7 @@ def _attempt_started(state: State, event: Event) -> None:
     stage = _intern(data["stage"])
     point = data["point"]
     prior = data["prior"]
+    param = data["param"]
     # Positional arguments on the replay path: attrs' __init__ takes them 3.8x faster than
     # keywords (1.0 vs 3.8 µs for an Attempt, measured); the order is State's field order.
     attempt = Attempt(
@@ -90,7 +91,7 @@ def _attempt_started(state: State, event: Event) -> None:
         stage,
         None if point is None else _intern(point),
         data["config"],
-        data["param"],
+        None if param is None else _intern(param),
         data["value"],
         None if prior is None else _intern(prior),
         data["description"],

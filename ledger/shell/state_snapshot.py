@@ -53,6 +53,7 @@ from typing import Any
 
 from attrs import evolve as attrs_evolve
 
+from ledger.domain.shared_values import share_config_values
 from ledger.domain.state import State
 from ledger.log import codec
 from ledger.log.chain import Tip, paused_gc
@@ -129,6 +130,7 @@ def remember(
         )
         return restored
     nonce = os.urandom(8).hex()
+    share_config_values(state)  # smaller to write, to load and to keep loaded
     walker = tip.cursor
     sink, walker.sink = walker.sink, None  # the sink is this process's fold, not data
     try:
