@@ -1,0 +1,77 @@
+"""Attempts held compactly before a state is kept on disk, so a restored state is small.
+
+Each attempt's config and metrics are parsed from its own line into a dict of their own, and
+a mutation repeats every knob of the best but one: ~1 KB per attempt, 30 MB of a 32k-attempt
+state, restored whole by every command that starts from the state snapshot
+(ledger/shell/state_snapshot.py). Before a snapshot is written:
+
+- each attempt's config is held as its JSON text: the very string object that keys the
+  config in `measured_configs` (R9) when the two texts are equal (the config's keys in order,
+  no knob default filled in), else a text of its own; its metrics likewise;
+- each value an attempt's mutated knob or detail repeats becomes one object.
+
+`Attempt.config` and `Measurement.metrics` decode the text on each read: configs are values
+throughout the code (nothing edits one in place), so a fresh dict reads as the old one did.
+The text is orjson's, which reads back the same keys in the same order and the same numbers
+of the same types (`1`, `1.0`, `true`, `-0.0` stay apart); a value it cannot write (not
+JSON data: a state built in memory) stays a dict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ledger.domain.state import State
+
+_dumps = orjson.dumps
+
+
+def compact_attempts(state: State) -> None:
+    """Hold every attempt's config and metrics as JSON text and share repeated values, in
+    place (see the module docstring)."""
+    key_of = {measured_by: key for key, measured_by in state.measured_configs.items()}
+    seen: dict[Any, Any] = {}
+    for attempt in state.attempts.values():
+        config = attempt._config  # as held: `config` would decode a text
+        if type(config) is dict:
+            text = _text(config)
+            if text is not None:
+                key = key_of.get(attempt.id)
+                attempt.hold_config_text(key if key == text else text)
+        if attempt.value is not None:
+            attempt.value = _shared(seen, attempt.value)
+        if attempt.detail:  # a failure's or abandon's reason, often the same words
+            attempt.detail = _shared(seen, attempt.detail)
+        measurement = attempt.measurement
+        if measurement is not None and type(measurement._metrics) is dict:
+            text = _text(measurement._metrics)
+            if text is not None:
+                measurement.hold_metrics_text(seen.setdefault(text, text))
+
+
+def _text(value: dict[str, Any]) -> str | None:
+    try:
+        return str(_dumps(value), "utf-8")
+    except TypeError:  # orjson's JSONEncodeError is a TypeError
+        return None
+
+
+def _shared(seen: dict[Any, Any], value: Any) -> Any:
+    """The first value seen equal to `value` (by JSON text and type), or `value` itself."""
+    kind = type(value)
+    if kind is str:
+        key: Any = value
+    elif kind is list or kind is dict or kind is float:
+        try:
+            key = (kind, _dumps(value))
+        except TypeError:
+            return value  # not a JSON value (a state built in memory): left as it is
+    elif kind is int:
+        if -5 <= value <= 256:
+            return value  # the interpreter shares these already
+        key = (kind, value)
+    else:
+        return value  # True, False, None: one object each already
+    return seen.setdefault(key, value)
