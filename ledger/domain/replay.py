@@ -14,7 +14,6 @@ and of the records live in fold_gates.py and fold_records.py; the attempts' are 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Mapping
 
 from ledger.domain import fold_conflicts as conflicts
@@ -32,17 +31,6 @@ __all__ = ["ATTEMPT_ID_LEN", "HANDLERS", "attempt_id", "config_key", "evolve", "
 _ADOPTED = ("adopt", "target-reached")
 
 Handler = Callable[[State, Event], None]
-
-# The few words every attempt repeats (its kind, stage, point, knob, prior, verdict, failure,
-# the origin of its measurement) are parsed anew from each line: one string object per attempt
-# and field, ~11 MB of a 32k-attempt state. Interned, each word is one object, shared by every
-# attempt in memory and written once into the state snapshot.
-_intern = sys.intern
-
-
-def _shared(text: str | None) -> str | None:
-    """`text` as the one shared string of its value (None stays None)."""
-    return None if text is None else _intern(text)
 
 
 def replay(events: Iterable[Event], state: State | None = None) -> State:
@@ -78,22 +66,19 @@ def _attempt_started(state: State, event: Event) -> None:
     data = event.data
     aid = event.id[:ATTEMPT_ID_LEN]  # attempt_id, inlined: one call less per attempt
     attempts = state.attempts
-    stage = _intern(data["stage"])
-    point = data["point"]
-    prior = data["prior"]
-    param = data["param"]
+    stage = data["stage"]
     # Positional arguments on the replay path: attrs' __init__ takes them 3.8x faster than
     # keywords (1.0 vs 3.8 µs for an Attempt, measured); the order is State's field order.
     attempt = Attempt(
         aid,
         len(attempts) + 1,
-        _intern(data["kind"]),
+        data["kind"],
         stage,
-        None if point is None else _intern(point),
+        data["point"],
         data["config"],
-        None if param is None else _intern(param),
+        data["param"],
         data["value"],
-        None if prior is None else _intern(prior),
+        data["prior"],
         data["description"],
         data["impl_digest"],
         data["retry_override"],
@@ -132,7 +117,7 @@ def _measured(state: State, event: Event) -> None:
         median(times),
         data["util_pct"],
         data["bubble_pct"],
-        _intern(data["origin"]["level"]),
+        data["origin"]["level"],
         data["metrics"],
         all_close,
         data["layout_exit"],
@@ -172,12 +157,10 @@ def _verdict(state: State, event: Event) -> None:
     data = event.data
     attempt = state.attempts[data["attempt"]]
     _finish(state, attempt, "verified")
-    attempt.verdict = _intern(data["verdict"])
-    attempt.failure = _shared(data["failure"])
+    attempt.verdict = data["verdict"]
+    attempt.failure = data["failure"]
     attempt.compared_us = data["best_median_us"]
-    # The id object of the attempt it names, not a copy of its text.
-    best = state.attempts.get(data["best_attempt"]) if data["best_attempt"] else None
-    attempt.compared_best = data["best_attempt"] if best is None else best.id
+    attempt.compared_best = data["best_attempt"]
     adopted = attempt.verdict in _ADOPTED
     if adopted and attempt.measurement is not None:
         conflicts.adopted(state, attempt.id, data["best_attempt"])
@@ -197,7 +180,7 @@ def _failed(state: State, event: Event) -> None:
     attempt = state.attempts[data["attempt"]]
     _finish(state, attempt, "failed")
     attempt.verdict = "rollback"
-    attempt.failure = _intern(data["category"])
+    attempt.failure = data["category"]
     attempt.detail = data["detail"]
     _mark_measured(state, attempt)
 
