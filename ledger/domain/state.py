@@ -131,7 +131,8 @@ class Attempt:
     def config(self) -> dict[str, Any]:
         """The config this attempt measures (a new dict on each read when it is held as text:
         configs are values, never edited in place)."""
-        return _as_dict(self._config)
+        config = self._config  # _as_dict, inlined: replay reads it once per measured attempt
+        return config if isinstance(config, dict) else codec.loads(config)
 
     @config.setter
     def config(self, config: dict[str, Any]) -> None:
