@@ -81,19 +81,18 @@ def _text(value: dict[str, Any]) -> str | None:
 
 
 def _shared(seen: dict[Any, Any], value: Any) -> Any:
-    """The first value seen equal to `value` (by JSON text and type), or `value` itself."""
+    """The first value seen equal to `value` (by JSON text and type), or `value` itself.
+
+    Only strings, lists and dicts: a pickle writes every number anew (it keeps no record of
+    the ints and floats it wrote), so sharing them would not outlast the snapshot."""
     kind = type(value)
     if kind is str:
         key: Any = value
-    elif kind is list or kind is dict or kind is float:
+    elif kind is list or kind is dict:
         try:
             key = (kind, _dumps(value))
         except TypeError:
             return value  # not a JSON value (a state built in memory): left as it is
-    elif kind is int:
-        if -5 <= value <= 256:
-            return value  # the interpreter shares these already
-        key = (kind, value)
     else:
-        return value  # True, False, None: one object each already
+        return value
     return seen.setdefault(key, value)
