@@ -54,10 +54,12 @@ def compact_attempts(state: State) -> None:
         if best is not None:
             attempt.compared_best = best.id
         config = attempt._config  # as held: `config` would decode a text
-        if type(config) is dict:
-            text = _text(config)
-            if text is not None:
-                key = key_of.get(attempt.id)
+        text = _text(config) if type(config) is dict else config
+        if type(text) is str:
+            # Already text when restored from a snapshot while it was pending: it is linked
+            # to its key once measured.
+            key = key_of.get(attempt.id)
+            if text is not config or (key is not None and text is not key):
                 attempt.hold_config_text(key if key == text else text)
         if attempt.value is not None:
             attempt.value = _shared(seen, attempt.value)
