@@ -36,8 +36,8 @@ Residual risk, stated (the view cache's): a rewrite in place of the prefix that 
 size, the inode and the last 64 KiB, within the same timestamp tick as the write before it,
 goes unseen until `audit`.
 
-Cost, measured at 100k events (32k attempts): the snapshot is ~14 MB; loading it takes ~0.07 s
-and ~50 MB (~65 MB at its peak), since `State` keeps every attempt, even compacted
+Cost, measured at 100k events (32k attempts): the snapshot is ~13 MB; loading it takes ~0.08 s
+and ~35 MB, since `State` keeps every attempt, even compacted
 (ledger/domain/compact_attempts.py); writing one ~0.5 s, so after an append only the seal is
 written while the tail stays below `TAIL_LIMIT`, and a new snapshot past it.
 """
