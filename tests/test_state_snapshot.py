@@ -51,6 +51,8 @@ def _frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     # longer than the 4 KiB an append compares (so only the snapshot's own checks see a
     # change further back).
     monkeypatch.setattr(state_snapshot, "TAIL_LIMIT", 2048)
+    # Small parts: a snapshot's attempts span several pickles after its header.
+    monkeypatch.setattr(state_snapshot, "ATTEMPTS_PER_PART", 2)
 
 
 @contextmanager
@@ -115,6 +117,12 @@ def _config(n: int) -> str:
     return f'{{"vec_tile_shape":[1,8,1,{16 + n}]}}'
 
 
+def _spelled_config(n: int) -> str:
+    """A config with integral floats and a negative zero: a snapshot holds it as text that
+    differs from its R9 key (which has ints), and must print it as it was recorded."""
+    return f'{{"vec_tile_shape":[1,8,1,{16 + n}],"alpha":{n}.0,"beta":-0.0,"gamma":[2.5,true]}}'
+
+
 _STEPS = st.lists(
     st.one_of(
         st.sampled_from(
@@ -166,6 +174,9 @@ _STEPS = st.lists(
             ]
         ),
         st.integers(0, 30).map(lambda n: ("candidate", OP, "--config", _config(n), "--prior", "p")),
+        st.integers(0, 5).map(
+            lambda n: ("candidate", OP, "--config", _spelled_config(n), "--prior", "p")
+        ),
     ),
     min_size=1,
     max_size=8,
@@ -199,6 +210,9 @@ def test_any_sequence_of_commands_is_the_same_with_the_snapshot(
         twins.run("status", OP)
         twins.run("log", OP)
         audit = twins.run("audit", OP)
+        if audit.code == 0:  # the state restored (compacted) is the state replayed
+            cached = OpLedger(twins.cached, OP)
+            assert cached.load().state == OpLedger(twins.plain, OP).load(snapshot=False).state
     if audit.code == 0:  # a clean ledger: the last log at least started from the snapshot
         assert any(hits)
 
@@ -517,3 +531,29 @@ def test_check_never_reads_the_marker_record(cli: Cli) -> None:
     record.write_text(f'{{"sha256":"{digest}","markers":[]}}', "utf-8")
     splice._known_markers.clear()
     assert cli("check", OP) == truth
+
+
+def test_attempts_come_back_in_order_with_the_headers_strings(cli: Cli) -> None:
+    """The attempts, written in parts after the header, come back in order, equal to a full
+    replay's, each id and each config that is its R9 key the header's own string object."""
+    frontend(cli)
+    for n in range(5):
+        cli.ok("candidate", OP, "--config", _config(n), "--prior", "p")
+        cli.ok(
+            "verify", OP, "pending", "--output", "y=true", "--layout-exit", "0", "--time", "60us"
+        )
+    cli.ok("candidate", OP, "--config", _spelled_config(1), "--prior", "p")
+    OpLedger(cli.root, OP).keep_snapshot()
+    truth = OpLedger(cli.root, OP).load(snapshot=False).state
+    found = state_snapshot._read_snapshot(_cache(cli.root) / state_snapshot.SNAPSHOT_NAME, OP)
+    assert found is not None
+    state = found["state"]
+    assert state == truth and list(state.attempts) == list(truth.attempts)
+    keys = {key: key for key in state.measured_configs}
+    for point in state.points.values():
+        for aid in point.attempts:
+            assert next(a for a in state.attempts if a == aid) is aid
+    measured = [a for a in state.attempts.values() if a.status == "verified"]
+    assert measured
+    for attempt in measured:
+        assert attempt._config is keys[attempt._config]  # one object with the key

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from attrs import define, field
 
+from ledger.log import codec
+
 if TYPE_CHECKING:
     from ledger.log.record import Event
 
@@ -62,6 +64,11 @@ class Relaxation:
     basis: str
 
 
+def _as_dict(value: dict[str, Any] | str) -> dict[str, Any]:
+    """A mapping held as a dict, or as its JSON text (see `compact_attempts`), as a dict."""
+    return value if isinstance(value, dict) else codec.loads(value)
+
+
 @define
 class Measurement:
     """A verified attempt's (or the baseline's) measured data."""
@@ -71,9 +78,23 @@ class Measurement:
     util_pct: float | None
     bubble_pct: float | None
     origin_level: str
-    metrics: dict[str, float] = field(factory=dict)
+    # The metrics as recorded: a dict, or its JSON text once compacted (read `metrics`).
+    _metrics: dict[str, float] | str = field(factory=dict, eq=_as_dict)
     all_close: bool = True
     layout_exit: int = 0
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """The measured metrics (a new dict on each read when they are held as text)."""
+        return _as_dict(self._metrics)
+
+    @metrics.setter
+    def metrics(self, metrics: dict[str, float]) -> None:
+        self._metrics = metrics
+
+    def hold_metrics_text(self, text: str) -> None:
+        """Hold the metrics as `text`, their JSON text (ledger/domain/compact_attempts.py)."""
+        self._metrics = text
 
 
 @define
@@ -85,7 +106,8 @@ class Attempt:
     kind: str
     stage: str
     point: str | None
-    config: dict[str, Any]
+    # The config as recorded: a dict, or its JSON text once compacted (read `config`).
+    _config: dict[str, Any] | str = field(eq=_as_dict)
     param: str | None = None
     value: Any = None
     prior: str | None = None
@@ -104,6 +126,21 @@ class Attempt:
     # The best the verdict compared it with: an attempt id, None for the baseline (R8); it
     # leads back to the best two merged branches last shared (DESIGN §8, "re-measure both").
     compared_best: str | None = None
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The config this attempt measures (a new dict on each read when it is held as text:
+        configs are values, never edited in place)."""
+        config = self._config  # _as_dict, inlined: replay reads it once per measured attempt
+        return config if isinstance(config, dict) else codec.loads(config)
+
+    @config.setter
+    def config(self, config: dict[str, Any]) -> None:
+        self._config = config
+
+    def hold_config_text(self, text: str) -> None:
+        """Hold the config as `text`, its JSON text (ledger/domain/compact_attempts.py)."""
+        self._config = text
 
 
 @define

@@ -13,6 +13,7 @@ from contextlib import suppress
 from typing import NamedTuple
 
 from ledger.log import codec, record
+from ledger.log.lamport_table import compacted
 from ledger.log.record import Event
 
 _GIT_MARKERS = (b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>")
@@ -75,6 +76,10 @@ class Walker:
         # The byte count of the clean prefix this walker has verified, when a stream keeps it
         # to verify only what is appended later (`chain.resume`); -1 while it cannot resume.
         self.position = -1
+
+    def __getstate__(self) -> dict[str, object]:
+        # Pickled into the state snapshot: every id seen, compactly (ledger/log/lamport_table.py).
+        return {**self.__dict__, "lamports": compacted(self.lamports)}
 
     def _deliver(self, event: Event) -> None:
         """Hand `event` to the sink once its batch is complete (all or none, DESIGN §4)."""

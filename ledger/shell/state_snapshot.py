@@ -36,8 +36,9 @@ Residual risk, stated (the view cache's): a rewrite in place of the prefix that 
 size, the inode and the last 64 KiB, within the same timestamp tick as the write before it,
 goes unseen until `audit`.
 
-Cost, measured at 100k events (32k attempts): loading the state takes ~0.15 s and ~100 MB,
-since `State` keeps every attempt; writing one ~0.6 s, so after an append only the seal is
+Cost, measured at 100k events (32k attempts): the snapshot is ~13 MB; loading it takes ~0.08 s
+and ~35 MB, since `State` keeps every attempt, even compacted
+(ledger/domain/compact_attempts.py); writing one ~0.5 s, so after an append only the seal is
 written while the tail stays below `TAIL_LIMIT`, and a new snapshot past it.
 """
 
@@ -47,28 +48,31 @@ import hashlib
 import hmac
 import os
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from attrs import evolve as attrs_evolve
 
-from ledger.domain.state import State
+from ledger.domain.compact_attempts import compact_attempts
+from ledger.domain.state import Attempt, State
 from ledger.log import codec
 from ledger.log.chain import Tip, paused_gc
 from ledger.log.store import FileStore
 from ledger.log.tip_stamp import Stamp
 from ledger.projections import view_cache
 
-# Bumped whenever what a snapshot holds changes shape.
-FORMAT = 1
+# Bumped whenever what a snapshot holds changes shape (2: the walker's seen ids packed, the
+# attempts compacted and written after the rest: ledger/log/lamport_table.py,
+# ledger/domain/compact_attempts.py, `_attempt_parts`).
+FORMAT = 2
 SNAPSHOT_NAME = "state.pickle"
 SEAL_NAME = "state-seal.json"
 # How many bytes after the prefix a command folds before a new snapshot is written: ~300
 # events, ~10 ms of verifying and folding, against ~0.6 s to write a 100k-event snapshot.
 TAIL_LIMIT = 256 * 1024
-# A snapshot file: this magic line, the HMAC-SHA256 of the pickle under the user's key, the
-# pickle.
+# A snapshot file: this magic line, the HMAC-SHA256 of the rest under the user's key, then
+# pickles: the header (the state without its attempts, the tip), then the attempts in parts.
 MAGIC = b"tune-ledger state snapshot 1\n"
 TAG_BYTES = 32
 
@@ -129,29 +133,41 @@ def remember(
         )
         return restored
     nonce = os.urandom(8).hex()
+    compact_attempts(state)  # smaller to write, to load and to keep loaded
     walker = tip.cursor
     sink, walker.sink = walker.sink, None  # the sink is this process's fold, not data
+    attempts = state.attempts
+    state.attempts = {}  # written apart, after the rest (see `_attempt_parts`)
     try:
-        data = pickle.dumps(
-            {
-                "key": _key(op),
-                "nonce": nonce,
-                "base": tip.size,
-                "position": now,
-                "state": state,
-                "tip": tip,
-            },
-            protocol=pickle.HIGHEST_PROTOCOL,
-        )
+        keys = [_own_key(state, attempt) for attempt in attempts.values()]
+        header = {
+            "key": _key(op),
+            "nonce": nonce,
+            "base": tip.size,
+            "position": now,
+            "state": state,
+            "tip": tip,
+            # Each attempt's id, and the R9 key its config text is (else None), as objects
+            # of this pickle: the attempts read after it take them instead of copies.
+            "ids": list(attempts),
+            "keys": keys,
+        }
+        parts = [pickle.dumps(header, protocol=pickle.HIGHEST_PROTOCOL)]
+        parts += _attempt_parts(attempts, keys)
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
         return None
     finally:
+        state.attempts = attempts
         walker.sink = sink
     secret = _key_bytes()
     if secret is None:
         return None
-    tag = hmac.new(secret, data, hashlib.sha256).digest()
-    if not view_cache.write_cache_file(folder, SNAPSHOT_NAME, MAGIC + tag + data):
+    signature = hmac.new(secret, digestmod=hashlib.sha256)
+    for part in parts:
+        signature.update(part)
+    data = b"".join([MAGIC, signature.digest(), *parts])
+    del parts
+    if not view_cache.write_cache_file(folder, SNAPSHOT_NAME, data):
         return None
     return Restored(state, tip, nonce, tip.size)
 
@@ -181,16 +197,78 @@ def _read_snapshot(path: Path, op: str) -> dict[str, Any] | None:
             # ~17 MB more at 100k events. The collector would rescan the growing object
             # graph many times while it loads.
             with paused_gc():
-                found = pickle.load(file)
+                found: dict[str, Any] = pickle.load(file)
+                if not _expected(found, op):
+                    return None
+                _read_attempts(file, found["state"], found["ids"], found["keys"])
     except Exception:  # noqa: BLE001 - a snapshot that does not load is ignored, whatever it is
         return None
-    if not isinstance(found, dict) or found.get("key") != _key(op):
-        return None
-    if not isinstance(found.get("state"), State) or not isinstance(found.get("tip"), Tip):
-        return None
-    if not isinstance(found.get("position"), dict) or not isinstance(found.get("base"), int):
-        return None
     return found
+
+
+def _expected(found: Any, op: str) -> bool:
+    """True when a snapshot's header has this code's key and the expected shape."""
+    if not isinstance(found, dict) or found.get("key") != _key(op):
+        return False
+    if not isinstance(found.get("state"), State) or not isinstance(found.get("tip"), Tip):
+        return False
+    if not isinstance(found.get("position"), dict) or not isinstance(found.get("base"), int):
+        return False
+    ids, keys = found.get("ids"), found.get("keys")
+    return isinstance(ids, list) and isinstance(keys, list) and len(ids) == len(keys)
+
+
+# The attempts are written after the header, a few hundred to a pickle of their own: an
+# unpickler keeps every object it made until it returns (for later references to it), and
+# in one pickle that held each attempt's and measurement's arguments (~10 MB at 32k
+# attempts, a third of the loaded state) until the whole state was loaded.
+ATTEMPTS_PER_PART = 500
+
+
+def _own_key(state: State, attempt: Attempt) -> str | None:
+    """The R9 key `attempt`'s config text is (compact_attempts made them one object), or None."""
+    config = attempt._config  # as held
+    return config if type(config) is str and config in state.measured_configs else None
+
+
+def _attempt_parts(attempts: dict[str, Attempt], keys: list[str | None]) -> Iterator[bytes]:
+    """The attempts, in order, as pickles of ATTEMPTS_PER_PART each; a config that is its R9
+    key is written as None (the header holds the key)."""
+    batch = list(attempts.values())
+    for start in range(0, len(batch), ATTEMPTS_PER_PART):
+        part = batch[start : start + ATTEMPTS_PER_PART]
+        own = keys[start : start + ATTEMPTS_PER_PART]
+        held = [(a, a._config) for a, key in zip(part, own, strict=True) if key is not None]
+        for attempt, _config in held:
+            attempt._config = None  # type: ignore[assignment]
+        try:
+            yield pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
+        finally:
+            for attempt, config in held:
+                attempt.hold_config_text(config)  # type: ignore[arg-type]
+
+
+def _read_attempts(file: BinaryIO, state: State, ids: list[str], keys: list[str | None]) -> None:
+    """Read the attempts after the header into `state.attempts`, each with the header's id
+    and key objects; ValueError when they are not the ones the header lists."""
+    attempts = state.attempts
+    if attempts:
+        raise ValueError("the header holds attempts")
+    while len(attempts) < len(ids):
+        part = pickle.load(file)
+        if type(part) is not list or not part:
+            raise ValueError("not a part of the attempts")
+        for attempt in part:
+            n = len(attempts)
+            if type(attempt) is not Attempt or n >= len(ids) or attempt.id != ids[n]:
+                raise ValueError("not the attempt the header lists")
+            attempt.id = ids[n]
+            key = keys[n]
+            if key is not None:
+                attempt.hold_config_text(key)
+            elif attempt._config is None:
+                raise ValueError("an attempt without its config")
+            attempts[attempt.id] = attempt
 
 
 def _read_seal(path: Path, nonce: str) -> dict[str, Any] | None:
