@@ -10,7 +10,7 @@ every event to re-check the schema.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import cattrs
@@ -18,7 +18,7 @@ from attrs import frozen
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from ledger.log import codec, upcast
-from ledger.log.plain_data import compile_unstructure
+from ledger.log.plain_data import Unstructure, compile_unstructure
 from ledger.schema.events import (
     PAYLOAD_TYPES,
     AttemptMeasured,
@@ -98,30 +98,42 @@ def _make_converter() -> cattrs.Converter:
     made = cattrs.Converter(forbid_extra_keys=True)
     # Values inside configs, policy and free fields are plain JSON: passed through unchanged.
     made.register_structure_hook(Any, lambda value, _type: value)
-    for cls, omitted in OMIT_IF_DEFAULT.items():
-        overrides = {name: override(omit_if_default=True) for name in sorted(omitted)}
+
+    # Each class's hook is generated when the class is first unstructured, not here: a
+    # process handles one or two classes, and generating them all cost ~3 ms of every start.
+    # A payload's hook, generated first, asks for its Origin fields' hook, which is then made.
+    def omitting(cls: type[Any]) -> Callable[[Any], Any]:
+        overrides = {name: override(omit_if_default=True) for name in sorted(OMIT_IF_DEFAULT[cls])}
         # mypy reads **overrides as the function's other keyword parameters (bools).
-        hook = make_dict_unstructure_fn(cls, made, **overrides)  # type: ignore[arg-type]
-        made.register_unstructure_hook(cls, hook)
+        return make_dict_unstructure_fn(cls, made, **overrides)  # type: ignore[arg-type]
+
+    made.register_unstructure_hook_factory(lambda cls: cls in OMIT_IF_DEFAULT, omitting)
     return made
 
 
 converter = _make_converter()
 
 # The append path's unstructuring, one function per class (ledger/log/plain_data.py): what
-# the converter gives, without its dispatch on every nested value.
-_UNSTRUCTURE = {
-    cls: compile_unstructure(cls, converter, OMIT_IF_DEFAULT)
-    for cls in (*PAYLOAD_TYPES.values(), Provenance)
-}
+# the converter gives, without its dispatch on every nested value. Each is generated on its
+# class's first use: generating all of them took ~8 ms of every process, which writes one or
+# two classes.
+_UNSTRUCTURED_CLASSES = frozenset({*PAYLOAD_TYPES.values(), Provenance})
+_UNSTRUCTURE: dict[type[Any], Unstructure] = {}
+
+
+def _unstructure_of(cls: type[Any]) -> Unstructure:
+    """The generated function of `cls`, or the converter's own for a class without one."""
+    made = _UNSTRUCTURE.get(cls)
+    if made is None:
+        if cls not in _UNSTRUCTURED_CLASSES:
+            return converter.unstructure
+        made = _UNSTRUCTURE[cls] = compile_unstructure(cls, converter, OMIT_IF_DEFAULT)
+    return made
 
 
 def unstructure_payload(payload: Payload) -> dict[str, Any]:
     """The payload as plain JSON-ready data (what `converter.unstructure` gives)."""
-    unstructure = _UNSTRUCTURE.get(type(payload))
-    data: dict[str, Any] = (
-        converter.unstructure(payload) if unstructure is None else unstructure(payload)
-    )
+    data: dict[str, Any] = _unstructure_of(type(payload))(payload)
     return data
 
 
@@ -192,8 +204,7 @@ def envelope_body(
 
 def encode_provenance(provenance: Provenance) -> str:
     """A provenance as canonical JSON."""
-    unstructure = _UNSTRUCTURE.get(type(provenance), converter.unstructure)
-    return codec.canonical_json(unstructure(provenance))
+    return codec.canonical_json(_unstructure_of(type(provenance))(provenance))
 
 
 _EVENT_ID = re.compile(f"[0-9a-f]{{{codec.ID_HEX}}}")
