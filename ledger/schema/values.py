@@ -11,6 +11,8 @@ from typing import Any, Literal
 import attrs
 from attrs import field, frozen
 
+from ledger.schema.shared_repr import SharedRepr
+
 Stage = Literal["frontend", "swimlane", "incore", "algorithm"]
 STAGES: tuple[Stage, ...] = ("frontend", "swimlane", "incore", "algorithm")
 CONFIG_STAGES: tuple[Stage, ...] = ("frontend", "swimlane", "incore")
@@ -123,8 +125,8 @@ def json_object(value: Any) -> dict[str, Any]:
 # --- shared parts ----------------------------------------------------------------------------
 
 
-@frozen
-class CachedRun:
+@frozen(repr=False)
+class CachedRun(SharedRepr):
     """A result recorded from the measurement cache: the entry's key, and when and where the
     run that produced it really ran (its command, exit code and output are the origin's)."""
 
@@ -133,8 +135,8 @@ class CachedRun:
     host: str
 
 
-@frozen
-class Origin:
+@frozen(repr=False)
+class Origin(SharedRepr):
     """Where measured data came from: the command or tool, its version and output digest."""
 
     level: OriginLevel
@@ -154,16 +156,16 @@ def json_object_or_none(value: Any) -> dict[str, Any] | None:
     return None if value is None else json_object(value)
 
 
-@frozen
-class Binding:
+@frozen(repr=False)
+class Binding(SharedRepr):
     """What a measurement says it ran (R11): the config and the kernel file's sha256."""
 
     config: dict[str, Any] | None = field(default=None, converter=json_object_or_none)
     impl_digest: str | None = None
 
 
-@frozen
-class OutputCheck:
+@frozen(repr=False)
+class OutputCheck(SharedRepr):
     """One output of an E2E tensor compare: all_close, and the largest difference if known."""
 
     name: str = field(validator=nonempty)

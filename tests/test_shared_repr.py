@@ -1,0 +1,92 @@
+"""The shared repr (ledger/schema/shared_repr.py) gives the very text attrs generates, for
+every class that uses it, and those classes do not generate their own (which is what made
+defining them cost twice as much at every start)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, given, settings
+from test_codec import PAYLOADS
+
+from ledger.schema import events, values
+from ledger.schema.shared_repr import SharedRepr
+from stages import commands
+
+MODULES = (events, values, commands)
+
+
+def _classes(module: ModuleType) -> list[type[Any]]:
+    return [
+        cls
+        for cls in vars(module).values()
+        if isinstance(cls, type) and attrs.has(cls) and cls.__module__ == module.__name__
+    ]
+
+
+SHARED = [cls for module in MODULES for cls in _classes(module)]
+
+
+def _twin(cls: type[Any]) -> type[Any]:
+    """A class attrs makes with the same name and fields and its own generated repr."""
+    names = [field.name for field in attrs.fields(cls)]
+    return attrs.make_class(cls.__name__, names, frozen=True)
+
+
+def _both(cls: type[Any], fields: dict[str, Any]) -> tuple[Any, Any]:
+    """An instance of `cls` and of its twin holding the same values (no validation)."""
+    ours = object.__new__(cls)
+    for name, value in fields.items():
+        object.__setattr__(ours, name, value)
+    return ours, _twin(cls)(**fields)
+
+
+def _nested(value: Any) -> list[Any]:
+    """Every attrs instance inside `value`, itself included."""
+    found = [value] if attrs.has(type(value)) else []
+    if attrs.has(type(value)):
+        for field in attrs.fields(type(value)):
+            found += _nested(getattr(value, field.name))
+    elif isinstance(value, list | tuple):
+        for item in value:
+            found += _nested(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            found += _nested(item)
+    return found
+
+
+@pytest.mark.parametrize("cls", SHARED, ids=[cls.__name__ for cls in SHARED])
+def test_every_class_uses_the_shared_repr(cls: type[Any]) -> None:
+    assert issubclass(cls, SharedRepr)
+    assert cls.__repr__ is SharedRepr.__repr__  # attrs generated none (repr=False)
+
+
+@pytest.mark.parametrize("cls", SHARED, ids=[cls.__name__ for cls in SHARED])
+def test_the_repr_is_the_one_attrs_generates(cls: type[Any]) -> None:
+    samples = ['it\'s "quoted"\n', 3, -0.0, float("nan"), None, (1, "a"), {"k": [1.5]}, ()]
+    names = [field.name for field in attrs.fields(cls)]
+    fields = {name: samples[index % len(samples)] for index, name in enumerate(names)}
+    ours, twin = _both(cls, fields)
+    assert repr(ours) == repr(twin)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(payload=PAYLOADS)
+def test_payloads_and_their_values_show_as_attrs_shows_them(payload: Any) -> None:
+    for value in _nested(payload):
+        fields = {field.name: getattr(value, field.name) for field in attrs.fields(type(value))}
+        assert repr(value) == repr(_both(type(value), fields)[1])
+
+
+def test_an_object_that_reaches_itself_shows_dots_as_attrs_does() -> None:
+    loop: dict[str, Any] = {}
+    ours, twin = _both(events.PolicySet, {"key": "k", "value": loop, "reason": ""})
+    loop["again"] = ours
+    twin_loop: dict[str, Any] = {"again": twin}
+    object.__setattr__(twin, "value", twin_loop)
+    assert repr(ours) == repr(twin)
+    assert "..." in repr(ours)
