@@ -33,6 +33,7 @@ from ledger.schema.values import (
     StopReason,
     TargetSource,
     Verdict,
+    as_tuple,
     float_or_none,
     integer,
     json_object,
@@ -137,7 +138,7 @@ class TargetSheetWritten(SharedRepr):
     metric: str = "time"
     # M of the cube problem, when known: selects the row of the cube tile table (R3).
     cube_m: int | None = None
-    baseline_samples_us: tuple[float, ...] = field(default=(), converter=tuple)
+    baseline_samples_us: tuple[float, ...] = field(default=(), converter=as_tuple)
     util_pct: float | None = field(default=None, converter=percent_or_none)
     bubble_pct: float | None = field(default=None, converter=percent_or_none)
 
