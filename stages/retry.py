@@ -12,6 +12,7 @@ from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
 from ledger.domain.tail import added_since
 from ledger.errors import BadInput
+from ledger.schema.shared_repr import SharedRepr
 from stages.outcome import refuse
 from stages.policy import effective_policy
 from stages.refusal import Refusal
@@ -86,8 +87,8 @@ def _similar(first: str, second: str, threshold: float) -> float | None:
     return score if score >= threshold else None
 
 
-@define
-class _Ideas:
+@define(repr=False)
+class _Ideas(SharedRepr):
     """Every algorithm attempt in start order: an index kept in `State.derived` and extended
     with the attempts started since (an attempt's kind never changes, and attempts are only
     added), so finding the earlier ideas costs O(ideas), not O(attempts)."""

@@ -12,11 +12,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_codec import PAYLOADS
 
+from ledger.log import chain, quarantine, record, store_interface, tip_stamp, verification
+from ledger.projections import memory_file, splice, timeline
 from ledger.schema import events, values
 from ledger.schema.shared_repr import SharedRepr
-from stages import commands
+from ledger.shell import api, rollback
+from stages import allowed, alternates, commands, outcome, refusal, retry, verdict
 
-MODULES = (events, values, commands)
+# Every module whose classes use it.
+MODULES = (
+    *(events, values, commands),
+    *(chain, quarantine, record, store_interface, tip_stamp, verification),
+    *(memory_file, splice, timeline, api, rollback),
+    *(allowed, alternates, outcome, refusal, retry, verdict),
+)
 
 
 def _classes(module: ModuleType) -> list[type[Any]]:
@@ -31,9 +40,10 @@ SHARED = [cls for module in MODULES for cls in _classes(module)]
 
 
 def _twin(cls: type[Any]) -> type[Any]:
-    """A class attrs makes with the same name and fields and its own generated repr."""
-    names = [field.name for field in attrs.fields(cls)]
-    return attrs.make_class(cls.__name__, names, frozen=True)
+    """A class attrs makes with the same name and fields (each shown or not, as in `cls`)
+    and its own generated repr."""
+    fields = {field.name: attrs.field(repr=field.repr) for field in attrs.fields(cls)}
+    return attrs.make_class(cls.__name__, fields, frozen=True)
 
 
 def _both(cls: type[Any], fields: dict[str, Any]) -> tuple[Any, Any]:

@@ -26,11 +26,12 @@ from ledger.schema.events import (
     Payload,
     PointOpened,
 )
+from ledger.schema.shared_repr import SharedRepr
 from ledger.schema.values import Origin
 
 
-@frozen
-class Provenance:
+@frozen(repr=False)
+class Provenance(SharedRepr):
     """Who wrote an event and when: tool and version, host, process, command, UTC time."""
 
     at: str
@@ -45,8 +46,8 @@ class Provenance:
     request: str | None = None
 
 
-@frozen
-class Draft:
+@frozen(repr=False)
+class Draft(SharedRepr):
     """An event decided but not yet placed in the log (no id, parents or counter yet)."""
 
     payload: Payload

@@ -16,10 +16,11 @@ from attrs import frozen
 
 from ledger.domain.state import Attempt, State
 from ledger.log.codec import canonical_json
+from ledger.schema.shared_repr import SharedRepr
 
 
-@frozen
-class Step:
+@frozen(repr=False)
+class Step(SharedRepr):
     """An attempt with the best config and time it was measured against."""
 
     attempt: Attempt

@@ -23,6 +23,7 @@ from ledger.log.record import Draft, Event, converter
 from ledger.log.store import AppendResult, FileStore, MemoryStore, Store, Tip
 from ledger.projections import memory_file, splice, view_cache
 from ledger.schema.events import Payload
+from ledger.schema.shared_repr import SharedRepr
 from ledger.shell import provenance, rollback, state_snapshot
 
 if TYPE_CHECKING:
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
 _MAX_CONFLICT_RETRIES = 20
 
 
-@frozen
-class StepResult:
+@frozen(repr=False)
+class StepResult(SharedRepr):
     """What a command did: the events it appended (or found, for a retried key) and warnings."""
 
     events: tuple[Event, ...]
@@ -44,8 +45,8 @@ class StepResult:
     replayed: bool = False  # True when an idempotency key returned an earlier result
 
 
-@frozen
-class Loaded:
+@frozen(repr=False)
+class Loaded(SharedRepr):
     """The state replayed from an op's verified log, and where that log ends (its head, size
     and any torn tail; the events themselves are not kept: `store.read()` has them)."""
 
