@@ -56,7 +56,7 @@ class Loaded(SharedRepr):
 
 def request_digest(command: object) -> str:
     """A digest of a command's type and arguments, to match retried idempotency keys."""
-    body = {"command": type(command).__name__, "args": converter.unstructure(command)}
+    body = {"command": type(command).__name__, "args": converter().unstructure(command)}
     return codec.digest(codec.canonical_json(body).encode("utf-8"))[:32]
 
 
