@@ -9,7 +9,7 @@ from attrs import define, field
 
 from ledger.domain.state import Attempt, State
 from ledger.domain.tail import added_since
-from ledger.schema.shared_repr import SharedRepr
+from ledger.schema.shared_methods import SharedRepr
 from stages.policy import effective_policy, policy_value
 
 _KEY = "candidates"

@@ -12,7 +12,7 @@ from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
 from ledger.domain.tail import added_since
 from ledger.errors import BadInput
-from ledger.schema.shared_repr import SharedRepr
+from ledger.schema.shared_methods import SharedRepr
 from stages.outcome import refuse
 from stages.policy import effective_policy
 from stages.refusal import Refusal

@@ -12,13 +12,13 @@ from ledger.log import codec
 from ledger.log.chain import Log
 from ledger.log.verification import Finding, Verification
 from ledger.schema.events import LedgerRepaired, NewlineRestored
-from ledger.schema.shared_repr import SharedRepr
+from ledger.schema.shared_methods import SharedValue
 
 QUARANTINE_SUFFIX = ".quarantine-"
 
 
-@frozen(repr=False)
-class Quarantined(SharedRepr):
+@frozen(repr=False, eq=False)
+class Quarantined(SharedValue):
     """A quarantine file beside a ledger: its name, size and sha256 digest."""
 
     name: str
@@ -26,8 +26,8 @@ class Quarantined(SharedRepr):
     digest: str
 
 
-@frozen(repr=False)
-class TornCut(SharedRepr):
+@frozen(repr=False, eq=False)
+class TornCut(SharedValue):
     """Torn bytes to move to the quarantine file `name` (`kept`: already there)."""
 
     name: str

@@ -29,15 +29,15 @@ from ledger.schema.events import (
     Payload,
     PointOpened,
 )
-from ledger.schema.shared_repr import SharedRepr
+from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import Origin
 
 if TYPE_CHECKING:
     import cattrs
 
 
-@frozen(repr=False)
-class Provenance(SharedRepr):
+@frozen(repr=False, eq=False)
+class Provenance(SharedValue):
     """Who wrote an event and when: tool and version, host, process, command, UTC time."""
 
     at: str
@@ -52,8 +52,8 @@ class Provenance(SharedRepr):
     request: str | None = None
 
 
-@frozen(repr=False)
-class Draft(SharedRepr):
+@frozen(repr=False, eq=False)
+class Draft(SharedValue):
     """An event decided but not yet placed in the log (no id, parents or counter yet)."""
 
     payload: Payload

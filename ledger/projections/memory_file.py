@@ -22,7 +22,7 @@ from ledger.projections import splice
 from ledger.projections.formatting import plural, short_id
 from ledger.projections.memory_layout import SECTION_ORDER, TITLES, op_name
 from ledger.projections.memory_sections import render_sections
-from ledger.schema.shared_repr import SharedRepr
+from ledger.schema.shared_methods import SharedValue
 
 _RENDERED = re.compile(
     r"<!-- tune-ledger:rendered-from op=(?P<op>\S+) events=(?P<events>\d+) "
@@ -32,8 +32,8 @@ _DIGESTS = re.compile(r"<!-- tune-ledger:digest (?P<pairs>[a-z0-9=\- ]*) -->")
 _DIGEST_PREFIX = "<!-- tune-ledger:digest "
 
 
-@frozen(repr=False)
-class Position(SharedRepr):
+@frozen(repr=False, eq=False)
+class Position(SharedValue):
     """Where in the ledger a rendering comes from: how many events, and the last one's id."""
 
     events: int

@@ -30,7 +30,7 @@ from attrs import frozen
 from ledger.errors import BadInput
 from ledger.log.atomic import replace_file
 from ledger.projections import view_cache
-from ledger.schema.shared_repr import SharedRepr
+from ledger.schema.shared_methods import SharedValue
 
 NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
 _MARKER = re.compile(r"<!-- tune-ledger:(begin|end) ([a-z][a-z0-9-]{0,39}) -->")
@@ -72,8 +72,8 @@ def _checked(name: str) -> str:
     return name
 
 
-@frozen(repr=False)
-class Section(SharedRepr):
+@frozen(repr=False, eq=False)
+class Section(SharedValue):
     """One managed section: marker line indexes (0-based) and the body between, as in the file."""
 
     name: str

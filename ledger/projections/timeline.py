@@ -16,11 +16,11 @@ from attrs import frozen
 
 from ledger.domain.state import Attempt, State
 from ledger.log.codec import canonical_json
-from ledger.schema.shared_repr import SharedRepr
+from ledger.schema.shared_methods import SharedValue
 
 
-@frozen(repr=False)
-class Step(SharedRepr):
+@frozen(repr=False, eq=False)
+class Step(SharedValue):
     """An attempt with the best config and time it was measured against."""
 
     attempt: Attempt

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal, get_args
 
 from attrs import field, frozen
 
-from ledger.schema.shared_repr import SharedRepr
+from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import (
     BASE_SKILLS,
     CONFIG_STAGES,
@@ -48,8 +48,8 @@ from ledger.schema.values import (
 # --- payloads ------------------------------------------------------------------------------
 
 
-@frozen(repr=False)
-class OpInitialized(SharedRepr):
+@frozen(repr=False, eq=False)
+class OpInitialized(SharedValue):
     """The op's ledger was created."""
 
     TYPE: ClassVar[str] = "op.initialized"
@@ -57,8 +57,8 @@ class OpInitialized(SharedRepr):
     op: str = field(validator=nonempty)
 
 
-@frozen(repr=False)
-class CompareEvidence(SharedRepr):
+@frozen(repr=False, eq=False)
+class CompareEvidence(SharedValue):
     """An E2E tensor compare of the implementation with the golden reference (R1)."""
 
     TYPE: ClassVar[str] = "evidence.compare"
@@ -69,8 +69,8 @@ class CompareEvidence(SharedRepr):
     origin: Origin
 
 
-@frozen(repr=False)
-class LayoutEvidence(SharedRepr):
+@frozen(repr=False, eq=False)
+class LayoutEvidence(SharedValue):
     """A layout check of the implementation and its exit code (R1)."""
 
     TYPE: ClassVar[str] = "evidence.layout"
@@ -81,8 +81,8 @@ class LayoutEvidence(SharedRepr):
     origin: Origin
 
 
-@frozen(repr=False)
-class ActivationPassed(SharedRepr):
+@frozen(repr=False, eq=False)
+class ActivationPassed(SharedValue):
     """Both pieces of evidence pass for the current implementation (R1)."""
 
     TYPE: ClassVar[str] = "activation.passed"
@@ -92,8 +92,8 @@ class ActivationPassed(SharedRepr):
     layout_event: str
 
 
-@frozen(repr=False)
-class ActivationFailed(SharedRepr):
+@frozen(repr=False, eq=False)
+class ActivationFailed(SharedValue):
     """Activation failed; control goes back to the orchestrator (R1, exit 5)."""
 
     TYPE: ClassVar[str] = "activation.failed"
@@ -103,8 +103,8 @@ class ActivationFailed(SharedRepr):
     handed_back_to: str = "pypto-op-orchestrator"
 
 
-@frozen(repr=False)
-class SkillLoaded(SharedRepr):
+@frozen(repr=False, eq=False)
+class SkillLoaded(SharedValue):
     """A skill document was loaded into the agent's context (R2)."""
 
     TYPE: ClassVar[str] = "skill.loaded"
@@ -112,8 +112,8 @@ class SkillLoaded(SharedRepr):
     name: str
 
 
-@frozen(repr=False)
-class SkillUnloaded(SharedRepr):
+@frozen(repr=False, eq=False)
+class SkillUnloaded(SharedValue):
     """A skill document was unloaded (R2)."""
 
     TYPE: ClassVar[str] = "skill.unloaded"
@@ -121,8 +121,8 @@ class SkillUnloaded(SharedRepr):
     name: str
 
 
-@frozen(repr=False)
-class TargetSheetWritten(SharedRepr):
+@frozen(repr=False, eq=False)
+class TargetSheetWritten(SharedValue):
     """The Performance target sheet: measured baseline, target and its source (R3)."""
 
     TYPE: ClassVar[str] = "target.set"
@@ -143,8 +143,8 @@ class TargetSheetWritten(SharedRepr):
     bubble_pct: float | None = field(default=None, converter=percent_or_none)
 
 
-@frozen(repr=False)
-class LimitRelaxed(SharedRepr):
+@frozen(repr=False, eq=False)
+class LimitRelaxed(SharedValue):
     """A tile-shape upper limit relaxed with its basis in profiling data (R3)."""
 
     TYPE: ClassVar[str] = "limit.relaxed"
@@ -159,8 +159,8 @@ class LimitRelaxed(SharedRepr):
     supersedes: tuple[str, ...] | None = None
 
 
-@frozen(repr=False)
-class StageEntered(SharedRepr):
+@frozen(repr=False, eq=False)
+class StageEntered(SharedValue):
     """A stage of the pipeline was entered (R4)."""
 
     TYPE: ClassVar[str] = "stage.entered"
@@ -168,8 +168,8 @@ class StageEntered(SharedRepr):
     stage: Stage
 
 
-@frozen(repr=False)
-class StageExited(SharedRepr):
+@frozen(repr=False, eq=False)
+class StageExited(SharedValue):
     """A stage was exited under one of its exit conditions (R4)."""
 
     TYPE: ClassVar[str] = "stage.exited"
@@ -179,8 +179,8 @@ class StageExited(SharedRepr):
     reason: str = ""
 
 
-@frozen(repr=False)
-class PointOpened(SharedRepr):
+@frozen(repr=False, eq=False)
+class PointOpened(SharedValue):
     """An optimization point of the current stage was opened (R7)."""
 
     TYPE: ClassVar[str] = "point.opened"
@@ -191,8 +191,8 @@ class PointOpened(SharedRepr):
     knobs: tuple[str, ...] = ()
 
 
-@frozen(repr=False)
-class PointClosed(SharedRepr):
+@frozen(repr=False, eq=False)
+class PointClosed(SharedValue):
     """An optimization point was closed: exhausted, not applicable, or by the agent (R7)."""
 
     TYPE: ClassVar[str] = "point.closed"
@@ -203,8 +203,8 @@ class PointClosed(SharedRepr):
     reason: str = field(validator=nonempty)
 
 
-@frozen(repr=False)
-class AttemptStarted(SharedRepr):
+@frozen(repr=False, eq=False)
+class AttemptStarted(SharedValue):
     """One change was applied and awaits verification (R5, R6, R7).
 
     Its id is the first characters of this event's id. `config` is the full resulting config.
@@ -224,8 +224,8 @@ class AttemptStarted(SharedRepr):
     retry_override: str | None = None
 
 
-@frozen(repr=False)
-class AttemptMeasured(SharedRepr):
+@frozen(repr=False, eq=False)
+class AttemptMeasured(SharedValue):
     """The verifier's result for an attempt: accuracy, layout and time samples (R8, R11)."""
 
     TYPE: ClassVar[str] = "attempt.measured"
@@ -245,8 +245,8 @@ class AttemptMeasured(SharedRepr):
     accuracy_origin: Origin | None = None
 
 
-@frozen(repr=False)
-class VerdictReached(SharedRepr):
+@frozen(repr=False, eq=False)
+class VerdictReached(SharedValue):
     """The ledger's verdict on a measured attempt, with the statistics that decided it (R8)."""
 
     TYPE: ClassVar[str] = "attempt.verdict"
@@ -266,8 +266,8 @@ class VerdictReached(SharedRepr):
     policy: dict[str, Any] = field(factory=dict)
 
 
-@frozen(repr=False)
-class AttemptFailed(SharedRepr):
+@frozen(repr=False, eq=False)
+class AttemptFailed(SharedValue):
     """An attempt failed to run or verify; the verdict is rollback (R7, R8)."""
 
     TYPE: ClassVar[str] = "attempt.failed"
@@ -278,8 +278,8 @@ class AttemptFailed(SharedRepr):
     origin: Origin | None = None
 
 
-@frozen(repr=False)
-class AttemptAbandoned(SharedRepr):
+@frozen(repr=False, eq=False)
+class AttemptAbandoned(SharedValue):
     """A pending attempt was given up without a result, e.g. after a crash (R6)."""
 
     TYPE: ClassVar[str] = "attempt.abandoned"
@@ -288,8 +288,8 @@ class AttemptAbandoned(SharedRepr):
     reason: str = field(validator=nonempty)
 
 
-@frozen(repr=False)
-class ReportGenerated(SharedRepr):
+@frozen(repr=False, eq=False)
+class ReportGenerated(SharedValue):
     """A tuning report was written (needed before the algorithm stage, R4)."""
 
     TYPE: ClassVar[str] = "report.generated"
@@ -298,8 +298,8 @@ class ReportGenerated(SharedRepr):
     digest: str
 
 
-@frozen(repr=False)
-class CampaignStopped(SharedRepr):
+@frozen(repr=False, eq=False)
+class CampaignStopped(SharedValue):
     """Tuning stopped: target reached, utilization limit, or the user (R10)."""
 
     TYPE: ClassVar[str] = "campaign.stopped"
@@ -308,8 +308,8 @@ class CampaignStopped(SharedRepr):
     detail: str = ""
 
 
-@frozen(repr=False)
-class PolicySet(SharedRepr):
+@frozen(repr=False, eq=False)
+class PolicySet(SharedValue):
     """A policy threshold of this op was set; later decisions apply it (DESIGN §3)."""
 
     TYPE: ClassVar[str] = "policy.set"
@@ -319,8 +319,8 @@ class PolicySet(SharedRepr):
     reason: str = ""
 
 
-@frozen(repr=False)
-class NoteAdded(SharedRepr):
+@frozen(repr=False, eq=False)
+class NoteAdded(SharedValue):
     """Free text recorded by the agent or a reviewer."""
 
     TYPE: ClassVar[str] = "note.added"
@@ -328,8 +328,8 @@ class NoteAdded(SharedRepr):
     text: str = field(validator=nonempty)
 
 
-@frozen(repr=False)
-class LedgerRepaired(SharedRepr):
+@frozen(repr=False, eq=False)
+class LedgerRepaired(SharedValue):
     """A torn tail was moved to a quarantine file before this append (DESIGN §4)."""
 
     TYPE: ClassVar[str] = "ledger.repaired"
@@ -340,8 +340,8 @@ class LedgerRepaired(SharedRepr):
     digest: str
 
 
-@frozen(repr=False)
-class ManifestRecorded(SharedRepr):
+@frozen(repr=False, eq=False)
+class ManifestRecorded(SharedValue):
     """SPEC.md's op manifest as the campaign uses it from here on (DESIGN §4, R5-R7, R11).
 
     `declared` is the front matter's manifest fields as plain data, so replay knows the knobs,
@@ -355,8 +355,8 @@ class ManifestRecorded(SharedRepr):
     declared: dict[str, Any] = field(converter=json_object)
 
 
-@frozen(repr=False)
-class ConflictResolved(SharedRepr):
+@frozen(repr=False, eq=False)
+class ConflictResolved(SharedValue):
     """A protocol conflict created by merging branches was resolved by a recorded decision."""
 
     TYPE: ClassVar[str] = "conflict.resolved"
@@ -369,8 +369,8 @@ class ConflictResolved(SharedRepr):
 # --- reliability (issue 20): repairs and confirmations written outside the protocol's steps --
 
 
-@frozen(repr=False)
-class NewlineRestored(SharedRepr):
+@frozen(repr=False, eq=False)
+class NewlineRestored(SharedValue):
     """The ledger's last line verified completely but had lost its newline, which was written
     back before this append instead of quarantining the event (DESIGN §4.3)."""
 
@@ -380,8 +380,8 @@ class NewlineRestored(SharedRepr):
     event: str
 
 
-@frozen(repr=False)
-class RollbackAccepted(SharedRepr):
+@frozen(repr=False, eq=False)
+class RollbackAccepted(SharedValue):
     """A person accepted that the ledger no longer holds `missing`, the last event MEMORY.md
     was rendered from (a rollback or truncation), for `reason` (DESIGN §7.5)."""
 
@@ -398,8 +398,8 @@ class RollbackAccepted(SharedRepr):
 # --- protocol fidelity (issue 15 items 6, 8): how a stopped campaign ends or goes on ---------
 
 
-@frozen(repr=False)
-class CampaignHandedBack(SharedRepr):
+@frozen(repr=False, eq=False)
+class CampaignHandedBack(SharedValue):
     """The stopped campaign's result was handed back to the orchestrator with its report (R10)."""
 
     TYPE: ClassVar[str] = "campaign.handed_back"
@@ -409,8 +409,8 @@ class CampaignHandedBack(SharedRepr):
     summary: str = ""
 
 
-@frozen(repr=False)
-class CampaignResumed(SharedRepr):
+@frozen(repr=False, eq=False)
+class CampaignResumed(SharedValue):
     """The user lifted a utilization stop; tuning goes on from where it stopped (R10)."""
 
     TYPE: ClassVar[str] = "campaign.resumed"

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import attrs
 from attrs import field, frozen
 
-from ledger.schema.shared_repr import SharedRepr
+from ledger.schema.shared_methods import SharedValue
 
 Stage = Literal["frontend", "swimlane", "incore", "algorithm"]
 STAGES: tuple[Stage, ...] = ("frontend", "swimlane", "incore", "algorithm")
@@ -132,8 +132,8 @@ def json_object(value: Any) -> dict[str, Any]:
 # --- shared parts ----------------------------------------------------------------------------
 
 
-@frozen(repr=False)
-class CachedRun(SharedRepr):
+@frozen(repr=False, eq=False)
+class CachedRun(SharedValue):
     """A result recorded from the measurement cache: the entry's key, and when and where the
     run that produced it really ran (its command, exit code and output are the origin's)."""
 
@@ -142,8 +142,8 @@ class CachedRun(SharedRepr):
     host: str
 
 
-@frozen(repr=False)
-class Origin(SharedRepr):
+@frozen(repr=False, eq=False)
+class Origin(SharedValue):
     """Where measured data came from: the command or tool, its version and output digest."""
 
     level: OriginLevel
@@ -163,16 +163,16 @@ def json_object_or_none(value: Any) -> dict[str, Any] | None:
     return None if value is None else json_object(value)
 
 
-@frozen(repr=False)
-class Binding(SharedRepr):
+@frozen(repr=False, eq=False)
+class Binding(SharedValue):
     """What a measurement says it ran (R11): the config and the kernel file's sha256."""
 
     config: dict[str, Any] | None = field(default=None, converter=json_object_or_none)
     impl_digest: str | None = None
 
 
-@frozen(repr=False)
-class OutputCheck(SharedRepr):
+@frozen(repr=False, eq=False)
+class OutputCheck(SharedValue):
     """One output of an E2E tensor compare: all_close, and the largest difference if known."""
 
     name: str = field(validator=nonempty)

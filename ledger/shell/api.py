@@ -23,7 +23,7 @@ from ledger.log.record import Draft, Event, converter
 from ledger.log.store import AppendResult, FileStore, MemoryStore, Store, Tip
 from ledger.projections import memory_file, splice, view_cache
 from ledger.schema.events import Payload
-from ledger.schema.shared_repr import SharedRepr
+from ledger.schema.shared_methods import SharedValue
 from ledger.shell import provenance, rollback, state_snapshot
 
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 _MAX_CONFLICT_RETRIES = 20
 
 
-@frozen(repr=False)
-class StepResult(SharedRepr):
+@frozen(repr=False, eq=False)
+class StepResult(SharedValue):
     """What a command did: the events it appended (or found, for a retried key) and warnings."""
 
     events: tuple[Event, ...]
@@ -45,8 +45,8 @@ class StepResult(SharedRepr):
     replayed: bool = False  # True when an idempotency key returned an earlier result
 
 
-@frozen(repr=False)
-class Loaded(SharedRepr):
+@frozen(repr=False, eq=False)
+class Loaded(SharedValue):
     """The state replayed from an op's verified log, and where that log ends (its head, size
     and any torn tail; the events themselves are not kept: `store.read()` has them)."""
 

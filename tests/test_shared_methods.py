@@ -1,9 +1,11 @@
-"""The shared repr (ledger/schema/shared_repr.py) gives the very text attrs generates, for
-every class that uses it, and those classes do not generate their own (which is what made
-defining them cost twice as much at every start)."""
+"""The shared methods (ledger/schema/shared_methods.py) behave as those attrs generates, for
+every class that uses them: the very repr text, the same equality, equal hashes for equal
+values; and those classes do not generate their own (which is what made defining them cost
+twice as much at every start)."""
 
 from __future__ import annotations
 
+import functools
 from types import ModuleType
 from typing import Any
 
@@ -15,7 +17,7 @@ from test_codec import PAYLOADS
 from ledger.log import chain, quarantine, record, store_interface, tip_stamp, verification
 from ledger.projections import memory_file, splice, timeline
 from ledger.schema import events, values
-from ledger.schema.shared_repr import SharedRepr
+from ledger.schema.shared_methods import SharedRepr, SharedValue
 from ledger.shell import api, rollback
 from stages import allowed, alternates, commands, outcome, refusal, retry, verdict
 
@@ -39,10 +41,14 @@ def _classes(module: ModuleType) -> list[type[Any]]:
 SHARED = [cls for module in MODULES for cls in _classes(module)]
 
 
+@functools.cache  # one twin per class: instances of two twins are of two classes
 def _twin(cls: type[Any]) -> type[Any]:
-    """A class attrs makes with the same name and fields (each shown or not, as in `cls`)
-    and its own generated repr."""
-    fields = {field.name: attrs.field(repr=field.repr) for field in attrs.fields(cls)}
+    """A class attrs makes with the same name and fields (each shown, compared and hashed or
+    not, as in `cls`) and its own generated repr, equality and hash."""
+    fields = {
+        field.name: attrs.field(repr=field.repr, eq=field.eq_key or field.eq, hash=field.hash)
+        for field in attrs.fields(cls)
+    }
     return attrs.make_class(cls.__name__, fields, frozen=True)
 
 
@@ -70,9 +76,35 @@ def _nested(value: Any) -> list[Any]:
 
 
 @pytest.mark.parametrize("cls", SHARED, ids=[cls.__name__ for cls in SHARED])
-def test_every_class_uses_the_shared_repr(cls: type[Any]) -> None:
+def test_every_class_uses_the_shared_methods(cls: type[Any]) -> None:
     assert issubclass(cls, SharedRepr)
     assert cls.__repr__ is SharedRepr.__repr__  # attrs generated none (repr=False)
+    if issubclass(cls, SharedValue):  # frozen: attrs generated no equality or hash either
+        assert cls.__eq__ is SharedValue.__eq__ and cls.__hash__ is SharedValue.__hash__
+
+
+VALUE_CLASSES = [cls for cls in SHARED if issubclass(cls, SharedValue)]
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("cls", VALUE_CLASSES, ids=[cls.__name__ for cls in VALUE_CLASSES])
+def test_equality_and_hash_are_those_attrs_generates(cls: type[Any]) -> None:
+    names = [field.name for field in attrs.fields(cls)]
+    # Pairs of values per field: equal, unequal, the same NaN (equal by identity in a tuple
+    # but not by ==, so the chained comparison tells them apart), two NaNs.
+    pairs = [("a", "a"), ("a", "b"), (NAN, NAN), (float("nan"), float("nan")), (1, 1.0)]
+    for first, second in pairs:
+        for changed in range(len(names) + 1):  # which field holds the pair; the others "x"
+            one = {name: first if i == changed else "x" for i, name in enumerate(names)}
+            two = {name: second if i == changed else "x" for i, name in enumerate(names)}
+            (ours_one, twin_one), (ours_two, twin_two) = _both(cls, one), _both(cls, two)
+            assert (ours_one == ours_two) == (twin_one == twin_two)
+            assert (ours_one != ours_two) == (twin_one != twin_two)
+            if ours_one == ours_two:
+                assert hash(ours_one) == hash(ours_two)
+    ours, twin = _both(cls, dict.fromkeys(names, "x"))
+    assert ours.__eq__(twin) is NotImplemented and ours != twin  # another class: never equal
+    assert ours == _both(cls, dict.fromkeys(names, "x"))[0]
 
 
 @pytest.mark.parametrize("cls", SHARED, ids=[cls.__name__ for cls in SHARED])
