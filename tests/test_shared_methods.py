@@ -14,11 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_codec import PAYLOADS
 
+from ledger.domain import knobs, manifest
 from ledger.log import chain, quarantine, record, store_interface, tip_stamp, verification
+from ledger.priors import focus, knowledge, prior, profile, rank, scan, sources
 from ledger.projections import memory_file, splice, timeline
 from ledger.schema import events, values
 from ledger.schema.shared_methods import SharedRepr, SharedValue
-from ledger.shell import api, rollback
+from ledger.shell import api, op_folder, priors_load, rollback
 from stages import allowed, alternates, commands, outcome, refusal, retry, verdict
 
 # Every module whose classes use it.
@@ -27,6 +29,8 @@ MODULES = (
     *(chain, quarantine, record, store_interface, tip_stamp, verification),
     *(memory_file, splice, timeline, api, rollback),
     *(allowed, alternates, outcome, refusal, retry, verdict),
+    *(focus, knowledge, prior, profile, rank, scan, sources, priors_load),
+    *(knobs, manifest, op_folder),
 )
 
 

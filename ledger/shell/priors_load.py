@@ -27,6 +27,7 @@ from ledger.priors.profile import OpProfile, front_matter, profile
 from ledger.priors.rank import Proposal, propose
 from ledger.priors.scan import ScanResult, scan_paths
 from ledger.priors.sources import OtherOp, ledger_priors, source_priors
+from ledger.schema.shared_methods import SharedValue
 from ledger.shell.api import OpLedger
 from stages.target import vec_limit
 
@@ -34,8 +35,8 @@ KNOWLEDGE_FILE = "data/priors.json"
 SPEC_FILE = "SPEC.md"
 
 
-@frozen
-class Gathered:
+@frozen(repr=False, eq=False)
+class Gathered(SharedValue):
     """A proposal and what was read to make it."""
 
     proposal: Proposal
