@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Any
 
@@ -64,6 +63,8 @@ def normalize_idea(text: str) -> str:
 
 def similarity(first: str, second: str) -> float:
     """How alike two normalized ideas are: the higher of difflib's ratio and token Jaccard."""
+    import difflib  # here: only a step that compares ideas needs it (~2 ms to import)
+
     ratio = difflib.SequenceMatcher(None, first, second).ratio()
     return max(ratio, _jaccard(first, second))
 
@@ -77,6 +78,8 @@ def _similar(first: str, second: str, threshold: float) -> float | None:
     """`similarity(first, second)` when it reaches `threshold`, else None."""
     # difflib's full ratio is quadratic in the text and runs once per earlier idea; its
     # cheap upper bounds (quick_ratio >= ratio) rule most pairs out first, same answer.
+    import difflib  # here: only a step that compares ideas needs it (~2 ms to import)
+
     jaccard = _jaccard(first, second)
     matcher = difflib.SequenceMatcher(None, first, second)
     if jaccard < threshold and (
