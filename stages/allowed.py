@@ -12,6 +12,7 @@ from attrs import frozen
 
 from ledger.domain.state import Attempt, State
 from ledger.schema.events import SKILLS
+from ledger.schema.shared_methods import SharedValue
 from stages import commands as cmd
 from stages.activation import evidence_ready
 from stages.pipeline import active_stage, entry_blocker, exit_blocker, next_stage
@@ -104,8 +105,8 @@ def allowed(state: State) -> list[str]:
     return names
 
 
-@frozen
-class InFlight:
+@frozen(repr=False, eq=False)
+class InFlight(SharedValue):
     """Where an interrupted campaign stood: stage, open point, pending attempt, skills."""
 
     stage: str | None

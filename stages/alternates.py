@@ -9,13 +9,14 @@ from attrs import define, field
 
 from ledger.domain.state import Attempt, State
 from ledger.domain.tail import added_since
+from ledger.schema.shared_methods import SharedRepr
 from stages.policy import effective_policy, policy_value
 
 _KEY = "candidates"
 
 
-@define
-class _Candidates:
+@define(repr=False)
+class _Candidates(SharedRepr):
     """Every candidate attempt, by its (stage, point), and the latest one: an index extended
     with the attempts started since it was last used. An attempt's kind, stage and point are
     fixed when it starts, and attempts are only ever added, so the index never goes stale;

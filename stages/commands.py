@@ -7,17 +7,18 @@ from typing import Any
 from attrs import field, frozen
 
 from ledger.schema.events import Binding, Origin, OutputCheck
+from ledger.schema.shared_methods import SharedValue
 
 
-@frozen
-class Init:
+@frozen(repr=False, eq=False)
+class Init(SharedValue):
     """Create the op's ledger."""
 
     op: str
 
 
-@frozen
-class RecordCompare:
+@frozen(repr=False, eq=False)
+class RecordCompare(SharedValue):
     """Record E2E tensor-compare evidence for the implementation with this digest (R1)."""
 
     outputs: tuple[OutputCheck, ...]
@@ -26,8 +27,8 @@ class RecordCompare:
     origin: Origin
 
 
-@frozen
-class RecordLayout:
+@frozen(repr=False, eq=False)
+class RecordLayout(SharedValue):
     """Record a layout check's exit code for the implementation with this digest (R1)."""
 
     exit_code: int
@@ -36,15 +37,15 @@ class RecordLayout:
     origin: Origin
 
 
-@frozen
-class Activate:
+@frozen(repr=False, eq=False)
+class Activate(SharedValue):
     """Check the evidence against the current implementation digest (R1)."""
 
     impl_digest: str
 
 
-@frozen
-class SetTarget:
+@frozen(repr=False, eq=False)
+class SetTarget(SharedValue):
     """Write the Performance target sheet (R3)."""
 
     baseline_us: float
@@ -61,8 +62,8 @@ class SetTarget:
     bubble_pct: float | None = None
 
 
-@frozen
-class Relax:
+@frozen(repr=False, eq=False)
+class Relax(SharedValue):
     """Relax a tile-shape upper limit, with its basis (R3)."""
 
     what: str
@@ -73,29 +74,29 @@ class Relax:
     record_premise: bool = True
 
 
-@frozen
-class LoadSkill:
+@frozen(repr=False, eq=False)
+class LoadSkill(SharedValue):
     """Load a skill (R2)."""
 
     name: str
 
 
-@frozen
-class UnloadSkill:
+@frozen(repr=False, eq=False)
+class UnloadSkill(SharedValue):
     """Unload a skill (R2)."""
 
     name: str
 
 
-@frozen
-class EnterStage:
+@frozen(repr=False, eq=False)
+class EnterStage(SharedValue):
     """Enter the next stage (R4)."""
 
     stage: str
 
 
-@frozen
-class ExitStage:
+@frozen(repr=False, eq=False)
+class ExitStage(SharedValue):
     """Exit the current stage; `by_user` claims the user's stop as the exit condition (R4)."""
 
     stage: str
@@ -105,16 +106,16 @@ class ExitStage:
     hand_back: bool = False
 
 
-@frozen
-class OpenPoint:
+@frozen(repr=False, eq=False)
+class OpenPoint(SharedValue):
     """Open an optimization point in the current stage for named knobs (R5, R7)."""
 
     name: str
     knobs: tuple[str, ...] = ()
 
 
-@frozen
-class ClosePoint:
+@frozen(repr=False, eq=False)
+class ClosePoint(SharedValue):
     """Close the open optimization point (R7); not_applicable needs a reason."""
 
     name: str
@@ -122,8 +123,8 @@ class ClosePoint:
     not_applicable: bool = False
 
 
-@frozen
-class ProposeCandidate:
+@frozen(repr=False, eq=False)
+class ProposeCandidate(SharedValue):
     """Measure a full config proposed from a prior (R7 candidate phase)."""
 
     config: dict[str, Any]
@@ -135,8 +136,8 @@ class ProposeCandidate:
     impl_file: str | None = None
 
 
-@frozen
-class TryMutation:
+@frozen(repr=False, eq=False)
+class TryMutation(SharedValue):
     """Change exactly one parameter of the best config (R6, R7 mutation phase)."""
 
     param: str
@@ -146,8 +147,8 @@ class TryMutation:
     impl_file: str | None = None
 
 
-@frozen
-class TryAlgorithm:
+@frozen(repr=False, eq=False)
+class TryAlgorithm(SharedValue):
     """Try an algorithm change, described in words, with the new implementation digest (R5)."""
 
     description: str
@@ -155,8 +156,8 @@ class TryAlgorithm:
     override: str | None = None
 
 
-@frozen
-class Verify:
+@frozen(repr=False, eq=False)
+class Verify(SharedValue):
     """Record the verifier's result for the pending attempt; the ledger computes the verdict."""
 
     attempt: str
@@ -173,8 +174,8 @@ class Verify:
     accuracy_origin: Origin | None = None
 
 
-@frozen
-class Fail:
+@frozen(repr=False, eq=False)
+class Fail(SharedValue):
     """Record that the attempt failed (compile, timeout, oom, accuracy, runtime)."""
 
     attempt: str
@@ -183,45 +184,45 @@ class Fail:
     origin: Origin | None = None
 
 
-@frozen
-class Abandon:
+@frozen(repr=False, eq=False)
+class Abandon(SharedValue):
     """Give up a pending attempt without a result (e.g. interrupted by a crash)."""
 
     attempt: str
     reason: str
 
 
-@frozen
-class Stop:
+@frozen(repr=False, eq=False)
+class Stop(SharedValue):
     """The user stops the campaign (R10)."""
 
     reason: str
 
 
-@frozen
-class HandBack:
+@frozen(repr=False, eq=False)
+class HandBack(SharedValue):
     """Hand the stopped campaign's result back to the orchestrator with its report (R10)."""
 
     summary: str = ""
 
 
-@frozen
-class ResumeCampaign:
+@frozen(repr=False, eq=False)
+class ResumeCampaign(SharedValue):
     """The user lifts a utilization stop and tuning goes on (R10)."""
 
     reason: str
 
 
-@frozen
-class RecordReport:
+@frozen(repr=False, eq=False)
+class RecordReport(SharedValue):
     """Record that a tuning report was written (R4: needed before the algorithm stage)."""
 
     path: str
     digest: str
 
 
-@frozen
-class SetPolicy:
+@frozen(repr=False, eq=False)
+class SetPolicy(SharedValue):
     """Set a policy threshold for this op."""
 
     key: str
@@ -229,15 +230,15 @@ class SetPolicy:
     reason: str = ""
 
 
-@frozen
-class AddNote:
+@frozen(repr=False, eq=False)
+class AddNote(SharedValue):
     """Record free text."""
 
     text: str
 
 
-@frozen
-class RecordManifest:
+@frozen(repr=False, eq=False)
+class RecordManifest(SharedValue):
     """Record SPEC.md's op manifest as the one the campaign uses from here on (DESIGN §4)."""
 
     digest: str

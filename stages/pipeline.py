@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.schema.events import (
@@ -12,10 +14,12 @@ from ledger.schema.events import (
     StageEntered,
     StageExited,
 )
-from stages.commands import EnterStage, ExitStage
 from stages.outcome import Result, accept, refuse
 from stages.policy import effective_policy
 from stages.refusal import Refusal
+
+if TYPE_CHECKING:  # annotations only: priors and log read these modules, not the commands
+    from stages.commands import EnterStage, ExitStage
 
 
 def known_stage(name: str) -> Stage:

@@ -8,6 +8,7 @@ from attrs import frozen
 
 from ledger.errors import HandBack, LedgerError, RetryRefusal, RuleRefusal, StoppedRefusal
 from ledger.schema.events import Payload
+from ledger.schema.shared_methods import SharedValue
 
 RefusalKind = Literal["rule", "retry", "hand-back", "stopped"]
 
@@ -19,8 +20,8 @@ _ERRORS: dict[str, type[LedgerError]] = {
 }
 
 
-@frozen
-class Refusal:
+@frozen(repr=False, eq=False)
+class Refusal(SharedValue):
     """Why a command may not run now. A hand-back still records `events` (the failed check)."""
 
     rule: str

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import copy
-import difflib
 import functools
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import define, field
 
@@ -14,6 +13,10 @@ from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
 from ledger.domain.tail import added_since
 from ledger.errors import BadInput
+from ledger.schema.shared_methods import SharedRepr
+
+if TYPE_CHECKING:
+    import difflib
 from stages.outcome import refuse
 from stages.policy import effective_policy
 from stages.refusal import Refusal
@@ -69,6 +72,8 @@ _normalized = functools.lru_cache(maxsize=4096)(normalize_idea)
 
 def similarity(first: str, second: str) -> float:
     """How alike two normalized ideas are: the higher of difflib's ratio and token Jaccard."""
+    import difflib  # here: only a step that compares ideas needs it (~2 ms to import)
+
     ratio = difflib.SequenceMatcher(None, first, second).ratio()
     return max(ratio, _jaccard(first, second))
 
@@ -84,6 +89,8 @@ def _indexed(second: str) -> tuple[frozenset[str], difflib.SequenceMatcher[str]]
     (`b2j` and `fullbcount`). A new idea is compared with every earlier one, and indexing
     each earlier one anew was most of R9's time (~10 ms a `try` at 10k events); a pure
     function of the text, so kept by text."""
+    import difflib  # here: only a step that compares ideas needs it (~2 ms to import)
+
     matcher = difflib.SequenceMatcher(None, "", second)
     matcher.quick_ratio()  # builds fullbcount, which quick_ratio would build per comparison
     return frozenset(second.split()), matcher
@@ -106,8 +113,8 @@ def _similar(first: str, second: str, threshold: float) -> float | None:
     return score if score >= threshold else None
 
 
-@define
-class _Ideas:
+@define(repr=False)
+class _Ideas(SharedRepr):
     """Every algorithm attempt in start order: an index kept in `State.derived` and extended
     with the attempts started since (an attempt's kind never changes, and attempts are only
     added), so finding the earlier ideas costs O(ideas), not O(attempts)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.domain.state import Attempt, Point, State
 from ledger.errors import BadInput
@@ -15,13 +15,15 @@ from stages.changes import (
     start_refusal,
     unchanged_refusal,
 )
-from stages.commands import ClosePoint, OpenPoint, ProposeCandidate, TryAlgorithm, TryMutation
 from stages.outcome import Result, accept, build, nonempty, plain, refuse
 from stages.pipeline import active_stage, next_stage
 from stages.policy import effective_policy, patience
 from stages.refusal import Refusal
 from stages.retry import config_retry, idea_retry, override_reason
 from stages.target import limit_refusal, validate_config
+
+if TYPE_CHECKING:  # annotations only: priors and log read these modules, not the commands
+    from stages.commands import ClosePoint, OpenPoint, ProposeCandidate, TryAlgorithm, TryMutation
 
 _OVERRIDE_UNUSED = "the retry override was not needed (nothing refused) and is not recorded"
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import Any, NamedTuple, get_args
+from typing import TYPE_CHECKING, Any, NamedTuple, get_args
 
 from ledger.domain.samples import median
 from ledger.domain.state import Relaxation, State
 from ledger.errors import BadInput
 from ledger.schema.events import LimitRelaxed, TargetSheetWritten, TargetSource
-from stages.commands import Relax, SetTarget
 from stages.outcome import Result, accept, build, plain, refuse
 from stages.refusal import Refusal
+
+if TYPE_CHECKING:  # annotations only: priors reads the limits, not the commands (~5 ms)
+    from stages.commands import Relax, SetTarget
 
 VEC_LIMIT = 64
 # The design range of a vec tile axis; its top is the limit the ledger enforces until relaxed.

@@ -27,6 +27,7 @@ from ledger.schema.events import (
     Verdict,
     VerdictReached,
 )
+from ledger.schema.shared_methods import SharedValue
 from stages.binding import attempt_binding_problem
 from stages.commands import Abandon, Fail, Verify
 from stages.outcome import Result, accept, build, nonempty, refuse
@@ -36,8 +37,8 @@ from stages.search import exhaustion
 from stages.stop import utilization_stop
 
 
-@frozen
-class Comparison:
+@frozen(repr=False, eq=False)
+class Comparison(SharedValue):
     """The statistics behind a verdict, as VerdictReached records them (R8)."""
 
     verdict: Verdict

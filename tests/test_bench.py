@@ -147,6 +147,9 @@ def test_every_command_figure_has_its_keys(tiny: Path) -> None:
         assert found[name]["vs_click"]["cpu_s"]["small"]["min"] > 0
         assert ("peak_rss" in found[name]) == (name not in READS)
     assert found["note"]["peak_rss"]["value"] > 5  # MiB: a Python process at least
+    floor = found["floor"]["imports_and_schema"]
+    assert floor["wall"]["min"] > 0 and floor["ratio_vs_click"] > 0
+    assert found["note"]["vs_click"]["floor"]["command_over_floor"] > 0
 
 
 def test_memory_figures_report_size_time_and_change(tmp_path: Path) -> None:

@@ -205,5 +205,5 @@ def test_batches_that_share_only_their_first_event_are_refused() -> None:
 def _provenance() -> dict[str, object]:
     from ledger.log.record import converter
 
-    unstructured: dict[str, object] = converter.unstructure(note().provenance)
+    unstructured: dict[str, object] = converter().unstructure(note().provenance)
     return unstructured

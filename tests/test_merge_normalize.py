@@ -88,7 +88,7 @@ def test_old_schema_lines_keep_their_bytes(monkeypatch: pytest.MonkeyPatch) -> N
             "parents": [root.id],
             "part": [0, 1],
             "payload": {"body": "old words"},
-            "provenance": converter.unstructure(note().provenance),
+            "provenance": converter().unstructure(note().provenance),
             "schema": 0,
             "type": "note.added",
         }

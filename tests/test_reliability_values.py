@@ -46,7 +46,7 @@ def test_reads_survive_a_speedup_recorded_as_infinite(cli: Cli) -> None:
     activate(cli)
     cli.ok("target", OP, "--baseline", "100us", "--target", "50us", *_TARGET)
     sheet = cli.events()[-1]["payload"]
-    valid = converter.structure({**sheet, "baseline_us": 1e12}, TargetSheetWritten)
+    valid = converter().structure({**sheet, "baseline_us": 1e12}, TargetSheetWritten)
     # What an older release wrote: the same payload with a target its checks let through.
     forged = evolve(valid)
     object.__setattr__(forged, "target_us", 1e-310)

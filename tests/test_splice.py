@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -28,6 +29,19 @@ def block(name: str, *body: str, nl: str = "\n") -> str:
 def test_split_lines_keeps_every_character(text: str) -> None:
     """Joining the split lines gives the text back, whatever its line ends."""
     assert "".join(splice.split_lines(text)) == text
+
+
+@given(
+    st.lists(st.sampled_from(["a", " ", "\n", "\r", "\r\n", "\u2028", "\x0b", "|"])).map("".join)
+)
+def test_split_lines_is_a_split_at_each_line_end(text: str) -> None:
+    """The same lines as a plain split at CRLF, CR and LF, with or without any CR in the text
+    (LF-only text takes a faster path)."""
+    parts = re.split(r"(\r\n|\r|\n)", text)
+    lines = [parts[i] + parts[i + 1] for i in range(0, len(parts) - 1, 2)]
+    if parts[-1]:
+        lines.append(parts[-1])
+    assert splice.split_lines(text) == lines
 
 
 def test_split_lines_breaks_where_markdown_does() -> None:

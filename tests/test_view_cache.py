@@ -515,7 +515,7 @@ def test_a_hit_imports_neither_the_stage_machines_nor_cattrs(cli: Cli) -> None:
     frontend(cli)
     shutil.rmtree(_cache(cli))  # the entry the last command wrote: the first status misses
     miss_out, miss_modules = _imports(cli.root, "--json", "status", OP)
-    assert "stages" in miss_modules and "cattrs" in miss_modules  # the check can fail
+    assert "stages" in miss_modules and "ledger.schema.events" in miss_modules  # can fail
     hit_out, hit_modules = _imports(cli.root, "--json", "status", OP)
     assert hit_out == miss_out
     assert hit_modules == []
@@ -534,3 +534,14 @@ def test_a_log_view_of_the_wrong_shape_is_no_hit(cli: Cli, log: object) -> None:
     entry["views"]["log"] = log
     entry_path.write_text(json.dumps(entry), "utf-8")
     assert _run(cli, ["log", OP, "--limit", "2"], as_json=True, cached=True) == truth
+
+
+def test_a_write_imports_neither_cattrs_nor_markdown_it(cli: Cli) -> None:
+    """A note re-renders MEMORY.md and appends: its bodies need no Markdown parse to be read
+    back (splice._provably_closed) and its payload no cattrs converter (startup goal)."""
+    frontend(cli)
+    for text in ("a", "b"):
+        out, modules = _imports(cli.root, "--json", "note", OP, "--text", text)
+        assert json.loads(out)["events"][0]["type"] == "note.added"
+        assert "ledger.schema.events" in modules  # the check can fail
+        assert "cattrs" not in modules and "markdown_it" not in modules

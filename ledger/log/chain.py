@@ -23,6 +23,7 @@ from ledger.log.walker import (
     torn_start,
     unfinished_batch,
 )
+from ledger.schema.shared_methods import SharedValue
 
 _DAMAGE_HINT = (
     "the ledger was edited or damaged in the middle; it is never repaired silently: restore "
@@ -32,8 +33,8 @@ _DAMAGE_HINT = (
 )
 
 
-@frozen
-class Torn:
+@frozen(repr=False, eq=False)
+class Torn(SharedValue):
     """A torn tail: the bytes from `offset` (line `line`, 1-based) to the end of the file."""
 
     line: int
@@ -48,8 +49,8 @@ class Torn:
         return self.byte_count == 0
 
 
-@frozen
-class Log:
+@frozen(repr=False, eq=False)
+class Log(SharedValue):
     """The verified events of a ledger in file order, and where its valid bytes end."""
 
     name: str
@@ -154,8 +155,8 @@ class Scanner:
         return (_completed_by_newline(data, self.name) if rest else None) or log
 
 
-@frozen
-class Tip:
+@frozen(repr=False, eq=False)
+class Tip(SharedValue):
     """Where a verified ledger ends, without its events: what a command needs beside the
     replayed state (the head to append after, the counter, the size, a torn tail)."""
 

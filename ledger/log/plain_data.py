@@ -15,17 +15,24 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import attrs
-import cattrs
 
 Unstructure = Callable[[Any], Any]
+
+
+class Converter(Protocol):
+    """What is used of a cattrs converter here (cattrs.Converter is one): its unstructuring,
+    for the values the generated functions leave to it."""
+
+    def unstructure(self, obj: Any, unstructure_as: Any = None) -> Any: ...
+
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def plain_json(value: Any, converter: cattrs.Converter) -> Any:
+def plain_json(value: Any, converter: Converter) -> Any:
     """A value of a field typed `Any` as the converter unstructures it (by its runtime type):
     JSON scalars as they are, lists and tuples as new lists, dicts with text keys copied."""
     kind = type(value)
@@ -43,7 +50,7 @@ def plain_json(value: Any, converter: cattrs.Converter) -> Any:
 
 def compile_unstructure(
     cls: type[Any],
-    converter: cattrs.Converter,
+    converter: Converter,
     omit_if_default: Mapping[type[Any], frozenset[str]],
 ) -> Unstructure:
     """The function that turns an instance of the attrs class `cls` into the dict the
@@ -80,7 +87,7 @@ def compile_unstructure(
 
 
 def _converter_of(
-    hint: Any, converter: cattrs.Converter, omit_if_default: Mapping[type[Any], frozenset[str]]
+    hint: Any, converter: Converter, omit_if_default: Mapping[type[Any], frozenset[str]]
 ) -> Unstructure | None:
     """How a field of type `hint` is unstructured; None: the value as it is."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)

@@ -12,12 +12,13 @@ from ledger.log import codec
 from ledger.log.chain import Log
 from ledger.log.verification import Finding, Verification
 from ledger.schema.events import LedgerRepaired, NewlineRestored
+from ledger.schema.shared_methods import SharedValue
 
 QUARANTINE_SUFFIX = ".quarantine-"
 
 
-@frozen
-class Quarantined:
+@frozen(repr=False, eq=False)
+class Quarantined(SharedValue):
     """A quarantine file beside a ledger: its name, size and sha256 digest."""
 
     name: str
@@ -25,8 +26,8 @@ class Quarantined:
     digest: str
 
 
-@frozen
-class TornCut:
+@frozen(repr=False, eq=False)
+class TornCut(SharedValue):
     """Torn bytes to move to the quarantine file `name` (`kept`: already there)."""
 
     name: str

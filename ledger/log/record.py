@@ -5,20 +5,23 @@ payload class on demand (`payload()`). Replay reads `data` directly: structuring
 with cattrs costs 2-6x the JSON parse itself (measured: 7-20 µs vs 3.6 µs per event), and the
 content id already proves the bytes are the ones a validated write produced; audit structures
 every event to re-check the schema.
+
+The converter is made on first use (`converter()`), and cattrs imported then: a command that
+only reads never needs it, and a write needs it only for values the generated functions leave
+to it (numpy scalars, types they do not know); importing cattrs was ~11 ms of every start.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import cattrs
 from attrs import frozen
-from cattrs.gen import make_dict_unstructure_fn, override
 
 from ledger.log import codec, upcast
-from ledger.log.plain_data import compile_unstructure
+from ledger.log.plain_data import Unstructure, compile_unstructure
 from ledger.schema.events import (
     PAYLOAD_TYPES,
     AttemptMeasured,
@@ -26,11 +29,15 @@ from ledger.schema.events import (
     Payload,
     PointOpened,
 )
+from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import Origin
 
+if TYPE_CHECKING:
+    import cattrs
 
-@frozen
-class Provenance:
+
+@frozen(repr=False, eq=False)
+class Provenance(SharedValue):
     """Who wrote an event and when: tool and version, host, process, command, UTC time."""
 
     at: str
@@ -45,8 +52,8 @@ class Provenance:
     request: str | None = None
 
 
-@frozen
-class Draft:
+@frozen(repr=False, eq=False)
+class Draft(SharedValue):
     """An event decided but not yet placed in the log (no id, parents or counter yet)."""
 
     payload: Payload
@@ -74,12 +81,12 @@ class Event(NamedTuple):
     def payload(self) -> Payload:
         """The typed payload (validates the data against the current schema)."""
         cls = PAYLOAD_TYPES[self.type]
-        result: Payload = converter.structure(self.data, cls)
+        result: Payload = converter().structure(self.data, cls)
         return result
 
     def written_by(self) -> Provenance:
         """The typed provenance."""
-        return converter.structure(self.provenance, Provenance)
+        return converter().structure(self.provenance, Provenance)
 
 
 # Optional fields added to a payload after it was first written are left out while unset,
@@ -94,34 +101,56 @@ OMIT_IF_DEFAULT: dict[type[Any], frozenset[str]] = {
 }
 
 
-def _make_converter() -> cattrs.Converter:
+@functools.cache
+def converter() -> cattrs.Converter:
+    """The one converter of payloads and provenance, made on its first use."""
+    import cattrs
+    from cattrs.gen import make_dict_unstructure_fn, override
+
     made = cattrs.Converter(forbid_extra_keys=True)
     # Values inside configs, policy and free fields are plain JSON: passed through unchanged.
     made.register_structure_hook(Any, lambda value, _type: value)
-    for cls, omitted in OMIT_IF_DEFAULT.items():
-        overrides = {name: override(omit_if_default=True) for name in sorted(omitted)}
+
+    # Each class's hook is generated when the class is first unstructured, not here: a
+    # process handles one or two classes, and generating them all cost ~3 ms of every start.
+    # A payload's hook, generated first, asks for its Origin fields' hook, which is then made.
+    def omitting(cls: type[Any]) -> Callable[[Any], Any]:
+        overrides = {name: override(omit_if_default=True) for name in sorted(OMIT_IF_DEFAULT[cls])}
         # mypy reads **overrides as the function's other keyword parameters (bools).
-        hook = make_dict_unstructure_fn(cls, made, **overrides)  # type: ignore[arg-type]
-        made.register_unstructure_hook(cls, hook)
+        return make_dict_unstructure_fn(cls, made, **overrides)  # type: ignore[arg-type]
+
+    made.register_unstructure_hook_factory(lambda cls: cls in OMIT_IF_DEFAULT, omitting)
     return made
 
 
-converter = _make_converter()
+class _ConverterWhenNeeded:
+    """The converter for the generated functions' fallbacks, made only when one is taken."""
+
+    def unstructure(self, obj: Any, unstructure_as: Any = None) -> Any:
+        return converter().unstructure(obj, unstructure_as=unstructure_as)
+
 
 # The append path's unstructuring, one function per class (ledger/log/plain_data.py): what
-# the converter gives, without its dispatch on every nested value.
-_UNSTRUCTURE = {
-    cls: compile_unstructure(cls, converter, OMIT_IF_DEFAULT)
-    for cls in (*PAYLOAD_TYPES.values(), Provenance)
-}
+# the converter gives, without its dispatch on every nested value. Each is generated on its
+# class's first use: generating all of them took ~8 ms of every process, which writes one or
+# two classes.
+_UNSTRUCTURED_CLASSES = frozenset({*PAYLOAD_TYPES.values(), Provenance})
+_UNSTRUCTURE: dict[type[Any], Unstructure] = {}
+
+
+def _unstructure_of(cls: type[Any]) -> Unstructure:
+    """The generated function of `cls`, or the converter's own for a class without one."""
+    made = _UNSTRUCTURE.get(cls)
+    if made is None:
+        if cls not in _UNSTRUCTURED_CLASSES:
+            return converter().unstructure
+        made = _UNSTRUCTURE[cls] = compile_unstructure(cls, _ConverterWhenNeeded(), OMIT_IF_DEFAULT)
+    return made
 
 
 def unstructure_payload(payload: Payload) -> dict[str, Any]:
     """The payload as plain JSON-ready data (what `converter.unstructure` gives)."""
-    unstructure = _UNSTRUCTURE.get(type(payload))
-    data: dict[str, Any] = (
-        converter.unstructure(payload) if unstructure is None else unstructure(payload)
-    )
+    data: dict[str, Any] = _unstructure_of(type(payload))(payload)
     return data
 
 
@@ -192,8 +221,7 @@ def envelope_body(
 
 def encode_provenance(provenance: Provenance) -> str:
     """A provenance as canonical JSON."""
-    unstructure = _UNSTRUCTURE.get(type(provenance), converter.unstructure)
-    return codec.canonical_json(unstructure(provenance))
+    return codec.canonical_json(_unstructure_of(type(provenance))(provenance))
 
 
 _EVENT_ID = re.compile(f"[0-9a-f]{{{codec.ID_HEX}}}")

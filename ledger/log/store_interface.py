@@ -37,10 +37,11 @@ from ledger.log.tip_stamp import (
     unchanged_since,
 )
 from ledger.log.verification import Finding
+from ledger.schema.shared_methods import SharedValue
 
 
-@frozen
-class AppendResult:
+@frozen(repr=False, eq=False)
+class AppendResult(SharedValue):
     """What an append wrote: the command's sealed events, the repair events written before
     them (a torn tail quarantined now, or a quarantine an interrupted repair left unrecorded),
     and the head after them."""

@@ -21,12 +21,13 @@ from ledger.log.walker import (
     torn_start,
     unfinished_batch,
 )
+from ledger.schema.shared_methods import SharedValue
 
 ENVELOPE_KEYS = ("id", "lamport", "parents", "part", "payload", "provenance", "schema", "type")
 
 
-@frozen
-class Finding:
+@frozen(repr=False, eq=False)
+class Finding(SharedValue):
     """One problem found in a ledger: its 1-based line (if any), event id (if known), message."""
 
     line: int | None
@@ -39,8 +40,8 @@ class Finding:
         return f"{where}{event}{self.message}"
 
 
-@frozen
-class Verification:
+@frozen(repr=False, eq=False)
+class Verification(SharedValue):
     """Every finding about a ledger's bytes, and the events that verified (in file order)."""
 
     findings: tuple[Finding, ...]

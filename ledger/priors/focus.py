@@ -10,6 +10,7 @@ from attrs import frozen
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.schema.events import CONFIG_STAGES
+from ledger.schema.shared_methods import SharedValue
 
 # The config keys each stage tunes (tune-frontend, tune-swimlane, tune-incore).
 STAGE_KEYS: Mapping[str, tuple[str, ...]] = {
@@ -50,8 +51,8 @@ OPTION_KEYS = frozenset(
 CUBE_OPTION_KEYS = frozenset({"cube_nbuffer_setting", "cube_l1_reuse_setting"})
 
 
-@frozen
-class Focus:
+@frozen(repr=False, eq=False)
+class Focus(SharedValue):
     """Which config keys the candidates change, for which stage and point, and why."""
 
     stage: str | None

@@ -17,12 +17,13 @@ from attrs import frozen
 from ledger.log import codec
 from ledger.priors.prior import Prior
 from ledger.priors.profile import OpProfile
+from ledger.schema.shared_methods import SharedValue
 
 VEC_DESIGN_MAX = 64  # R3: the design range of a vec tile axis is [16, 64]
 
 
-@frozen
-class KnownValue:
+@frozen(repr=False, eq=False)
+class KnownValue(SharedValue):
     """A typical value of one key, with the sources that give it."""
 
     key: str
@@ -33,8 +34,8 @@ class KnownValue:
     note: str
 
 
-@frozen
-class VecRule:
+@frozen(repr=False, eq=False)
+class VecRule(SharedValue):
     """Vec tile recommendations: values per tiled axis."""
 
     axis_values: tuple[int, ...]
@@ -44,8 +45,8 @@ class VecRule:
     max_varied_axes: int
 
 
-@frozen
-class CubeRow:
+@frozen(repr=False, eq=False)
+class CubeRow(SharedValue):
     """One row of the M-based cube tile table; "K" stands for the full K dimension."""
 
     m_min: int
@@ -53,8 +54,8 @@ class CubeRow:
     tiles: list[list[int | str]]
 
 
-@frozen
-class CubeRule:
+@frozen(repr=False, eq=False)
+class CubeRule(SharedValue):
     """The M-based cube tile table."""
 
     weight: float
@@ -63,8 +64,8 @@ class CubeRule:
     rows: tuple[CubeRow, ...]
 
 
-@frozen
-class Knowledge:
+@frozen(repr=False, eq=False)
+class Knowledge(SharedValue):
     """The built-in priors file: sources by id, typical values, vec and cube tile rules."""
 
     sources: dict[str, str]

@@ -6,12 +6,14 @@ from typing import Any, Literal
 
 from attrs import frozen
 
+from ledger.schema.shared_methods import SharedValue
+
 PriorKind = Literal["ledger", "source", "builtin"]
 KINDS: tuple[PriorKind, ...] = ("ledger", "source", "builtin")
 
 
-@frozen
-class Prior:
+@frozen(repr=False, eq=False)
+class Prior(SharedValue):
     """Values for some config keys, where they come from, and how much they are trusted."""
 
     values: dict[str, Any]
@@ -21,8 +23,8 @@ class Prior:
     reasons: tuple[str, ...] = ()
 
 
-@frozen
-class FailedConfig:
+@frozen(repr=False, eq=False)
+class FailedConfig(SharedValue):
     """A config that failed in another op: never proposed for a similar op without saying so."""
 
     values: dict[str, Any]
@@ -32,8 +34,8 @@ class FailedConfig:
     similarity: float
 
 
-@frozen
-class Candidate:
+@frozen(repr=False, eq=False)
+class Candidate(SharedValue):
     """A full config to measure, its provenance, score and the reasons behind them."""
 
     config: dict[str, Any]
@@ -43,8 +45,8 @@ class Candidate:
     kinds: tuple[PriorKind, ...]
 
 
-@frozen
-class Filtered:
+@frozen(repr=False, eq=False)
+class Filtered(SharedValue):
     """A candidate left out, and why (R3, R9, an invalid value, a failure elsewhere)."""
 
     config: dict[str, Any]

@@ -17,6 +17,8 @@ from typing import Any
 
 from attrs import frozen
 
+from ledger.schema.shared_methods import SharedValue
+
 FENCE = "---"
 # Keys read from the front matter, in order of preference.
 FAMILY_KEYS = ("op_family", "family", "category")
@@ -29,16 +31,16 @@ UNKNOWN = 0.5
 _KEY_LINE = re.compile(r"^([A-Za-z_][\w.-]*)\s*:(?:\s+(.*)|\s*)$")
 
 
-@frozen
-class FrontMatter:
+@frozen(repr=False, eq=False)
+class FrontMatter(SharedValue):
     """The values read from a front matter, and the lines that could not be read."""
 
     values: dict[str, Any]
     problems: tuple[str, ...] = ()
 
 
-@frozen
-class OpProfile:
+@frozen(repr=False, eq=False)
+class OpProfile(SharedValue):
     """The facts about an op that make another op's configs relevant to it."""
 
     name: str

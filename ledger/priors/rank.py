@@ -26,14 +26,15 @@ from ledger.priors.candidates import build_candidates, screen
 from ledger.priors.diversity import select
 from ledger.priors.focus import Focus, applicable_keys
 from ledger.priors.prior import Candidate, FailedConfig, Filtered, Prior
+from ledger.schema.shared_methods import SharedValue
 from stages.policy import effective_policy
 from stages.search import candidate_blocker
 
 DEFAULT_COUNT = 10  # the seed's "about 10 initial candidates", clamped to the policy's range
 
 
-@frozen
-class Proposal:
+@frozen(repr=False, eq=False)
+class Proposal(SharedValue):
     """The ranked candidates for the current point, what was left out, and notes."""
 
     op: str | None

@@ -19,6 +19,7 @@ from typing import Any
 from attrs import frozen
 
 from ledger.priors.literals import NotLiteral, ParsedModule, dotted_name
+from ledger.schema.shared_methods import SharedValue
 
 # Calls that name config values, by the last part of their dotted name.
 VEC_TILE_CALL = "set_vec_tile_shapes"
@@ -33,8 +34,8 @@ _NOT_KNOBS = frozenset({"run_mode"})
 MODULE_SCOPE = "<module>"
 
 
-@frozen
-class KernelValue:
+@frozen(repr=False, eq=False)
+class KernelValue(SharedValue):
     """Config values that one call in a kernel source sets, and where."""
 
     path: str
@@ -50,8 +51,8 @@ class KernelValue:
         return f"{self.path}:{self.line}"
 
 
-@frozen
-class Skipped:
+@frozen(repr=False, eq=False)
+class Skipped(SharedValue):
     """An argument the scanner could not read as a literal, with why."""
 
     path: str
@@ -65,8 +66,8 @@ class Skipped:
         return f"{self.path}:{self.line}"
 
 
-@frozen
-class Unreadable:
+@frozen(repr=False, eq=False)
+class Unreadable(SharedValue):
     """A file the scanner could not read or parse."""
 
     path: str
@@ -79,8 +80,8 @@ class Unreadable:
         return self.path if self.line is None else f"{self.path}:{self.line}"
 
 
-@frozen
-class ScanResult:
+@frozen(repr=False, eq=False)
+class ScanResult(SharedValue):
     """What scanning kernel sources found, skipped, and could not read."""
 
     findings: tuple[KernelValue, ...] = ()

@@ -21,7 +21,7 @@ from ledger.errors import BadInput
 from ledger.projections import splice
 from ledger.projections.formatting import plural, short_id
 from ledger.projections.memory_layout import SECTION_ORDER, TITLES, op_name
-from ledger.projections.memory_sections import render_sections
+from ledger.schema.shared_methods import SharedValue
 
 _RENDERED = re.compile(
     r"<!-- tune-ledger:rendered-from op=(?P<op>\S+) events=(?P<events>\d+) "
@@ -31,8 +31,8 @@ _DIGESTS = re.compile(r"<!-- tune-ledger:digest (?P<pairs>[a-z0-9=\- ]*) -->")
 _DIGEST_PREFIX = "<!-- tune-ledger:digest "
 
 
-@frozen
-class Position:
+@frozen(repr=False, eq=False)
+class Position(SharedValue):
     """Where in the ledger a rendering comes from: how many events, and the last one's id."""
 
     events: int
@@ -96,6 +96,10 @@ def render_memory(
     Without an existing file a fresh template is used. Raises BadInput when the existing
     file's markers are malformed (with line numbers and what to do).
     """
+    # Imported here: the sections' renderers (and the stage modules they read) are needed to
+    # write MEMORY.md, not by the reads that only parse its header (`log`, `priors`, rollback).
+    from ledger.projections.memory_sections import render_sections
+
     sections = render_sections(state, policy)
     bodies = {"header": render_header(state.op, position, sections), **sections}
     text = existing_text

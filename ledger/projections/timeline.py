@@ -16,10 +16,11 @@ from attrs import frozen
 
 from ledger.domain.state import Attempt, State
 from ledger.log.codec import canonical_json
+from ledger.schema.shared_methods import SharedValue
 
 
-@frozen
-class Step:
+@frozen(repr=False, eq=False)
+class Step(SharedValue):
     """An attempt with the best config and time it was measured against."""
 
     attempt: Attempt

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal, get_args
 
 from attrs import field, frozen
 
+from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import (
     BASE_SKILLS,
     CONFIG_STAGES,
@@ -32,6 +33,7 @@ from ledger.schema.values import (
     StopReason,
     TargetSource,
     Verdict,
+    as_tuple,
     float_or_none,
     integer,
     json_object,
@@ -46,8 +48,8 @@ from ledger.schema.values import (
 # --- payloads ------------------------------------------------------------------------------
 
 
-@frozen
-class OpInitialized:
+@frozen(repr=False, eq=False)
+class OpInitialized(SharedValue):
     """The op's ledger was created."""
 
     TYPE: ClassVar[str] = "op.initialized"
@@ -55,8 +57,8 @@ class OpInitialized:
     op: str = field(validator=nonempty)
 
 
-@frozen
-class CompareEvidence:
+@frozen(repr=False, eq=False)
+class CompareEvidence(SharedValue):
     """An E2E tensor compare of the implementation with the golden reference (R1)."""
 
     TYPE: ClassVar[str] = "evidence.compare"
@@ -67,8 +69,8 @@ class CompareEvidence:
     origin: Origin
 
 
-@frozen
-class LayoutEvidence:
+@frozen(repr=False, eq=False)
+class LayoutEvidence(SharedValue):
     """A layout check of the implementation and its exit code (R1)."""
 
     TYPE: ClassVar[str] = "evidence.layout"
@@ -79,8 +81,8 @@ class LayoutEvidence:
     origin: Origin
 
 
-@frozen
-class ActivationPassed:
+@frozen(repr=False, eq=False)
+class ActivationPassed(SharedValue):
     """Both pieces of evidence pass for the current implementation (R1)."""
 
     TYPE: ClassVar[str] = "activation.passed"
@@ -90,8 +92,8 @@ class ActivationPassed:
     layout_event: str
 
 
-@frozen
-class ActivationFailed:
+@frozen(repr=False, eq=False)
+class ActivationFailed(SharedValue):
     """Activation failed; control goes back to the orchestrator (R1, exit 5)."""
 
     TYPE: ClassVar[str] = "activation.failed"
@@ -101,8 +103,8 @@ class ActivationFailed:
     handed_back_to: str = "pypto-op-orchestrator"
 
 
-@frozen
-class SkillLoaded:
+@frozen(repr=False, eq=False)
+class SkillLoaded(SharedValue):
     """A skill document was loaded into the agent's context (R2)."""
 
     TYPE: ClassVar[str] = "skill.loaded"
@@ -110,8 +112,8 @@ class SkillLoaded:
     name: str
 
 
-@frozen
-class SkillUnloaded:
+@frozen(repr=False, eq=False)
+class SkillUnloaded(SharedValue):
     """A skill document was unloaded (R2)."""
 
     TYPE: ClassVar[str] = "skill.unloaded"
@@ -119,8 +121,8 @@ class SkillUnloaded:
     name: str
 
 
-@frozen
-class TargetSheetWritten:
+@frozen(repr=False, eq=False)
+class TargetSheetWritten(SharedValue):
     """The Performance target sheet: measured baseline, target and its source (R3)."""
 
     TYPE: ClassVar[str] = "target.set"
@@ -136,13 +138,13 @@ class TargetSheetWritten:
     metric: str = "time"
     # M of the cube problem, when known: selects the row of the cube tile table (R3).
     cube_m: int | None = None
-    baseline_samples_us: tuple[float, ...] = field(default=(), converter=tuple)
+    baseline_samples_us: tuple[float, ...] = field(default=(), converter=as_tuple)
     util_pct: float | None = field(default=None, converter=percent_or_none)
     bubble_pct: float | None = field(default=None, converter=percent_or_none)
 
 
-@frozen
-class LimitRelaxed:
+@frozen(repr=False, eq=False)
+class LimitRelaxed(SharedValue):
     """A tile-shape upper limit relaxed with its basis in profiling data (R3)."""
 
     TYPE: ClassVar[str] = "limit.relaxed"
@@ -157,8 +159,8 @@ class LimitRelaxed:
     supersedes: tuple[str, ...] | None = None
 
 
-@frozen
-class StageEntered:
+@frozen(repr=False, eq=False)
+class StageEntered(SharedValue):
     """A stage of the pipeline was entered (R4)."""
 
     TYPE: ClassVar[str] = "stage.entered"
@@ -166,8 +168,8 @@ class StageEntered:
     stage: Stage
 
 
-@frozen
-class StageExited:
+@frozen(repr=False, eq=False)
+class StageExited(SharedValue):
     """A stage was exited under one of its exit conditions (R4)."""
 
     TYPE: ClassVar[str] = "stage.exited"
@@ -177,8 +179,8 @@ class StageExited:
     reason: str = ""
 
 
-@frozen
-class PointOpened:
+@frozen(repr=False, eq=False)
+class PointOpened(SharedValue):
     """An optimization point of the current stage was opened (R7)."""
 
     TYPE: ClassVar[str] = "point.opened"
@@ -189,8 +191,8 @@ class PointOpened:
     knobs: tuple[str, ...] = ()
 
 
-@frozen
-class PointClosed:
+@frozen(repr=False, eq=False)
+class PointClosed(SharedValue):
     """An optimization point was closed: exhausted, not applicable, or by the agent (R7)."""
 
     TYPE: ClassVar[str] = "point.closed"
@@ -201,8 +203,8 @@ class PointClosed:
     reason: str = field(validator=nonempty)
 
 
-@frozen
-class AttemptStarted:
+@frozen(repr=False, eq=False)
+class AttemptStarted(SharedValue):
     """One change was applied and awaits verification (R5, R6, R7).
 
     Its id is the first characters of this event's id. `config` is the full resulting config.
@@ -222,8 +224,8 @@ class AttemptStarted:
     retry_override: str | None = None
 
 
-@frozen
-class AttemptMeasured:
+@frozen(repr=False, eq=False)
+class AttemptMeasured(SharedValue):
     """The verifier's result for an attempt: accuracy, layout and time samples (R8, R11)."""
 
     TYPE: ClassVar[str] = "attempt.measured"
@@ -243,8 +245,8 @@ class AttemptMeasured:
     accuracy_origin: Origin | None = None
 
 
-@frozen
-class VerdictReached:
+@frozen(repr=False, eq=False)
+class VerdictReached(SharedValue):
     """The ledger's verdict on a measured attempt, with the statistics that decided it (R8)."""
 
     TYPE: ClassVar[str] = "attempt.verdict"
@@ -264,8 +266,8 @@ class VerdictReached:
     policy: dict[str, Any] = field(factory=dict)
 
 
-@frozen
-class AttemptFailed:
+@frozen(repr=False, eq=False)
+class AttemptFailed(SharedValue):
     """An attempt failed to run or verify; the verdict is rollback (R7, R8)."""
 
     TYPE: ClassVar[str] = "attempt.failed"
@@ -276,8 +278,8 @@ class AttemptFailed:
     origin: Origin | None = None
 
 
-@frozen
-class AttemptAbandoned:
+@frozen(repr=False, eq=False)
+class AttemptAbandoned(SharedValue):
     """A pending attempt was given up without a result, e.g. after a crash (R6)."""
 
     TYPE: ClassVar[str] = "attempt.abandoned"
@@ -286,8 +288,8 @@ class AttemptAbandoned:
     reason: str = field(validator=nonempty)
 
 
-@frozen
-class ReportGenerated:
+@frozen(repr=False, eq=False)
+class ReportGenerated(SharedValue):
     """A tuning report was written (needed before the algorithm stage, R4)."""
 
     TYPE: ClassVar[str] = "report.generated"
@@ -296,8 +298,8 @@ class ReportGenerated:
     digest: str
 
 
-@frozen
-class CampaignStopped:
+@frozen(repr=False, eq=False)
+class CampaignStopped(SharedValue):
     """Tuning stopped: target reached, utilization limit, or the user (R10)."""
 
     TYPE: ClassVar[str] = "campaign.stopped"
@@ -306,8 +308,8 @@ class CampaignStopped:
     detail: str = ""
 
 
-@frozen
-class PolicySet:
+@frozen(repr=False, eq=False)
+class PolicySet(SharedValue):
     """A policy threshold of this op was set; later decisions apply it (DESIGN §3)."""
 
     TYPE: ClassVar[str] = "policy.set"
@@ -317,8 +319,8 @@ class PolicySet:
     reason: str = ""
 
 
-@frozen
-class NoteAdded:
+@frozen(repr=False, eq=False)
+class NoteAdded(SharedValue):
     """Free text recorded by the agent or a reviewer."""
 
     TYPE: ClassVar[str] = "note.added"
@@ -326,8 +328,8 @@ class NoteAdded:
     text: str = field(validator=nonempty)
 
 
-@frozen
-class LedgerRepaired:
+@frozen(repr=False, eq=False)
+class LedgerRepaired(SharedValue):
     """A torn tail was moved to a quarantine file before this append (DESIGN §4)."""
 
     TYPE: ClassVar[str] = "ledger.repaired"
@@ -338,8 +340,8 @@ class LedgerRepaired:
     digest: str
 
 
-@frozen
-class ManifestRecorded:
+@frozen(repr=False, eq=False)
+class ManifestRecorded(SharedValue):
     """SPEC.md's op manifest as the campaign uses it from here on (DESIGN §4, R5-R7, R11).
 
     `declared` is the front matter's manifest fields as plain data, so replay knows the knobs,
@@ -353,8 +355,8 @@ class ManifestRecorded:
     declared: dict[str, Any] = field(converter=json_object)
 
 
-@frozen
-class ConflictResolved:
+@frozen(repr=False, eq=False)
+class ConflictResolved(SharedValue):
     """A protocol conflict created by merging branches was resolved by a recorded decision."""
 
     TYPE: ClassVar[str] = "conflict.resolved"
@@ -367,8 +369,8 @@ class ConflictResolved:
 # --- reliability (issue 20): repairs and confirmations written outside the protocol's steps --
 
 
-@frozen
-class NewlineRestored:
+@frozen(repr=False, eq=False)
+class NewlineRestored(SharedValue):
     """The ledger's last line verified completely but had lost its newline, which was written
     back before this append instead of quarantining the event (DESIGN §4.3)."""
 
@@ -378,8 +380,8 @@ class NewlineRestored:
     event: str
 
 
-@frozen
-class RollbackAccepted:
+@frozen(repr=False, eq=False)
+class RollbackAccepted(SharedValue):
     """A person accepted that the ledger no longer holds `missing`, the last event MEMORY.md
     was rendered from (a rollback or truncation), for `reason` (DESIGN §7.5)."""
 
@@ -396,8 +398,8 @@ class RollbackAccepted:
 # --- protocol fidelity (issue 15 items 6, 8): how a stopped campaign ends or goes on ---------
 
 
-@frozen
-class CampaignHandedBack:
+@frozen(repr=False, eq=False)
+class CampaignHandedBack(SharedValue):
     """The stopped campaign's result was handed back to the orchestrator with its report (R10)."""
 
     TYPE: ClassVar[str] = "campaign.handed_back"
@@ -407,8 +409,8 @@ class CampaignHandedBack:
     summary: str = ""
 
 
-@frozen
-class CampaignResumed:
+@frozen(repr=False, eq=False)
+class CampaignResumed(SharedValue):
     """The user lifted a utilization stop; tuning goes on from where it stopped (R10)."""
 
     TYPE: ClassVar[str] = "campaign.resumed"

@@ -23,6 +23,7 @@ from ledger.log.record import Draft, Event, converter
 from ledger.log.store import AppendResult, FileStore, MemoryStore, Store, Tip
 from ledger.projections import memory_file, splice, view_cache
 from ledger.schema.events import Payload
+from ledger.schema.shared_methods import SharedValue
 from ledger.shell import provenance, rollback, state_snapshot
 
 if TYPE_CHECKING:
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
 _MAX_CONFLICT_RETRIES = 20
 
 
-@frozen
-class StepResult:
+@frozen(repr=False, eq=False)
+class StepResult(SharedValue):
     """What a command did: the events it appended (or found, for a retried key) and warnings."""
 
     events: tuple[Event, ...]
@@ -44,8 +45,8 @@ class StepResult:
     replayed: bool = False  # True when an idempotency key returned an earlier result
 
 
-@frozen
-class Loaded:
+@frozen(repr=False, eq=False)
+class Loaded(SharedValue):
     """The state replayed from an op's verified log, and where that log ends (its head, size
     and any torn tail; the events themselves are not kept: `store.read()` has them)."""
 
@@ -55,7 +56,7 @@ class Loaded:
 
 def request_digest(command: object) -> str:
     """A digest of a command's type and arguments, to match retried idempotency keys."""
-    body = {"command": type(command).__name__, "args": converter.unstructure(command)}
+    body = {"command": type(command).__name__, "args": converter().unstructure(command)}
     return codec.digest(codec.canonical_json(body).encode("utf-8"))[:32]
 
 

@@ -30,11 +30,11 @@ if TYPE_CHECKING:
 
 
 def _outputs(data: dict[str, Any]) -> tuple[OutputCheck, ...]:
-    return tuple(converter.structure(o, OutputCheck) for o in data["outputs"])
+    return tuple(converter().structure(o, OutputCheck) for o in data["outputs"])
 
 
 def _origin(data: Any) -> Origin | None:
-    return None if data is None else converter.structure(data, Origin)
+    return None if data is None else converter().structure(data, Origin)
 
 
 def _started(d: dict[str, Any]) -> cmd.Command:
@@ -57,7 +57,7 @@ def _target(d: dict[str, Any]) -> cmd.Command:
         target_source=d["target_source"],
         source_ref=d["source_ref"],
         config=d["config"],
-        origin=converter.structure(d["origin"], Origin),
+        origin=converter().structure(d["origin"], Origin),
         metric=d["metric"],
         cube_m=d["cube_m"],
         baseline_samples_us=tuple(d["baseline_samples_us"]),
@@ -72,19 +72,19 @@ def _measured(d: dict[str, Any]) -> cmd.Command:
         outputs=_outputs(d),
         layout_exit=d["layout_exit"],
         times_us=tuple(d["times_us"]),
-        origin=converter.structure(d["origin"], Origin),
+        origin=converter().structure(d["origin"], Origin),
         util_pct=d["util_pct"],
         bubble_pct=d["bubble_pct"],
         metrics=d["metrics"],
         binding=_binding(d.get("binding")),
         accuracy_origin=None
         if d.get("accuracy_origin") is None
-        else converter.structure(d["accuracy_origin"], Origin),
+        else converter().structure(d["accuracy_origin"], Origin),
     )
 
 
 def _binding(data: dict[str, Any] | None) -> Binding | None:
-    return None if data is None else converter.structure(data, Binding)
+    return None if data is None else converter().structure(data, Binding)
 
 
 CommandOf = Callable[[dict[str, Any]], cmd.Command]
@@ -106,7 +106,7 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
             outputs=_outputs(d),
             impl_path=d["impl_path"],
             impl_digest=d["impl_digest"],
-            origin=converter.structure(d["origin"], Origin),
+            origin=converter().structure(d["origin"], Origin),
         ),
     ),
     (
@@ -115,7 +115,7 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
             exit_code=d["exit_code"],
             impl_path=d["impl_path"],
             impl_digest=d["impl_digest"],
-            origin=converter.structure(d["origin"], Origin),
+            origin=converter().structure(d["origin"], Origin),
         ),
     ),
     (ev.ActivationPassed, lambda d: cmd.Activate(impl_digest=d["impl_digest"])),

@@ -18,14 +18,15 @@ from attrs import frozen
 from ledger.domain.manifest import parse_manifest, read_front_matter
 from ledger.errors import BadInput
 from ledger.log import codec
+from ledger.schema.shared_methods import SharedValue
 
 IMPL_NAMES = ("INPUT_NAMES", "OUTPUT_NAMES", "DTYPES", "resolve_config", "build_kernel")
 GOLDEN_NAMES = ("make_inputs", "golden")
 LAYOUT_TIMEOUT_S = 120.0
 
 
-@frozen
-class Violation:
+@frozen(repr=False, eq=False)
+class Violation(SharedValue):
     """One way the folder breaks the contract."""
 
     file: str

@@ -22,6 +22,7 @@ from ledger.errors import BadInput, LedgerDamaged
 from ledger.projections import memory_file
 from ledger.projections.memory_file import Position
 from ledger.schema.events import RollbackAccepted
+from ledger.schema.shared_methods import SharedValue
 
 if TYPE_CHECKING:
     from ledger.domain.state import State
@@ -35,16 +36,16 @@ _HEAD_BYTES = 4096
 READS = ("status", "resume", "log", "audit", "check")
 
 
-@frozen
-class Rollback:
+@frozen(repr=False, eq=False)
+class Rollback(SharedValue):
     """What MEMORY.md was rendered from, which the ledger lost, and where the ledger ends now."""
 
     memory: Position
     ledger: Position
 
 
-@frozen
-class AcceptRollback:
+@frozen(repr=False, eq=False)
+class AcceptRollback(SharedValue):
     """Accept that the ledger lost `missing`, the last event MEMORY.md was rendered from."""
 
     missing: str

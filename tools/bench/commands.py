@@ -9,7 +9,10 @@ both sides alike. The peak RSS is the child's own (`os.wait4`'s resource usage).
 Counted: the reads an agent runs between steps (`status`, `resume`, `log`, `priors`) and the
 writes of a search step (`note`, `candidate`, `verify` with one reported sample: the threshold
 verdict; with samples on both sides: the bootstrap verdict, which imports numpy and says so,
-`fail`, `abandon`). Not counted, by design: `audit` and `check` verify the whole ledger (their
+`fail`, `abandon`). Beside them, the design's floor: a process that imports click, attrs and
+cattrs (required dependencies) and defines the event schema's classes, as every writing command
+must; its ratio to click is the least any command of this design can show. Not counted, by
+design: `audit` and `check` verify the whole ledger (their
 job is O(events), and they never read the disposable snapshot), `verify --run` waits for the
 verifier, `report` writes a report about every attempt.
 """
@@ -31,6 +34,19 @@ from tools.bench.processes import PROCESS_ENV, cli_command
 from tools.bench.timing import figure, rounded, summary
 
 CLICK = [sys.executable, "-c", "import click"]
+# The floor of the design (issue 19): the least any process of it can cost. attrs, cattrs and
+# click are required dependencies and every command imports them; every writing command also
+# defines the event schema's classes (it builds a payload), so that is in the floor too. The
+# bare imports and the imports with the schema are timed apart, each as many times a round as
+# the reads.
+FLOORS: dict[str, list[str]] = {
+    "imports": [sys.executable, "-c", "import click, attrs, cattrs"],
+    "imports_and_schema": [
+        sys.executable,
+        "-c",
+        "import click, attrs, cattrs, ledger.schema.events",
+    ],
+}
 
 READ_GOAL = 1.5
 WRITE_GOAL = 2.0
@@ -176,6 +192,12 @@ def _measure_size(
                 keep("click", CLICK)
             else:
                 run_process([*cli, *args])
+        for _ in READS:
+            for name, argv in FLOORS.items():
+                if round_no:
+                    keep(f"floor_{name}", argv)
+                else:
+                    run_process(argv)
         log(f"  round {round_no} of {repeats} done")
     return samples
 
@@ -196,12 +218,26 @@ def bench_commands(
     finally:
         spawner.close()
     at_small, at_big = sides["small"], sides["big"]
-    click = {kind: at_small["click"][kind] + at_big["click"][kind] for kind in ("wall", "cpu")}
+
+    def both(name: str) -> dict[str, list[float]]:
+        return {kind: at_small[name][kind] + at_big[name][kind] for kind in ("wall", "cpu")}
+
+    click = both("click")
+    floor = both("floor_imports_and_schema")
     figures: dict[str, Any] = {}
     for name in [*READS, *dict.fromkeys(WRITES)]:
         goal = READ_GOAL if name in READS else WRITE_GOAL
-        figures[name] = _figures(name, goal, at_small[name], at_big[name], click)
+        figures[name] = _figures(name, goal, at_small[name], at_big[name], click, floor)
     figures["click"] = {kind: summary(click[kind]) for kind in ("wall", "cpu")}
+    figures["floor"] = {
+        name: {
+            "argv": argv[1:],
+            "wall": summary(both(f"floor_{name}")["wall"]),
+            "cpu": summary(both(f"floor_{name}")["cpu"]),
+            "ratio_vs_click": rounded(min(both(f"floor_{name}")["wall"]) / min(click["wall"])),
+        }
+        for name, argv in FLOORS.items()
+    }
     return figures
 
 
@@ -211,11 +247,13 @@ def _figures(
     small: dict[str, list[float]],
     big: dict[str, list[float]],
     click: dict[str, list[float]],
+    floor: dict[str, list[float]],
 ) -> dict[str, Any]:
-    """One command's figures: against click, its growth, and (writes) its peak RSS. Values
-    are the best (least disturbed) wall time of N; CPU times are shown beside them, since a
-    shared machine's load lands on wall time first."""
+    """One command's figures: against click (with the design's floor beside it), its growth,
+    and (writes) its peak RSS. Values are the best (least disturbed) wall time of N; CPU
+    times are shown beside them, since a shared machine's load lands on wall time first."""
     value, reference, big_value = min(small["wall"]), min(click["wall"]), min(big["wall"])
+    least = min(floor["wall"])
     cpu = {
         "small": summary(small["cpu"]),
         "big": summary(big["cpu"]),
@@ -236,6 +274,13 @@ def _figures(
             reference_is='python -c "import click" (same interpreter, alternated)',
             noise={"value": summary(small["wall"]), "reference": summary(click["wall"])},
             cpu_s=cpu,
+            floor={
+                "value": rounded(least),
+                "is": "python -c 'import click, attrs, cattrs, ledger.schema.events' (best of N)",
+                "ratio": rounded(least / reference),
+                "ratio_is": "floor_time / import_click_time: the least ratio of this design",
+                "command_over_floor": rounded(value / least),
+            },
         ),
         "growth": figure(
             what=f"tune-ledger --json {name} on the big ledger vs the small one (best of N)",
