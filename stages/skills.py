@@ -5,7 +5,7 @@ from __future__ import annotations
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.schema.events import BASE_SKILLS, SKILLS, TUNE_SKILLS, SkillLoaded, SkillUnloaded
-from ledger.schema.values import MAX_BASE_SKILLS, MAX_TUNE_SKILLS
+from ledger.schema.vocabulary import MAX_BASE_SKILLS, MAX_TUNE_SKILLS
 from stages.commands import LoadSkill, UnloadSkill
 from stages.outcome import Result, accept, refuse
 from stages.pipeline import active_stage

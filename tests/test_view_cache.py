@@ -536,6 +536,18 @@ def test_a_log_view_of_the_wrong_shape_is_no_hit(cli: Cli, log: object) -> None:
     assert _run(cli, ["log", OP, "--limit", "2"], as_json=True, cached=True) == truth
 
 
+def test_a_log_hit_imports_nothing_a_status_hit_does_not(cli: Cli) -> None:
+    """`log --limit N` printed from the cache needs neither attrs (its choices come from the
+    vocabulary, its text from log_view) nor the replay (startup goal: a read ≤ 1.5x click)."""
+    frontend(cli)
+    shutil.rmtree(_cache(cli))
+    miss_out, miss_modules = _imports(cli.root, "log", OP, "--limit", "3")
+    assert "ledger.schema.events" in miss_modules  # the check can fail
+    hit_out, hit_modules = _imports(cli.root, "log", OP, "--limit", "3")
+    assert hit_out == miss_out
+    assert hit_modules == []
+
+
 def test_a_write_imports_neither_cattrs_nor_markdown_it(cli: Cli) -> None:
     """A note re-renders MEMORY.md and appends: its bodies need no Markdown parse to be read
     back (splice._provably_closed) and its payload no cattrs converter (startup goal)."""

@@ -40,7 +40,7 @@ import attrs
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Best, State
 from ledger.log import codec
-from ledger.schema.values import CONFIG_STAGES
+from ledger.schema.vocabulary import CONFIG_STAGES
 
 from . import search_space
 

@@ -14,8 +14,9 @@ from ledger.cli.base import Ctx, event_data, load_state, pass_ctx, run_step
 from ledger.domain.units import check_op_name
 from ledger.errors import BadInput, LedgerDamaged
 from ledger.log.files import ledger_path
-from ledger.projections import view_cache, views
-from ledger.schema.events import FAILURES, STAGES
+from ledger.projections import view_cache
+from ledger.projections.log_view import log_text
+from ledger.schema.vocabulary import FAILURES, STAGES
 
 # `log` runs between most steps: what only check, audit and report need (git's merge, the
 # stage machines, the audit, the report) is imported when they run.
@@ -65,17 +66,19 @@ def log(
         if latest is not None:
             rows, warnings = latest
             ctx.warn(warnings)
-            ctx.emit({"op": op, "attempts": rows, "warnings": warnings}, views.log_text(rows))
+            ctx.emit({"op": op, "attempts": rows, "warnings": warnings}, log_text(rows))
             return
     state, warnings = load_state(ctx, op)
     if attempt_id is not None or notes:
         _log_one(ctx, op, state, warnings, attempt_id, notes)
         return
+    from ledger.projections import views
+
     rows = views.attempt_rows(
         state, stage=stage_name, verdict=verdict, failure=failure, limit=limit
     )
     ctx.warn(warnings)
-    ctx.emit({"op": op, "attempts": rows, "warnings": warnings}, views.log_text(rows))
+    ctx.emit({"op": op, "attempts": rows, "warnings": warnings}, log_text(rows))
 
 
 def _latest_rows(ctx: Ctx, op: str, limit: int) -> tuple[list[Any], list[str]] | None:
@@ -110,6 +113,8 @@ def _log_one(
             detail.notes_text(list(state.notes)),
         )
         return
+    from ledger.projections import views
+
     data = detail.attempt_detail(state, views.resolve_attempt(state, str(attempt_id)))
     ctx.emit({"op": op, "attempt": data, "warnings": warnings}, detail.attempt_detail_text(data))
 
@@ -182,6 +187,7 @@ def audit(ctx: Ctx, op: str | None, all_ops: bool) -> None:
     """
     if (op is None) == (not all_ops):
         raise BadInput("give OP or --all", hint="tune-ledger audit OP, or tune-ledger audit --all")
+    from ledger.projections import views
     from ledger.shell.api import list_ops
 
     names = list_ops(ctx.root) if all_ops else [op or ""]

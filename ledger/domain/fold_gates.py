@@ -13,7 +13,7 @@ from ledger.domain.keys import measured_key
 from ledger.domain.state import Best, Evidence, Measurement, Point, Relaxation, State, TargetSheet
 from ledger.log.record import Event
 from ledger.schema.events import BASE_SKILLS, STAGES, TUNE_SKILLS
-from ledger.schema.values import MAX_BASE_SKILLS, MAX_TUNE_SKILLS
+from ledger.schema.vocabulary import MAX_BASE_SKILLS, MAX_TUNE_SKILLS
 
 
 def initialized(state: State, event: Event) -> None:

@@ -32,7 +32,7 @@ from ledger.domain.knobs import (
 from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.schema.shared_methods import SharedValue
-from ledger.schema.values import CONFIG_STAGES
+from ledger.schema.vocabulary import CONFIG_STAGES
 
 # Placeholders a verifier template may use; each is substituted into one argument, never
 # through a shell, so the ledger does the quoting and a config cannot inject a command.

@@ -25,6 +25,7 @@ from ledger.projections.formatting import (
     md_table,
     md_text,
     plural,
+    reported_mark,
     short_digest,
 )
 from ledger.projections.timeline import Step, config_diff, outcome
@@ -60,23 +61,6 @@ def change_text(step: Step, limit: int = CELL) -> str:
         return text
     prior = md_text(attempt.prior or "unknown prior", 40)
     return f"candidate ({prior}): {md_code(config_diff(step.best_config, attempt.config), limit)}"
-
-
-# Times only reported by the caller are marked wherever a reader sees them (R11).
-REPORTED_MARK = "†"
-REPORTED_LEGEND = (
-    f"{REPORTED_MARK} reported by hand (provenance `reported`), not measured by the ledger (R11)."
-)
-
-
-def reported_mark(origin_level: str | None) -> str:
-    """The mark a time gets when it was only reported, else nothing."""
-    return REPORTED_MARK if origin_level == "reported" else ""
-
-
-def with_legend(text: str) -> str:
-    """`text` followed by the legend of the reported mark, when the mark appears in it."""
-    return f"{text.rstrip()}\n\n{REPORTED_LEGEND}\n" if REPORTED_MARK in text else text
 
 
 def time_text(step: Step) -> str:

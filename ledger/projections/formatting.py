@@ -168,3 +168,20 @@ def short_digest(digest: str | None) -> str:
 def plural(count: int, word: str, words: str | None = None) -> str:
     """`1 attempt`, `2 attempts`."""
     return f"{count} {word if count == 1 else (words or word + 's')}"
+
+
+# Times only reported by the caller are marked wherever a reader sees them (R11).
+REPORTED_MARK = "†"
+REPORTED_LEGEND = (
+    f"{REPORTED_MARK} reported by hand (provenance `reported`), not measured by the ledger (R11)."
+)
+
+
+def reported_mark(origin_level: str | None) -> str:
+    """The mark a time gets when it was only reported, else nothing."""
+    return REPORTED_MARK if origin_level == "reported" else ""
+
+
+def with_legend(text: str) -> str:
+    """`text` followed by the legend of the reported mark, when the mark appears in it."""
+    return f"{text.rstrip()}\n\n{REPORTED_LEGEND}\n" if REPORTED_MARK in text else text

@@ -14,9 +14,7 @@ from ledger.projections.attempt_markdown import (
     change_text,
     point_cell,
     reason_text,
-    reported_mark,
     time_text,
-    with_legend,
 )
 from ledger.projections.formatting import (
     fmt_speedup,
@@ -26,6 +24,8 @@ from ledger.projections.formatting import (
     md_table,
     md_text,
     plural,
+    reported_mark,
+    with_legend,
 )
 from ledger.projections.memory_layout import heading, join_blocks
 from ledger.projections.timeline import Step, baseline_config, outcome

@@ -19,7 +19,6 @@ from ledger.projections.attempt_markdown import (
     points_table,
     policy_number,
     time_text,
-    with_legend,
 )
 from ledger.projections.formatting import (
     change_pct,
@@ -31,6 +30,7 @@ from ledger.projections.formatting import (
     md_table,
     md_text,
     plural,
+    with_legend,
 )
 from ledger.projections.memory_layout import heading, join_blocks
 from ledger.projections.timeline import Step, config_diff

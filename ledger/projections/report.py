@@ -21,7 +21,6 @@ from ledger.projections.attempt_markdown import (
     points_table,
     reason_text,
     time_text,
-    with_legend,
 )
 from ledger.projections.formatting import (
     change_pct,
@@ -34,6 +33,7 @@ from ledger.projections.formatting import (
     md_text,
     plural,
     short_id,
+    with_legend,
 )
 from ledger.projections.memory_target import TARGET_SOURCES
 from ledger.projections.report_chart import render_chart

@@ -11,7 +11,7 @@ from ledger.errors import BadInput
 from ledger.log.codec import canonical_json
 from ledger.log.record import Event
 from ledger.projections import campaign_end
-from ledger.projections.attempt_markdown import REPORTED_LEGEND, recent_points, reported_mark
+from ledger.projections.attempt_markdown import recent_points
 from ledger.projections.formatting import fmt_time_us
 
 _MIN_PREFIX = 4
@@ -283,24 +283,6 @@ def resume_text(data: dict[str, Any]) -> str:
         )
     lines.extend(f"  next: {step}" for step in data["next"])
     return "\n".join(lines)
-
-
-def log_text(rows: list[dict[str, Any]]) -> str:
-    """`log` for humans: one line per attempt."""
-    if not rows:
-        return "no attempts"
-    return "\n".join(
-        f"{r['seq']:>4} {r['attempt']} {r['stage']:<9} {r['kind']:<9} "
-        f"{(r['verdict'] or r['status']):<14} {(r['failure'] or ''):<8} "
-        f"{fmt_time_us(r['time_us']) + reported_mark(r['provenance']):>13}  {r['change']}"
-        # A failure's detail or an abandon's reason, whole: the reader looks for it here.
-        + (
-            f"\n{'':>18}{'reason' if r['status'] == 'abandoned' else 'detail'}: {r['detail']}"
-            if r["detail"]
-            else ""
-        )
-        for r in rows
-    ) + (f"\n{REPORTED_LEGEND}" if any(r["provenance"] == "reported" for r in rows) else "")
 
 
 def attempt_result(events: Sequence[Event]) -> dict[str, Any]:

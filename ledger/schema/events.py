@@ -15,24 +15,9 @@ from attrs import field, frozen
 
 from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import (
-    BASE_SKILLS,
-    CONFIG_STAGES,
-    FAILURES,
-    SKILLS,
-    STAGES,
-    TUNE_SKILLS,
-    VERDICTS,
-    AttemptKind,
     Binding,
-    ExitCondition,
-    Failure,
     Origin,
-    OriginLevel,
     OutputCheck,
-    Stage,
-    StopReason,
-    TargetSource,
-    Verdict,
     as_tuple,
     float_or_none,
     integer,
@@ -43,6 +28,23 @@ from ledger.schema.values import (
     positive_time,
     positive_times,
     sorted_outputs,
+)
+from ledger.schema.vocabulary import (
+    BASE_SKILLS,
+    CONFIG_STAGES,
+    FAILURES,
+    SKILLS,
+    STAGES,
+    TUNE_SKILLS,
+    VERDICTS,
+    AttemptKind,
+    ExitCondition,
+    Failure,
+    OriginLevel,
+    Stage,
+    StopReason,
+    TargetSource,
+    Verdict,
 )
 
 # --- payloads ------------------------------------------------------------------------------

@@ -1,46 +1,19 @@
-"""The value types of event payloads: the protocol's vocabularies, checked values (R11), and
-the parts payloads share (where measured data came from, one output's compare result).
+"""The value types of event payloads: checked values (R11), and the parts payloads share
+(where measured data came from, one output's compare result). The protocol's words (stages,
+verdicts, failures...) are in ledger/schema/vocabulary.py.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 from attrs import field, frozen
 
 from ledger.schema.shared_methods import SharedValue
-
-Stage = Literal["frontend", "swimlane", "incore", "algorithm"]
-STAGES: tuple[Stage, ...] = ("frontend", "swimlane", "incore", "algorithm")
-CONFIG_STAGES: tuple[Stage, ...] = ("frontend", "swimlane", "incore")
-
-BASE_SKILLS = ("pypto-op-perf-tune", "perf-analyzer")
-TUNE_SKILLS = {"tune-frontend": "frontend", "tune-swimlane": "swimlane", "tune-incore": "incore"}
-SKILLS = BASE_SKILLS + tuple(TUNE_SKILLS)
-# R2's budget: how many of each may be loaded at once. Its home is here, beside the names,
-# because two places enforce it: the decider refuses a load past it (stages/skills.py) and the
-# fold records a merge of two branches that together exceed it (ledger/domain/fold_gates.py).
-MAX_BASE_SKILLS = 2
-MAX_TUNE_SKILLS = 1
-
-Verdict = Literal["rollback", "no-gain", "adopt", "target-reached"]
-VERDICTS: tuple[Verdict, ...] = ("rollback", "no-gain", "adopt", "target-reached")
-Failure = Literal["accuracy", "layout", "timeout", "oom", "compile", "runtime"]
-FAILURES: tuple[Failure, ...] = ("accuracy", "layout", "timeout", "oom", "compile", "runtime")
-AttemptKind = Literal["candidate", "mutation", "algorithm"]
-StopReason = Literal["target-reached", "utilization", "user"]
-ExitCondition = Literal[
-    "target-met", "points-closed", "utilization", "user", "ideas-exhausted", "hand-back"
-]
-TargetSource = Literal["spec", "upstream", "torch-eager"]
-# How a measurement reached the ledger (R11): run by the ledger itself and bound to what it
-# ran, run by the ledger but naming neither the config nor the kernel it ran ("unbound"),
-# parsed from an artefact whose digest is recorded, or only reported by the caller.
-OriginLevel = Literal["measured", "unbound", "artefact", "reported"]
-
+from ledger.schema.vocabulary import OriginLevel
 
 # --- value checks (R11) -------------------------------------------------------------------
 
