@@ -27,7 +27,7 @@ object per line. The worker greets ({"identity"}); the runner sends the job ({"k
 | "script", "argv", "cwd", "env", "stdout", "stderr", "home"}); the worker answers {"pid"}
 once forked, then {"returncode"} once the fork ended.
 
-    python -m tools.pypto.warm SOCKET    (the autopilot starts it: `start()`)
+    python -m tools.pypto.warm SOCKET [MODULE ...]   (the autopilot starts it: `start()`)
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import atexit
 import contextlib
 import ctypes
 import hashlib
+import importlib
 import json
 import os
 import runpy
@@ -66,6 +67,8 @@ PER_RUN = (
 )
 PACKAGES = ("pypto", "torch", "numpy")
 GREETING_TIMEOUT_S = 120.0  # the worker greets once its imports are done (seconds, loaded)
+# What the worker imports once, for every fork: the heavy imports of the kernel's child.
+PRELOAD = ("pypto", "torch", f"{__package__}.child", f"{__package__}.host_verify_patch")
 ADAPTER = Path(__file__).resolve().parent
 
 
@@ -259,14 +262,14 @@ class Worker:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def start(python: str, environ: Mapping[str, str]) -> Worker:
+def start(python: str, environ: Mapping[str, str], preload: tuple[str, ...] = PRELOAD) -> Worker:
     """Start a worker with `python` in the environment a new child would get (`environ`, from
-    runner.child_environment); it ends when the returned Worker is closed or this process
-    ends (its stdin closes)."""
+    runner.child_environment), importing `preload`; it ends when the returned Worker is
+    closed or this process ends (its stdin closes)."""
     folder = Path(tempfile.mkdtemp(prefix="tl-warm-"))  # short: socket paths are limited
     with open(folder / "worker.log", "wb") as log:
         process = subprocess.Popen(
-            [python, "-m", f"{__package__}.warm", os.fspath(folder / "socket")],
+            [python, "-m", f"{__package__}.warm", os.fspath(folder / "socket"), *preload],
             cwd=folder,
             env=dict(environ),
             stdin=subprocess.PIPE,
@@ -286,7 +289,8 @@ def start(python: str, environ: Mapping[str, str]) -> Worker:
 
 class _Server:
     def __init__(self, address: str) -> None:
-        self.home = Path(tempfile.mkdtemp(prefix="tl-warm-home-"))
+        self.home = Path(address).parent / "home"
+        self.home.mkdir(exist_ok=True)
         # pypto opens its logs under $HOME at import: under the worker's own home, from where
         # each fork's files go to its run's home (`_hand_over_logs`).
         os.environ["HOME"] = os.fspath(self.home)
@@ -299,13 +303,11 @@ class _Server:
         self.killed: set[int] = set()
         self.open = True
 
-    def serve(self) -> int | None:
+    def serve(self, preload: list[str]) -> int | None:
         """Run until stdin closes and no fork is left; a fork returns its exit code here."""
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the campaign's to handle
-        import pypto  # noqa: F401 - imported once, for every fork
-        import torch  # noqa: F401
-
-        from . import child, host_verify_patch, phase  # noqa: F401
+        for module in preload:
+            importlib.import_module(module)
 
         self.greeting = (
             json.dumps({"identity": identity(sys.executable, os.environ)}) + "\n"
@@ -457,7 +459,7 @@ def _exit_fork(code: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    code = _Server(argv[1]).serve()
+    code = _Server(argv[1]).serve(argv[2:])
     if code is not None:
         _exit_fork(code)
     return 0
