@@ -123,6 +123,7 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
     home = work / "home"  # pypto also logs under ~/.pypto and ~/ascend: keep that in `work`
     home.mkdir()
     env = child_environment(os.environ, output_dir=output_dir, home=home)
+    log_path.touch()  # a fork that fails before it opens its output still leaves one to read
     started = time.monotonic()
     process: subprocess.Popen[bytes] | warm.WarmRun | None
     process, how = warm.start_run(
