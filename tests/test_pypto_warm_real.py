@@ -29,12 +29,13 @@ def _needs_pypto() -> None:
     pytest.importorskip("torch")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def worker() -> Iterator[warm.Worker]:
+    # Started in the test's own environment (its cache folder, pytest's phase): a worker
+    # started in another one would be refused, and the runs would be cold.
     os.environ.pop(warm.ENV, None)
-    started = warm.start(
-        sys.executable, runner.child_environment(os.environ, output_dir=None, home=None)
-    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    started = warm.start(sys.executable, runner.child_environment(env, output_dir=None, home=None))
     try:
         yield started
     finally:
@@ -42,6 +43,7 @@ def worker() -> Iterator[warm.Worker]:
 
 
 def measure(config: dict[str, Any], address: str | None) -> tuple[dict[str, Any], int]:
+    os.environ.pop("PYTEST_CURRENT_TEST", None)  # pytest sets it anew per phase
     if address is None:
         os.environ.pop(warm.ENV, None)
     else:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -87,6 +88,7 @@ def campaign_wall(
             met=ratio <= goal and same,
             noise={"value": summary([side["wall_s"]]), "reference": summary([reference])},
             same_history=same,
+            cpu_s={"value": round(side["cpu_s"], 1), "reference": round(cold_one["cpu_s"], 1)},
             summaries={"workers_1_cold": cold_one["summaries"], **summaries},
             cpu_count=os.cpu_count(),
         )
@@ -143,6 +145,10 @@ def _campaign(
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }
     print(f"campaign_wall: {' '.join(argv[1:])} (cache {cache})", file=sys.stderr, flush=True)
+    # CPU of every process the campaign started and waited for (the warm worker's forks are
+    # reaped by it, it by the autopilot): on a shared machine wall time also measures the
+    # other jobs' load, CPU time does not.
+    cpu_before = _children_cpu_s()
     started = time.perf_counter()
     done = subprocess.run(
         argv,
@@ -154,18 +160,25 @@ def _campaign(
         check=False,
     )
     wall = time.perf_counter() - started
+    cpu = _children_cpu_s() - cpu_before
     if done.returncode != 0:
         raise RuntimeError(f"{argv} exited {done.returncode}: {done.stderr[-2000:]}")
     summaries = []
     for line in done.stdout.splitlines():
         if line.startswith("{"):
             summaries.append(json.loads(line))
-    print(f"campaign_wall: {wall:.1f} s", file=sys.stderr, flush=True)
+    print(f"campaign_wall: {wall:.1f} s, {cpu:.1f} s of CPU", file=sys.stderr, flush=True)
     return {
         "wall_s": wall,
+        "cpu_s": cpu,
         "summaries": summaries,
         "histories": {op: history(root, op) for op in ops},
     }
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def history(root: Path, op: str) -> dict[str, Any]:
