@@ -265,3 +265,19 @@ def test_the_layout_check_forked_reports_what_a_new_process_does(
     assert hows == ["warm"]
     assert cold == (1, "FAIL LC1 ['--config', '{\"tile\": [1, 2]}']\nwarned\n")
     assert forked == cold
+
+
+def test_a_worker_whose_starter_went_away_ends_and_cleans_up(
+    environment: dict[str, str],
+) -> None:
+    """A killed autopilot closes the worker's stdin: the worker ends by itself and removes its
+    socket and home (its folder and log are the starter's to remove)."""
+    started = warm.start(sys.executable, environment, preload=("json",))
+    try:
+        assert started.process.stdin is not None
+        started.process.stdin.close()  # what the starter's death does
+        assert started.process.wait(timeout=30) == 0
+        assert sorted(p.name for p in started.folder.iterdir()) == ["worker.log"]
+    finally:
+        started.close()
+    assert not started.folder.exists()

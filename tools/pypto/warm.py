@@ -289,6 +289,7 @@ def start(python: str, environ: Mapping[str, str], preload: tuple[str, ...] = PR
 
 class _Server:
     def __init__(self, address: str) -> None:
+        self.address = address
         self.home = Path(address).parent / "home"
         self.home.mkdir(exist_ok=True)
         # pypto opens its logs under $HOME at import: under the worker's own home, from where
@@ -332,6 +333,10 @@ class _Server:
                 else:
                     self._client_gone(item)
             self._reap()
+        # What it made (the socket, its home); the folder and its log are the starter's, who
+        # may have been killed (then only worker.log stays behind).
+        with contextlib.suppress(OSError):
+            os.unlink(self.address)
         shutil.rmtree(self.home, ignore_errors=True)
         return None
 
