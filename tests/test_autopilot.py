@@ -75,6 +75,7 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = _root(tmp_path_factory.mktemp("pilot"), "straight")
     done = _run(root)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert '"warm": true' in done.stdout  # the default: PyPTO children forked (warm.py)
     return root
 
 
@@ -123,3 +124,30 @@ def test_a_killed_campaign_resumes_to_the_same_end(uninterrupted: Path, tmp_path
     assert done.returncode == 0, done.stdout + done.stderr
     assert _history(root) == _history(uninterrupted)
     assert audit_op(OpLedger(root, "softmax"))["findings"] == []
+
+
+def test_a_cold_campaign_records_what_the_warm_one_records(
+    uninterrupted: Path, tmp_path: Path
+) -> None:
+    """The default runs each PyPTO child in a fork of the warm worker; `--cold` starts a new
+    process for each, as before. Same attempts, verdicts, failures, best; every measurement
+    measured by the ledger and bound to the attempt's config and kernel either way."""
+    root = _root(tmp_path, "cold")
+    done = subprocess.run(
+        [*_command(root), "--cold"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"warm": false' in done.stdout
+    assert _history(root) == _history(uninterrupted)
+    for side in (root, uninterrupted):
+        state = OpLedger(side, "softmax").load().state
+        assert all(
+            a.measurement is None or a.measurement.origin_level == "measured"
+            for a in state.attempts.values()
+        )
+        assert audit_op(OpLedger(side, "softmax"))["findings"] == []

@@ -59,24 +59,40 @@ from .progress import Progress
     "campaign will try next, into the measurement cache (1: one run at a time). The ledger "
     "records the same attempts and verdicts whatever the number.",
 )
-def main(root: str, ops: tuple[str, ...], max_attempts: int, python: str, workers: int) -> None:
+@click.option(
+    "--warm/--cold",
+    default=True,
+    show_default=True,
+    help="Run each PyPTO child in a fork of one process that imported pypto and torch once "
+    "(tools/pypto/warm.py), or start a new process for each (as before). The ledger records "
+    "the same attempts and verdicts either way.",
+)
+def main(
+    root: str, ops: tuple[str, ...], max_attempts: int, python: str, workers: int, warm: bool
+) -> None:
     """Run (or resume) an autopilot campaign on each OP and print where each ended."""
     progress = Progress()
     failed = [
         op
         for op in ops
-        if not campaign(Path(root).resolve(), op, python, max_attempts, progress, workers)
+        if not campaign(Path(root).resolve(), op, python, max_attempts, progress, workers, warm)
     ]
     if failed:
         raise SystemExit(1)
 
 
 def campaign(
-    root: Path, op: str, python: str, max_attempts: int, progress: Progress, workers: int = 1
+    root: Path,
+    op: str,
+    python: str,
+    max_attempts: int,
+    progress: Progress,
+    workers: int = 1,
+    warm: bool = False,
 ) -> bool:
     """One op's campaign to its stop; False when it did not stop."""
     progress.say(f"== {op}: campaign (the first PyPTO run builds pypto's host library, ~1 min)")
-    pilot = Autopilot(root, op, python, max_attempts, progress, workers)
+    pilot = Autopilot(root, op, python, max_attempts, progress, workers, warm)
     stopped_before = pilot.state().stopped is not None
     try:
         while pilot.step():
@@ -94,6 +110,7 @@ def campaign(
     timing = {
         **pilot.timer.summary(),
         "workers": workers,
+        "warm": pilot.warm is not None,
         "ahead_runs": pilot.ahead.runs if pilot.ahead else 0,
         "ahead_killed": pilot.ahead.killed if pilot.ahead else 0,
     }

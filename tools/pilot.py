@@ -29,6 +29,8 @@ from stages.policy import effective_policy
 from . import measure_ahead, search_space
 from .measure_ahead import MeasureAhead
 from .progress import Progress
+from .pypto import runner as pypto_runner
+from .pypto import warm as warm_worker
 
 BASE_SKILLS = ("pypto-op-perf-tune", "perf-analyzer")
 CONFIG_STAGES = ("frontend", "swimlane", "incore")
@@ -81,6 +83,7 @@ class Autopilot:
         max_attempts: int,
         progress: Progress,
         workers: int = 1,
+        warm: bool = False,
     ) -> None:
         self.root = root
         self.op = op
@@ -91,13 +94,31 @@ class Autopilot:
         self.say = progress.say
         self.timer = Timer()
         self.space = search_space.load(root / "custom" / op)
+        # A process that imported pypto and torch once; the adapter runs each of its children
+        # in a fork of it (tools/pypto/warm.py), whoever starts the adapter: `tune-ledger
+        # measure` or a measure-ahead worker. Only for a verifier that is the adapter.
+        self.warm: warm_worker.Worker | None = None
+        self.warm = self.start_warm_worker() if warm else None
         # One worker: each config is run when the ledger measures it, as before measure-ahead.
         self.ahead = MeasureAhead(workers, self.measure_ahead) if workers > 1 else None
 
     def close(self) -> None:
-        """Stop the measure-ahead workers (their runs in flight are killed, not cached)."""
+        """Stop the measure-ahead workers (their runs in flight are killed, not cached), then
+        the warm worker."""
         if self.ahead is not None:
             self.ahead.close()
+        if self.warm is not None:
+            self.warm.close()
+
+    def start_warm_worker(self) -> warm_worker.Worker | None:
+        """The warm worker for this campaign's verifier runs, when SPEC.md's verifier is the
+        PyPTO adapter (another verifier would never use it)."""
+        manifest = read_manifest(self.ledger.dir)
+        verifier = manifest.verifier if manifest is not None else None
+        if verifier is None or f"{warm_worker.__package__}.run" not in verifier.argv:
+            return None
+        base = pypto_runner.child_environment(self.environment(), output_dir=None, home=None)
+        return warm_worker.start(self.python, base)
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -124,6 +145,7 @@ class Autopilot:
         return {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([*folders, *([existing] if existing else [])]),
+            **(self.warm.environment() if self.warm is not None else {}),
         }
 
     def tune_ledger(self, *args: str, phase: str) -> dict[str, Any]:

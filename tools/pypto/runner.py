@@ -18,12 +18,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 from attrs import frozen
 
-from . import artefacts, classify, host_verify_patch, numerics, phase
+from . import artefacts, classify, host_verify_patch, numerics, phase, warm
 from .metrics import ArtefactError
 from .spec import OpSpec, SpecError, load_spec
 
@@ -33,6 +35,7 @@ SCHEMA_VERSION = 1
 TIME_METRIC = "max_work_time_us"
 EXIT_OK, EXIT_USAGE, EXIT_FAILED = 0, 2, 3
 POLL_S = 0.1
+LAYOUT_TIMEOUT_S = 120
 OUTPUT_TAIL = 4000
 
 
@@ -70,6 +73,7 @@ class ChildRun:
     peak_rss_mb: float
     wall_s: float
     output_tail: str
+    how: str = "cold"  # a new process, or a fork of the warm worker (warm.py), and why
 
 
 def measure(request: Request) -> tuple[dict[str, Any], int]:
@@ -118,28 +122,34 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
     )
     home = work / "home"  # pypto also logs under ~/.pypto and ~/ascend: keep that in `work`
     home.mkdir()
-    env = {
-        **os.environ,
-        "TILE_FWK_OUTPUT_DIR": os.fspath(output_dir),
-        "HOME": os.fspath(home),
-        "TUNE_LEDGER_PYPTO_CACHE": os.fspath(host_verify_patch.cache_root()),
-        "PYTHONPATH": os.pathsep.join(
-            p for p in (os.fspath(REPO_ROOT), os.environ.get("PYTHONPATH")) if p
-        ),
-    }
+    env = child_environment(os.environ, output_dir=output_dir, home=home)
+    log_path.touch()  # a fork that fails before it opens its output still leaves one to read
     started = time.monotonic()
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [request.python, "-m", f"{__package__}.child", os.fspath(request_path)],
-            cwd=work,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # its own process group: the limits cover its children
-        timed_out = over_memory = False
-        peak = 0.0
+    process: subprocess.Popen[bytes] | warm.WarmRun | None
+    process, how = warm.start_run(
+        kind="child",
+        argv=[os.fspath(request_path)],
+        cwd=work,
+        env=env,
+        python=request.python,
+        stdout=log_path,
+        stderr=log_path,
+        home=home,
+    )
+    if process is None:
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                [request.python, "-m", f"{__package__}.child", os.fspath(request_path)],
+                cwd=work,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # its own process group: the limits cover its children
+    timed_out = over_memory = False
+    peak = 0.0
+    try:
         while process.poll() is None:
             rss = _group_rss_mb(process.pid)
             peak = max(peak, rss)
@@ -152,7 +162,17 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
                 break
             time.sleep(POLL_S)
         process.wait()
-        _kill_group(process)  # helpers the child left behind (none expected)
+    except warm.WarmLost as e:
+        # No exit status to classify: the run is not trusted, and runs again as a process.
+        warm.kill_group(process.pid)
+        os.environ.pop(warm.ENV, None)
+        for folder in (output_dir, home):
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+        result_path.unlink(missing_ok=True)
+        again = _run_child(spec, request, work)
+        return attrs.evolve(again, how=f"{again.how} ({e})")
+    _kill_group(process)  # helpers the child left behind (none expected)
     wall = time.monotonic() - started
     result = json.loads(result_path.read_text()) if result_path.is_file() else None
     tail = log_path.read_bytes()[-OUTPUT_TAIL:].decode("utf-8", errors="replace")
@@ -164,7 +184,28 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
         peak_rss_mb=round(peak, 1),
         wall_s=round(wall, 3),
         output_tail=tail,
+        how=how,
     )
+
+
+def child_environment(
+    base: Mapping[str, str], *, output_dir: Path | None, home: Path | None
+) -> dict[str, str]:
+    """The environment of the kernel's child: `base`, the run's output folder and home, the
+    calculator cache, and this repository importable. The warm worker is started in the same
+    one (without a run's folders), so that its forks run where a new child would."""
+    env = {
+        **base,
+        "TUNE_LEDGER_PYPTO_CACHE": os.fspath(host_verify_patch.cache_root()),
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (os.fspath(REPO_ROOT), base.get("PYTHONPATH")) if p
+        ),
+    }
+    if output_dir is not None:
+        env["TILE_FWK_OUTPUT_DIR"] = os.fspath(output_dir)
+    if home is not None:
+        env["HOME"] = os.fspath(home)
+    return env
 
 
 def _group_members(pgid: int) -> dict[int, int]:
@@ -189,7 +230,7 @@ def _group_rss_mb(pgid: int) -> float:
     return sum(_group_members(pgid).values()) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
+def _kill_group(process: subprocess.Popen[bytes] | warm.WarmRun) -> None:
     """SIGKILL the processes left in the group this module started (its leader is `process`)."""
     for pid in _group_members(process.pid):
         with contextlib.suppress(ProcessLookupError):
@@ -249,7 +290,10 @@ def _skeleton(
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": TOOL,
-        "tool_version": _pypto_version(request.python),
+        # A warm fork runs this interpreter, whose pypto matched the worker's (warm.py).
+        "tool_version": warm.installed("pypto")
+        if child.how == "warm"
+        else _pypto_version(request.python),
         "op": spec.op_name,
         "shape": spec.p0_shape,
         "dtype": spec.dtype,
@@ -277,6 +321,7 @@ def _skeleton(
             "import_s": result.get("import_s"),
             "run_s": result.get("run_s"),
             "exit_code": child.returncode,
+            "child": child.how,
             "wall_limit_s": request.limits.wall_s,
             "memory_limit_mb": request.limits.memory_mb,
         },
@@ -345,12 +390,42 @@ def run_layout_check(spec: OpSpec, request: Request) -> tuple[int, str]:
         **os.environ,
         "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p),
     }
+    argv = [
+        request.python,
+        os.fspath(spec.layout_check_path),
+        "--config",
+        json.dumps(request.config),
+    ]
+    with tempfile.TemporaryDirectory(prefix="tune-ledger-layout-") as folder:
+        stdout, stderr = Path(folder) / "stdout", Path(folder) / "stderr"
+        forked, _how = warm.start_run(
+            kind="script",
+            argv=argv[1:],
+            cwd=Path.cwd(),
+            env=env,
+            python=request.python,
+            stdout=stdout,
+            stderr=stderr,
+        )
+        if forked is not None:
+            try:
+                code = forked.wait(timeout=LAYOUT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                warm.kill_group(forked.pid)
+                raise  # as subprocess.run does
+            except warm.WarmLost:
+                warm.kill_group(forked.pid)
+            else:
+                output = (stdout.read_bytes() + stderr.read_bytes()).decode(errors="replace")
+                # As text=True reads it (universal newlines).
+                output = output.replace("\r\n", "\n").replace("\r", "\n")
+                return code, output[-OUTPUT_TAIL:]
     done = subprocess.run(
-        [request.python, os.fspath(spec.layout_check_path), "--config", json.dumps(request.config)],
+        argv,
         capture_output=True,
         text=True,
         check=False,
-        timeout=120,
+        timeout=LAYOUT_TIMEOUT_S,
         stdin=subprocess.DEVNULL,
         env=env,
     )
