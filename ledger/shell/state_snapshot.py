@@ -49,13 +49,15 @@ import hmac
 import os
 import pickle
 from collections.abc import Callable, Iterator
+from itertools import accumulate
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from attrs import evolve as attrs_evolve
 
 from ledger.domain.compact_attempts import compact_attempts
-from ledger.domain.state import Attempt, State
+from ledger.domain.lazy_attempts import LazyAttempts
+from ledger.domain.state import Attempt, AttemptMap, State
 from ledger.log import codec
 from ledger.log.chain import Tip, paused_gc
 from ledger.log.store import FileStore
@@ -64,8 +66,8 @@ from ledger.projections import view_cache
 
 # Bumped whenever what a snapshot holds changes shape (2: the walker's seen ids packed, the
 # attempts compacted and written after the rest: ledger/log/lamport_table.py,
-# ledger/domain/compact_attempts.py, `_attempt_parts`).
-FORMAT = 2
+# ledger/domain/compact_attempts.py, `_attempt_parts`; 3: the header gives each part's size).
+FORMAT = 3
 SNAPSHOT_NAME = "state.pickle"
 SEAL_NAME = "state-seal.json"
 # How many bytes after the prefix a command folds before a new snapshot is written: ~300
@@ -152,8 +154,11 @@ def remember(
             "ids": list(attempts),
             "keys": keys,
         }
-        parts = [pickle.dumps(header, protocol=pickle.HIGHEST_PROTOCOL)]
-        parts += _attempt_parts(attempts, keys)
+        parts = list(_attempt_parts(attempts, keys))
+        # Where each part is, so that a process unpickles only the parts it reads.
+        header["per_part"] = ATTEMPTS_PER_PART
+        header["part_sizes"] = [len(part) for part in parts]
+        parts.insert(0, pickle.dumps(header, protocol=pickle.HIGHEST_PROTOCOL))
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
         return None
     finally:
@@ -178,29 +183,34 @@ def _key(op: str) -> dict[str, Any]:
 
 def _read_snapshot(path: Path, op: str) -> dict[str, Any] | None:
     """The snapshot when it is signed with this user's key, loads, has the expected shape and
-    this code's key."""
+    this code's key; its state's attempts are unpickled as they are read (`_lazy_attempts`)."""
     secret = _key_bytes()
     if secret is None:
         return None
     try:
-        with open(path, "rb") as file:
-            head = file.read(len(MAGIC) + TAG_BYTES)
-            if len(head) != len(MAGIC) + TAG_BYTES or not head.startswith(MAGIC):
-                return None
-            signature = hmac.new(secret, digestmod=hashlib.sha256)
-            for chunk in iter(lambda: file.read(1 << 20), b""):
-                signature.update(chunk)
-            if not hmac.compare_digest(signature.digest(), head[len(MAGIC) :]):
-                return None  # not written by this user's tune-ledger: never unpickled
-            file.seek(len(head))
-            # Read from the file as it is unpickled: holding its bytes whole as well cost
-            # ~17 MB more at 100k events. The collector would rescan the growing object
-            # graph many times while it loads.
-            with paused_gc():
-                found: dict[str, Any] = pickle.load(file)
-                if not _expected(found, op):
-                    return None
-                _read_attempts(file, found["state"], found["ids"], found["keys"])
+        # Read whole, once: the parts unpickled later are these bytes, whose signature was
+        # checked here. Holding them (~13 MB at 100k events) costs less than the ~35 MB of
+        # attempts unpickled whole, of which a command reads a few.
+        data = path.read_bytes()
+        start = len(MAGIC) + TAG_BYTES
+        if len(data) < start or not data.startswith(MAGIC):
+            return None
+        view = memoryview(data)
+        signature = hmac.new(secret, view[start:], digestmod=hashlib.sha256).digest()
+        if not hmac.compare_digest(signature, data[len(MAGIC) : start]):
+            return None  # not written by this user's tune-ledger: never unpickled
+        with paused_gc():  # the collector would rescan the growing object graph
+            found: dict[str, Any] = pickle.loads(view[start:])
+        if not _expected(found, op):
+            return None
+        sizes: list[int] = found["part_sizes"]
+        first = len(data) - sum(sizes)
+        if first < start:
+            return None
+        state: State = found["state"]
+        if state.attempts:
+            return None  # the header holds attempts: not this format
+        state.attempts = _lazy_attempts(view, first, found)
     except Exception:  # noqa: BLE001 - a snapshot that does not load is ignored, whatever it is
         return None
     return found
@@ -214,14 +224,20 @@ def _expected(found: Any, op: str) -> bool:
         return False
     if not isinstance(found.get("position"), dict) or not isinstance(found.get("base"), int):
         return False
-    ids, keys = found.get("ids"), found.get("keys")
-    return isinstance(ids, list) and isinstance(keys, list) and len(ids) == len(keys)
+    ids, keys, sizes = found.get("ids"), found.get("keys"), found.get("part_sizes")
+    per_part = found.get("per_part")
+    if not isinstance(ids, list) or not isinstance(keys, list) or len(ids) != len(keys):
+        return False
+    if type(per_part) is not int or per_part < 1 or not isinstance(sizes, list):
+        return False
+    return len(sizes) == -(-len(ids) // per_part) and all(type(n) is int and n > 0 for n in sizes)
 
 
 # The attempts are written after the header, a few hundred to a pickle of their own: an
 # unpickler keeps every object it made until it returns (for later references to it), and
 # in one pickle that held each attempt's and measurement's arguments (~10 MB at 32k
-# attempts, a third of the loaded state) until the whole state was loaded.
+# attempts, a third of the loaded state) until the whole state was loaded. Parts also let a
+# process unpickle only the attempts it reads (ledger/domain/lazy_attempts.py).
 ATTEMPTS_PER_PART = 500
 
 
@@ -231,7 +247,7 @@ def _own_key(state: State, attempt: Attempt) -> str | None:
     return config if type(config) is str and config in state.measured_configs else None
 
 
-def _attempt_parts(attempts: dict[str, Attempt], keys: list[str | None]) -> Iterator[bytes]:
+def _attempt_parts(attempts: AttemptMap, keys: list[str | None]) -> Iterator[bytes]:
     """The attempts, in order, as pickles of ATTEMPTS_PER_PART each; a config that is its R9
     key is written as None (the header holds the key)."""
     batch = list(attempts.values())
@@ -248,27 +264,31 @@ def _attempt_parts(attempts: dict[str, Attempt], keys: list[str | None]) -> Iter
                 attempt.hold_config_text(config)  # type: ignore[arg-type]
 
 
-def _read_attempts(file: BinaryIO, state: State, ids: list[str], keys: list[str | None]) -> None:
-    """Read the attempts after the header into `state.attempts`, each with the header's id
-    and key objects; ValueError when they are not the ones the header lists."""
-    attempts = state.attempts
-    if attempts:
-        raise ValueError("the header holds attempts")
-    while len(attempts) < len(ids):
-        part = pickle.load(file)
+def _lazy_attempts(view: memoryview, first: int, header: dict[str, Any]) -> LazyAttempts:
+    """The attempts after the header, as a map that unpickles each part of `view` (whose
+    parts start at byte `first`) when one of its attempts is first read."""
+    ids: list[str] = header["ids"]
+    keys: list[str | None] = header["keys"]
+    per_part: int = header["per_part"]
+    offsets = list(accumulate(header["part_sizes"], initial=first))
+
+    def load_part(n: int) -> list[Attempt]:
+        with paused_gc():
+            part = pickle.loads(view[offsets[n] : offsets[n + 1]])
         if type(part) is not list or not part:
-            raise ValueError("not a part of the attempts")
-        for attempt in part:
-            n = len(attempts)
-            if type(attempt) is not Attempt or n >= len(ids) or attempt.id != ids[n]:
-                raise ValueError("not the attempt the header lists")
-            attempt.id = ids[n]
-            key = keys[n]
+            raise ValueError("not a part of the snapshot's attempts")
+        for position, attempt in enumerate(part, start=n * per_part):
+            if type(attempt) is not Attempt or position >= len(ids) or attempt.id != ids[position]:
+                raise ValueError("not the attempt the snapshot's header lists")
+            attempt.id = ids[position]  # the header's string, shared with the points
+            key = keys[position]
             if key is not None:
                 attempt.hold_config_text(key)
             elif attempt._config is None:
                 raise ValueError("an attempt without its config")
-            attempts[attempt.id] = attempt
+        return part
+
+    return LazyAttempts(ids, per_part, load_part)
 
 
 def _read_seal(path: Path, nonce: str) -> dict[str, Any] | None:
