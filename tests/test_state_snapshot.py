@@ -283,7 +283,7 @@ def _branch(data: bytes, scratch: Path) -> bytes:
 
 def _unpickled(path: Path) -> dict[str, object]:
     """A snapshot file's content (its signature checked by the module, not here)."""
-    found = pickle.loads(path.read_bytes()[len(state_snapshot.MAGIC) + state_snapshot.TAG_BYTES :])
+    found = pickle.loads(path.read_bytes()[state_snapshot.HEADER_AT :])
     assert isinstance(found, dict)
     return found
 
@@ -291,9 +291,12 @@ def _unpickled(path: Path) -> dict[str, object]:
 def _signed(content: object) -> bytes:
     """A snapshot file of `content`, signed with this user's key as the module signs."""
     data = pickle.dumps(content)
+    length = len(data).to_bytes(state_snapshot.LENGTH_BYTES, "big")
     key = state_snapshot._key_bytes()
     assert key is not None
-    return state_snapshot.MAGIC + hmac.new(key, data, hashlib.sha256).digest() + data
+    return (
+        state_snapshot.MAGIC + hmac.new(key, length + data, hashlib.sha256).digest() + length + data
+    )
 
 
 class _Planted:
