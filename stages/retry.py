@@ -117,12 +117,19 @@ class _Ideas:
     ids: list[str] = field(factory=list)
 
 
-def _unsuccessful_ideas(state: State) -> list[Attempt]:
+def warm_idea_index(state: State) -> _Ideas:
+    """The index of algorithm ideas kept in `state.derived`, extended to every attempt. The
+    state snapshot carries it: built cold, it reads every attempt (every part of them)."""
     ideas = state.derived.get(_IDEAS)
     if not isinstance(ideas, _Ideas):
         ideas = state.derived[_IDEAS] = _Ideas()
     ideas.ids += [a.id for a in added_since(state.attempts, ideas.seen) if a.kind == "algorithm"]
     ideas.seen = len(state.attempts)
+    return ideas
+
+
+def _unsuccessful_ideas(state: State) -> list[Attempt]:
+    ideas = warm_idea_index(state)
     return [
         a
         for a in map(state.attempts.__getitem__, ideas.ids)

@@ -428,16 +428,17 @@ def test_a_prefix_tampered_in_place_is_never_trusted(
 def test_a_snapshot_carries_what_rendering_keeps_and_the_next_command_extends_it(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A read command that replayed the whole ledger builds the indexes rendering keeps in
-    `State.derived` before it writes the snapshot (it renders neither MEMORY.md nor the
-    views itself), so no later command builds them over every attempt."""
+    """A read command that replayed the whole ledger builds the indexes rendering (and the
+    idea check, R9) keep in `State.derived` before it writes the snapshot (it renders neither
+    MEMORY.md nor the views itself), so no later command builds them over every attempt."""
     frontend(cli)
     cli.ok("candidate", OP, "--config", _config(1), "--prior", "p")
     cli.ok("fail", OP, "pending", "--category", "runtime", "--detail", "d")
     shutil.rmtree(_cache(cli.root))
     cli.ok("log", OP)  # a full replay by a read command writes the snapshot
     carried = _unpickled(_cache(cli.root) / state_snapshot.SNAPSHOT_NAME)["state"]
-    assert {"walk", "outcome-counts", "point-index", "candidates"} <= set(carried.derived)
+    kept = {"walk", "outcome-counts", "point-index", "candidates", "algorithm-ideas"}
+    assert kept <= set(carried.derived)
     walked: list[int] = []
     kept_walk = walk_mod._Prefix.add
 

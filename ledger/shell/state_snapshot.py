@@ -122,11 +122,17 @@ def restore(store: FileStore, op: str, evolve: Callable[[State, Any], object]) -
 
 
 def remember(
-    store: FileStore, op: str, state: State, tip: Tip | None, restored: Restored | None
+    store: FileStore,
+    op: str,
+    state: State,
+    tip: Tip | None,
+    restored: Restored | None,
+    warm: Callable[[State], None] | None = None,
 ) -> Restored | None:
     """After this process verified (or appended) up to `tip`, with `state` the ledger's state
     there: keep it for the next command. Writes the seal when `restored`'s snapshot covers all
-    but a short tail, else a new snapshot. Returns what the next call should extend."""
+    but a short tail, else a new snapshot, after `warm` built the indexes it should carry in
+    `state.derived`. Returns what the next call should extend."""
     if tip is None or not isinstance(tip.stamp, Stamp) or tip.cursor is None:
         return None  # a tip that cannot be resumed from (a torn tail, a repair to make)
     now = view_cache.position(store.path)
@@ -144,6 +150,8 @@ def remember(
     if secret is None:
         return None
     nonce = os.urandom(8).hex()
+    if warm is not None:
+        warm(state)
     compact_attempts(state)  # smaller to write, to load and to keep loaded
     walker = tip.cursor
     sink, walker.sink = walker.sink, None  # the sink is this process's fold, not data
