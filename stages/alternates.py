@@ -17,20 +17,23 @@ _KEY = "candidates"
 
 @define(repr=False)
 class _Candidates(SharedRepr):
-    """Every candidate attempt, by its (stage, point), and the latest one: an index extended
-    with the attempts started since it was last used. An attempt's kind, stage and point are
-    fixed when it starts, and attempts are only ever added, so the index never goes stale;
-    what does change (status, verdict, measurement, the best) is read fresh at each use."""
+    """Every candidate attempt's id, by its (stage, point), and the latest one: an index
+    extended with the attempts started since it was last used. An attempt's kind, stage and
+    point are fixed when it starts, and attempts are only ever added, so the index never goes
+    stale; what does change (status, verdict, measurement, the best) is read fresh from
+    `state.attempts` at each use. Ids, not attempts: the index is pickled in the snapshot's
+    header, apart from the attempts (ledger/shell/state_snapshot.py), where attempts would be
+    copies that the tail's fold never updates, and would be unpickled whole."""
 
     seen: int = 0
-    latest: Attempt | None = None
-    by_point: dict[tuple[str, str | None], list[Attempt]] = field(factory=dict)
+    latest: tuple[str, str | None] | None = None  # the latest candidate's (stage, point)
+    by_point: dict[tuple[str, str | None], list[str]] = field(factory=dict)
 
     def extend(self, state: State) -> None:
         for attempt in added_since(state.attempts, self.seen):
             if attempt.kind == "candidate":
-                self.by_point.setdefault((attempt.stage, attempt.point), []).append(attempt)
-                self.latest = attempt
+                self.latest = (attempt.stage, attempt.point)
+                self.by_point.setdefault(self.latest, []).append(attempt.id)
         self.seen = len(state.attempts)
 
 
@@ -57,7 +60,7 @@ def alternate_candidates(state: State, policy: Mapping[str, Any]) -> list[Attemp
     best = state.best.attempt if state.best else None
     valid = [
         a
-        for a in index.by_point[(latest.stage, latest.point)]
+        for a in map(state.attempts.__getitem__, index.by_point[latest])
         if a.id != best
         and a.status == "verified"
         and a.failure is None

@@ -115,23 +115,31 @@ def _similar(first: str, second: str, threshold: float) -> float | None:
 
 @define(repr=False)
 class _Ideas(SharedRepr):
-    """Every algorithm attempt in start order: an index kept in `State.derived` and extended
-    with the attempts started since (an attempt's kind never changes, and attempts are only
-    added), so finding the earlier ideas costs O(ideas), not O(attempts)."""
+    """Every algorithm attempt's id in start order: an index kept in `State.derived` and
+    extended with the attempts started since (an attempt's kind never changes, and attempts
+    are only added), so finding the earlier ideas costs O(ideas), not O(attempts). Ids, not
+    attempts: their status and verdict are read fresh (see stages/alternates.py `_Candidates`)."""
 
     seen: int = 0
-    attempts: list[Attempt] = field(factory=list)
+    ids: list[str] = field(factory=list)
 
 
-def _unsuccessful_ideas(state: State) -> list[Attempt]:
+def warm_idea_index(state: State) -> _Ideas:
+    """The index of algorithm ideas kept in `state.derived`, extended to every attempt. The
+    state snapshot carries it: built cold, it reads every attempt (every part of them)."""
     ideas = state.derived.get(_IDEAS)
     if not isinstance(ideas, _Ideas):
         ideas = state.derived[_IDEAS] = _Ideas()
-    ideas.attempts += [a for a in added_since(state.attempts, ideas.seen) if a.kind == "algorithm"]
+    ideas.ids += [a.id for a in added_since(state.attempts, ideas.seen) if a.kind == "algorithm"]
     ideas.seen = len(state.attempts)
+    return ideas
+
+
+def _unsuccessful_ideas(state: State) -> list[Attempt]:
+    ideas = warm_idea_index(state)
     return [
         a
-        for a in ideas.attempts
+        for a in map(state.attempts.__getitem__, ideas.ids)
         if a.status in ("verified", "failed") and a.verdict in _UNSUCCESSFUL and a.description
     ]
 

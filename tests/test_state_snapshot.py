@@ -22,6 +22,7 @@ from cli_harness import OP, Cli, Result, frontend, run_main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ledger.domain.lazy_attempts import LazyAttempts
 from ledger.git import merge
 from ledger.log.store import FileStore
 from ledger.projections import splice, view_cache
@@ -282,7 +283,7 @@ def _branch(data: bytes, scratch: Path) -> bytes:
 
 def _unpickled(path: Path) -> dict[str, object]:
     """A snapshot file's content (its signature checked by the module, not here)."""
-    found = pickle.loads(path.read_bytes()[len(state_snapshot.MAGIC) + state_snapshot.TAG_BYTES :])
+    found = pickle.loads(path.read_bytes()[state_snapshot.HEADER_AT :])
     assert isinstance(found, dict)
     return found
 
@@ -290,9 +291,12 @@ def _unpickled(path: Path) -> dict[str, object]:
 def _signed(content: object) -> bytes:
     """A snapshot file of `content`, signed with this user's key as the module signs."""
     data = pickle.dumps(content)
+    length = len(data).to_bytes(state_snapshot.LENGTH_BYTES, "big")
     key = state_snapshot._key_bytes()
     assert key is not None
-    return state_snapshot.MAGIC + hmac.new(key, data, hashlib.sha256).digest() + data
+    return (
+        state_snapshot.MAGIC + hmac.new(key, length + data, hashlib.sha256).digest() + length + data
+    )
 
 
 class _Planted:
@@ -424,16 +428,17 @@ def test_a_prefix_tampered_in_place_is_never_trusted(
 def test_a_snapshot_carries_what_rendering_keeps_and_the_next_command_extends_it(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A read command that replayed the whole ledger builds the indexes rendering keeps in
-    `State.derived` before it writes the snapshot (it renders neither MEMORY.md nor the
-    views itself), so no later command builds them over every attempt."""
+    """A read command that replayed the whole ledger builds the indexes rendering (and the
+    idea check, R9) keep in `State.derived` before it writes the snapshot (it renders neither
+    MEMORY.md nor the views itself), so no later command builds them over every attempt."""
     frontend(cli)
     cli.ok("candidate", OP, "--config", _config(1), "--prior", "p")
     cli.ok("fail", OP, "pending", "--category", "runtime", "--detail", "d")
     shutil.rmtree(_cache(cli.root))
     cli.ok("log", OP)  # a full replay by a read command writes the snapshot
     carried = _unpickled(_cache(cli.root) / state_snapshot.SNAPSHOT_NAME)["state"]
-    assert {"walk", "outcome-counts", "point-index", "candidates"} <= set(carried.derived)
+    kept = {"walk", "outcome-counts", "point-index", "candidates", "algorithm-ideas"}
+    assert kept <= set(carried.derived)
     walked: list[int] = []
     kept_walk = walk_mod._Prefix.add
 
@@ -559,3 +564,58 @@ def test_attempts_come_back_in_order_with_the_headers_strings(cli: Cli) -> None:
     assert measured
     for attempt in measured:
         assert attempt._config is keys[attempt._config]  # one object with the key
+
+
+def test_a_note_at_a_restored_state_unpickles_only_the_newest_attempts(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attempts stay in the snapshot's bytes until read (ledger/domain/lazy_attempts.py):
+    a note reads none itself; the views it leaves for the next read (ledger/projections/
+    view_cache.py) read the newest LOG_ROWS and the latest point's candidates, so only the
+    parts that hold those are unpickled."""
+    frontend(cli)  # point F-1 open
+    for n in range(8):
+        if n == 6:
+            cli.ok("point", "close", OP, "F-1", "--reason", "mutations exhausted")
+            cli.ok("point", "open", OP, "F-2")
+        cli.ok("candidate", OP, "--config", _config(n), "--prior", "p")
+        cli.ok("fail", OP, "pending", "--category", "runtime", "--detail", f"d{n}")
+    shutil.rmtree(_cache(cli.root))
+    cli.ok("status", OP)  # a full replay by a read command writes the snapshot
+    monkeypatch.setattr(state_snapshot, "TAIL_LIMIT", 1 << 20)  # a seal, not a new snapshot
+    monkeypatch.setattr(view_cache, "LOG_ROWS", 2)
+    truth = OpLedger(cli.root, OP).load(snapshot=False).state
+    read: list[int] = []
+    read_part = LazyAttempts._read_part
+
+    def counted(self: LazyAttempts, n: int) -> None:
+        read.append(n)
+        read_part(self, n)
+
+    with monkeypatch.context() as patched:
+        _no_full_replay(patched)
+        restored = OpLedger(cli.root, OP).load()
+        assert isinstance(restored.state.attempts, LazyAttempts)
+        assert restored.state.attempts.unread_parts() == 4  # 8 attempts, 2 to a part
+        patched.setattr(LazyAttempts, "_read_part", counted)  # only the note's own reads
+        assert read == []
+        cli.ok("note", OP, "--text", "nothing to unpickle")
+        assert read == [3]  # the part of the newest 2 attempts, F-2's candidates
+    assert restored.state == truth  # which reads them all
+    assert read == [3] and restored.state.attempts.unread_parts() == 0
+    cli.ok("check", OP)
+
+
+def test_what_the_tail_changes_in_an_attempt_the_kept_indexes_see(tmp_path: Path) -> None:
+    """The indexes `State.derived` carries in the snapshot's header name attempts by id: a
+    candidate pending in the snapshot and verified in the tail is an alternate at once, as
+    after a full replay (copies of the attempts in the header would still say pending)."""
+    twins = Twins(tmp_path)
+    measured = ("--output", "y=true", "--layout-exit", "0")
+    twins.run("candidate", OP, "--config", _config(1), "--prior", "p")
+    twins.run("verify", OP, "pending", *measured, "--time", "900us")
+    twins.run("candidate", OP, "--config", _config(2), "--prior", "p")
+    shutil.rmtree(_cache(twins.cached))
+    twins.run("status", OP)  # a full replay writes the snapshot, the candidate pending
+    twins.run("verify", OP, "pending", *measured, "--time", "800us")
+    assert len(twins.run("status", OP).json["alternates"]) == 2

@@ -8,7 +8,8 @@ belongs to the one replay that builds it; to know the state at two points of a l
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 from attrs import define, field
@@ -143,6 +144,30 @@ class Attempt:
         self._config = text
 
 
+class AttemptValues(Protocol):
+    """The attempts of an `AttemptMap`, in the order they were started, readable from the end."""
+
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[Attempt]: ...
+    def __reversed__(self) -> Iterator[Attempt]: ...
+
+
+class AttemptMap(Protocol):
+    """`State.attempts`: attempt id -> Attempt, in the order they were started.
+
+    A plain dict, as replay builds it; a state restored from the snapshot holds a map that
+    unpickles its attempts as they are read (ledger/domain/lazy_attempts.py). These are the
+    operations the code uses; both provide them with a dict's meaning."""
+
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def __contains__(self, key: object, /) -> bool: ...
+    def __getitem__(self, key: str, /) -> Attempt: ...
+    def __setitem__(self, key: str, value: Attempt, /) -> None: ...
+    def get(self, key: str, /) -> Attempt | None: ...
+    def values(self) -> AttemptValues: ...
+
+
 @define
 class Point:
     """An optimization point of a stage and its constrained-search progress (R7)."""
@@ -200,6 +225,10 @@ class RecordedManifest:
         return self.declared.get("verifier") is not None
 
 
+def _no_attempts() -> dict[str, Attempt]:
+    return {}
+
+
 @define
 class State:
     """Everything replay knows about one op's campaign."""
@@ -234,7 +263,7 @@ class State:
     open_point: str | None = None
     open_points: int = 0  # more than one only where merged branches each opened one
     # R6, R8
-    attempts: dict[str, Attempt] = field(factory=dict)
+    attempts: AttemptMap = field(factory=_no_attempts)
     pending: str | None = None
     best: Best | None = None
     # The first best, from the target sheet: where re-measuring two bests starts when the

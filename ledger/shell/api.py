@@ -152,9 +152,8 @@ class OpLedger:
         if loaded is None or self._snapshot is not None or not state_snapshot.enabled(self.store):
             return
         assert isinstance(self.store, FileStore)
-        _warm_projections(loaded.state)
         self._snapshot = state_snapshot.remember(
-            self.store, self.op, loaded.state, loaded.tip, None
+            self.store, self.op, loaded.state, loaded.tip, None, _warm_projections
         )
 
     def earlier(self, key: str, request: str) -> StepResult | None:
@@ -242,7 +241,7 @@ class OpLedger:
             view_cache.remember(self.store.path, self.op, new_state, written.head[-1])
             if state_snapshot.enabled(self.store):
                 self._snapshot = state_snapshot.remember(
-                    self.store, self.op, new_state, written.tip, self._snapshot
+                    self.store, self.op, new_state, written.tip, self._snapshot, _warm_projections
                 )
         return new_state, warnings
 
@@ -310,17 +309,21 @@ class OpLedger:
 
 
 def _warm_projections(state: State) -> None:
-    """Build the indexes that rendering MEMORY.md and the views keeps in `state.derived`.
+    """Build the indexes that rendering MEMORY.md, the views and the idea check (R9) keep in
+    `state.derived`, before a new snapshot is written.
 
     The state snapshot carries them, so a snapshot written by a read command (which renders
-    neither) would leave every later command to build them over all the attempts: ~0.3 s at
-    100k events, each time. A writing command has built them before it writes a snapshot."""
+    neither), or by a write that checked no idea, would leave every later command to build
+    them over all the attempts: ~0.3 s at 100k events, each time, and every part of the
+    attempts unpickled (ledger/domain/lazy_attempts.py). Warm, this costs O(new attempts)."""
     from ledger.projections.memory_sections import render_sections
     from stages.policy import effective_policy
+    from stages.retry import warm_idea_index
 
     try:
         render_sections(state, effective_policy(state))
         view_cache.render(state, [])
+        warm_idea_index(state)
     except Exception:  # noqa: BLE001 - an optimisation: a command that renders will report it
         state.derived.clear()  # an index left half-extended must not be carried on
 

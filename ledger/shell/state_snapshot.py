@@ -36,10 +36,12 @@ Residual risk, stated (the view cache's): a rewrite in place of the prefix that 
 size, the inode and the last 64 KiB, within the same timestamp tick as the write before it,
 goes unseen until `audit`.
 
-Cost, measured at 100k events (32k attempts): the snapshot is ~13 MB; loading it takes ~0.08 s
-and ~35 MB, since `State` keeps every attempt, even compacted
-(ledger/domain/compact_attempts.py); writing one ~0.5 s, so after an append only the seal is
-written while the tail stays below `TAIL_LIMIT`, and a new snapshot past it.
+Cost, measured at 100k events (32k attempts): the snapshot is ~13.6 MB; loading it takes
+~0.03 s and ~23 MB live (tracemalloc; the header's objects and the 4.5 MB of the attempts'
+pickles), since the attempts are unpickled only as they are read
+(ledger/domain/lazy_attempts.py): a write reads a part or two of 65, all of them ~15 MB more;
+writing one ~0.5 s, so after an append only the seal is written while the tail stays below
+`TAIL_LIMIT`, and a new snapshot past it.
 """
 
 from __future__ import annotations
@@ -49,13 +51,15 @@ import hmac
 import os
 import pickle
 from collections.abc import Callable, Iterator
+from itertools import accumulate
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from attrs import evolve as attrs_evolve
 
 from ledger.domain.compact_attempts import compact_attempts
-from ledger.domain.state import Attempt, State
+from ledger.domain.lazy_attempts import LazyAttempts
+from ledger.domain.state import Attempt, AttemptMap, State
 from ledger.log import codec
 from ledger.log.chain import Tip, paused_gc
 from ledger.log.store import FileStore
@@ -64,17 +68,23 @@ from ledger.projections import view_cache
 
 # Bumped whenever what a snapshot holds changes shape (2: the walker's seen ids packed, the
 # attempts compacted and written after the rest: ledger/log/lamport_table.py,
-# ledger/domain/compact_attempts.py, `_attempt_parts`).
-FORMAT = 2
+# ledger/domain/compact_attempts.py, `_attempt_parts`; 3: the header gives each part's size).
+FORMAT = 3
 SNAPSHOT_NAME = "state.pickle"
 SEAL_NAME = "state-seal.json"
 # How many bytes after the prefix a command folds before a new snapshot is written: ~300
 # events, ~10 ms of verifying and folding, against ~0.6 s to write a 100k-event snapshot.
 TAIL_LIMIT = 256 * 1024
-# A snapshot file: this magic line, the HMAC-SHA256 of the rest under the user's key, then
-# pickles: the header (the state without its attempts, the tip), then the attempts in parts.
-MAGIC = b"tune-ledger state snapshot 1\n"
+# A snapshot file: this magic line, the HMAC-SHA256 under the user's key of what follows up
+# to the header's end, the header's length (LENGTH_BYTES, big-endian), the header (a pickle
+# of the state without its attempts, the tip, and the HMAC of the rest), then the attempts
+# in parts (pickles). Two tags, so that the header's bytes are read, checked, unpickled and
+# dropped before the parts' bytes are read and checked (a ~4.5 MB lower peak at 100k events):
+# each byte unpickled is one read once and checked.
+MAGIC = b"tune-ledger state snapshot 2\n"
 TAG_BYTES = 32
+LENGTH_BYTES = 8
+HEADER_AT = len(MAGIC) + TAG_BYTES + LENGTH_BYTES
 
 
 class Restored:
@@ -114,11 +124,17 @@ def restore(store: FileStore, op: str, evolve: Callable[[State, Any], object]) -
 
 
 def remember(
-    store: FileStore, op: str, state: State, tip: Tip | None, restored: Restored | None
+    store: FileStore,
+    op: str,
+    state: State,
+    tip: Tip | None,
+    restored: Restored | None,
+    warm: Callable[[State], None] | None = None,
 ) -> Restored | None:
     """After this process verified (or appended) up to `tip`, with `state` the ledger's state
     there: keep it for the next command. Writes the seal when `restored`'s snapshot covers all
-    but a short tail, else a new snapshot. Returns what the next call should extend."""
+    but a short tail, else a new snapshot, after `warm` built the indexes it should carry in
+    `state.derived`. Returns what the next call should extend."""
     if tip is None or not isinstance(tip.stamp, Stamp) or tip.cursor is None:
         return None  # a tip that cannot be resumed from (a torn tail, a repair to make)
     now = view_cache.position(store.path)
@@ -132,7 +148,12 @@ def remember(
             codec.canonical_json({"snapshot": restored.nonce, "position": now}).encode("utf-8"),
         )
         return restored
+    secret = _key_bytes()
+    if secret is None:
+        return None
     nonce = os.urandom(8).hex()
+    if warm is not None:
+        warm(state)
     compact_attempts(state)  # smaller to write, to load and to keep loaded
     walker = tip.cursor
     sink, walker.sink = walker.sink, None  # the sink is this process's fold, not data
@@ -152,24 +173,32 @@ def remember(
             "ids": list(attempts),
             "keys": keys,
         }
-        parts = [pickle.dumps(header, protocol=pickle.HIGHEST_PROTOCOL)]
-        parts += _attempt_parts(attempts, keys)
+        parts = list(_attempt_parts(attempts, keys))
+        # Where each part is, so that a process unpickles only the parts it reads.
+        header["per_part"] = ATTEMPTS_PER_PART
+        header["part_sizes"] = [len(part) for part in parts]
+        header["parts_tag"] = _tag(secret, parts)
+        head = pickle.dumps(header, protocol=pickle.HIGHEST_PROTOCOL)
+        del header
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
         return None
     finally:
         state.attempts = attempts
         walker.sink = sink
-    secret = _key_bytes()
-    if secret is None:
-        return None
-    signature = hmac.new(secret, digestmod=hashlib.sha256)
-    for part in parts:
-        signature.update(part)
-    data = b"".join([MAGIC, signature.digest(), *parts])
-    del parts
+    length = len(head).to_bytes(LENGTH_BYTES, "big")
+    data = b"".join([MAGIC, _tag(secret, [length, head]), length, head, *parts])
+    del parts, head
     if not view_cache.write_cache_file(folder, SNAPSHOT_NAME, data):
         return None
     return Restored(state, tip, nonce, tip.size)
+
+
+def _tag(secret: bytes, pieces: list[bytes]) -> bytes:
+    """The HMAC-SHA256 of `pieces`, one after the other, under `secret`."""
+    signature = hmac.new(secret, digestmod=hashlib.sha256)
+    for piece in pieces:
+        signature.update(piece)
+    return signature.digest()
 
 
 def _key(op: str) -> dict[str, Any]:
@@ -178,29 +207,37 @@ def _key(op: str) -> dict[str, Any]:
 
 def _read_snapshot(path: Path, op: str) -> dict[str, Any] | None:
     """The snapshot when it is signed with this user's key, loads, has the expected shape and
-    this code's key."""
+    this code's key; its state's attempts are unpickled as they are read (`_lazy_attempts`)."""
     secret = _key_bytes()
     if secret is None:
         return None
     try:
         with open(path, "rb") as file:
-            head = file.read(len(MAGIC) + TAG_BYTES)
-            if len(head) != len(MAGIC) + TAG_BYTES or not head.startswith(MAGIC):
+            start = file.read(HEADER_AT)
+            if len(start) != HEADER_AT or not start.startswith(MAGIC):
                 return None
-            signature = hmac.new(secret, digestmod=hashlib.sha256)
-            for chunk in iter(lambda: file.read(1 << 20), b""):
-                signature.update(chunk)
-            if not hmac.compare_digest(signature.digest(), head[len(MAGIC) :]):
+            length = start[-LENGTH_BYTES:]
+            head = file.read(int.from_bytes(length, "big"))
+            if not hmac.compare_digest(
+                _tag(secret, [length, head]), start[len(MAGIC) : -LENGTH_BYTES]
+            ):
                 return None  # not written by this user's tune-ledger: never unpickled
-            file.seek(len(head))
-            # Read from the file as it is unpickled: holding its bytes whole as well cost
-            # ~17 MB more at 100k events. The collector would rescan the growing object
-            # graph many times while it loads.
-            with paused_gc():
-                found: dict[str, Any] = pickle.load(file)
-                if not _expected(found, op):
-                    return None
-                _read_attempts(file, found["state"], found["ids"], found["keys"])
+            with paused_gc():  # the collector would rescan the growing object graph
+                found: dict[str, Any] = pickle.loads(head)
+            del head  # before the parts are read: a lower peak
+            if not _expected(found, op):
+                return None
+            # Kept whole: a part is unpickled from these bytes, checked here, when first read.
+            # They cost ~4.5 MB at 100k events, the attempts unpickled whole ~20 MB.
+            rest = file.read()
+        if len(rest) != sum(found["part_sizes"]):
+            return None
+        if not hmac.compare_digest(_tag(secret, [rest]), found["parts_tag"]):
+            return None
+        state: State = found["state"]
+        if state.attempts:
+            return None  # the header holds attempts: not this format
+        state.attempts = _lazy_attempts(memoryview(rest), found)
     except Exception:  # noqa: BLE001 - a snapshot that does not load is ignored, whatever it is
         return None
     return found
@@ -214,14 +251,22 @@ def _expected(found: Any, op: str) -> bool:
         return False
     if not isinstance(found.get("position"), dict) or not isinstance(found.get("base"), int):
         return False
-    ids, keys = found.get("ids"), found.get("keys")
-    return isinstance(ids, list) and isinstance(keys, list) and len(ids) == len(keys)
+    ids, keys, sizes = found.get("ids"), found.get("keys"), found.get("part_sizes")
+    per_part, tag = found.get("per_part"), found.get("parts_tag")
+    if not isinstance(ids, list) or not isinstance(keys, list) or len(ids) != len(keys):
+        return False
+    if type(per_part) is not int or per_part < 1 or not isinstance(sizes, list):
+        return False
+    if type(tag) is not bytes or len(tag) != TAG_BYTES:
+        return False
+    return len(sizes) == -(-len(ids) // per_part) and all(type(n) is int and n > 0 for n in sizes)
 
 
 # The attempts are written after the header, a few hundred to a pickle of their own: an
 # unpickler keeps every object it made until it returns (for later references to it), and
 # in one pickle that held each attempt's and measurement's arguments (~10 MB at 32k
-# attempts, a third of the loaded state) until the whole state was loaded.
+# attempts, a third of the loaded state) until the whole state was loaded. Parts also let a
+# process unpickle only the attempts it reads (ledger/domain/lazy_attempts.py).
 ATTEMPTS_PER_PART = 500
 
 
@@ -231,7 +276,7 @@ def _own_key(state: State, attempt: Attempt) -> str | None:
     return config if type(config) is str and config in state.measured_configs else None
 
 
-def _attempt_parts(attempts: dict[str, Attempt], keys: list[str | None]) -> Iterator[bytes]:
+def _attempt_parts(attempts: AttemptMap, keys: list[str | None]) -> Iterator[bytes]:
     """The attempts, in order, as pickles of ATTEMPTS_PER_PART each; a config that is its R9
     key is written as None (the header holds the key)."""
     batch = list(attempts.values())
@@ -248,27 +293,31 @@ def _attempt_parts(attempts: dict[str, Attempt], keys: list[str | None]) -> Iter
                 attempt.hold_config_text(config)  # type: ignore[arg-type]
 
 
-def _read_attempts(file: BinaryIO, state: State, ids: list[str], keys: list[str | None]) -> None:
-    """Read the attempts after the header into `state.attempts`, each with the header's id
-    and key objects; ValueError when they are not the ones the header lists."""
-    attempts = state.attempts
-    if attempts:
-        raise ValueError("the header holds attempts")
-    while len(attempts) < len(ids):
-        part = pickle.load(file)
+def _lazy_attempts(view: memoryview, header: dict[str, Any]) -> LazyAttempts:
+    """The attempts after the header, as a map that unpickles each part of `view` (the
+    file's bytes after the header) when one of its attempts is first read."""
+    ids: list[str] = header["ids"]
+    keys: list[str | None] = header["keys"]
+    per_part: int = header["per_part"]
+    offsets = list(accumulate(header["part_sizes"], initial=0))
+
+    def load_part(n: int) -> list[Attempt]:
+        with paused_gc():
+            part = pickle.loads(view[offsets[n] : offsets[n + 1]])
         if type(part) is not list or not part:
-            raise ValueError("not a part of the attempts")
-        for attempt in part:
-            n = len(attempts)
-            if type(attempt) is not Attempt or n >= len(ids) or attempt.id != ids[n]:
-                raise ValueError("not the attempt the header lists")
-            attempt.id = ids[n]
-            key = keys[n]
+            raise ValueError("not a part of the snapshot's attempts")
+        for position, attempt in enumerate(part, start=n * per_part):
+            if type(attempt) is not Attempt or position >= len(ids) or attempt.id != ids[position]:
+                raise ValueError("not the attempt the snapshot's header lists")
+            attempt.id = ids[position]  # the header's string, shared with the points
+            key = keys[position]
             if key is not None:
                 attempt.hold_config_text(key)
             elif attempt._config is None:
                 raise ValueError("an attempt without its config")
-            attempts[attempt.id] = attempt
+        return part
+
+    return LazyAttempts(ids, per_part, load_part)
 
 
 def _read_seal(path: Path, nonce: str) -> dict[str, Any] | None:
