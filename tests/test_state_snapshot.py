@@ -566,6 +566,61 @@ def test_attempts_come_back_in_order_with_the_headers_strings(cli: Cli) -> None:
         assert attempt._config is keys[attempt._config]  # one object with the key
 
 
+def _snapshot_with_parts(cli: Cli) -> Path:
+    """A snapshot of several attempt parts (2 attempts each here); its path."""
+    frontend(cli)
+    for n in range(5):
+        cli.ok("candidate", OP, "--config", _config(n), "--prior", "p")
+        cli.ok(
+            "verify", OP, "pending", "--output", "y=true", "--layout-exit", "0", "--time", "60us"
+        )
+    OpLedger(cli.root, OP).keep_snapshot()
+    return _cache(cli.root) / state_snapshot.SNAPSHOT_NAME
+
+
+def _flip_last_byte(path: Path) -> None:
+    """Change the snapshot's last byte (inside its last part) in place."""
+    with open(path, "r+b") as file:
+        file.seek(-1, os.SEEK_END)
+        last = file.read(1)
+        file.seek(-1, os.SEEK_END)
+        file.write(bytes([last[0] ^ 0xFF]))
+
+
+def test_a_part_damaged_before_the_restore_means_no_snapshot(cli: Cli) -> None:
+    """The parts are checked (streamed, not held) before the state is used: a damaged one
+    means a full replay, as a damaged header does."""
+    path = _snapshot_with_parts(cli)
+    assert state_snapshot._read_snapshot(path, OP) is not None  # the check can fail
+    _flip_last_byte(path)
+    assert state_snapshot._read_snapshot(path, OP) is None
+
+
+def test_a_part_is_read_when_used_and_refused_if_it_changed_since(cli: Cli) -> None:
+    """A restored state reads each part from the file it opened when one of its attempts is
+    read, checking the part's own tag then: a file put in its place (a newer snapshot is
+    renamed over it) does not disturb it; bytes changed in place after the restore are
+    refused."""
+    path = _snapshot_with_parts(cli)
+    reads = [state_snapshot._read_snapshot(path, OP) for _ in range(2)]
+    reference, found = (r["state"].attempts for r in reads if r is not None)
+    expected = list(reference.values())  # every part read now
+    assert len(expected) == 5
+    data = path.read_bytes()
+    path.unlink()
+    path.write_bytes(b"a newer snapshot")
+    assert list(found.values()) == expected  # still the file it opened
+    path.unlink()
+    path.write_bytes(data)
+    damaged_reader = state_snapshot._read_snapshot(path, OP)
+    assert damaged_reader is not None
+    damaged = damaged_reader["state"].attempts
+    _flip_last_byte(path)  # in place, under the open file
+    assert damaged[next(iter(damaged))] == expected[0]  # the first part is intact
+    with pytest.raises(ValueError, match="changed after it was checked"):
+        damaged[list(damaged)[-1]]
+
+
 def test_a_note_at_a_restored_state_unpickles_only_the_newest_attempts(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

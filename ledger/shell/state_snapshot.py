@@ -36,12 +36,14 @@ Residual risk, stated (the view cache's): a rewrite in place of the prefix that 
 size, the inode and the last 64 KiB, within the same timestamp tick as the write before it,
 goes unseen until `audit`.
 
-Cost, measured at 100k events (32k attempts): the snapshot is ~13.6 MB; loading it takes
-~0.03 s and ~23 MB live (tracemalloc; the header's objects and the 4.5 MB of the attempts'
-pickles), since the attempts are unpickled only as they are read
-(ledger/domain/lazy_attempts.py): a write reads a part or two of 65, all of them ~15 MB more;
-writing one ~0.5 s, so after an append only the seal is written while the tail stays below
-`TAIL_LIMIT`, and a new snapshot past it.
+Cost, measured at 100k events (32k attempts): the snapshot is ~13.6 MB (a 9.1 MB header, 4.5
+MB of attempts in 65 parts); loading it takes ~0.03 s, and neither the file's bytes nor the
+attempts a command does not read are held: the header is unpickled as it is read, after its
+tag was checked by streaming through it, and each part is read from the open file and
+unpickled when one of its attempts is first read (ledger/domain/lazy_attempts.py; a write
+reads a part or two). A write's peak RSS at 100k events is then ~43 MiB, against ~24.5 MiB at
+100 events. Writing a snapshot takes ~0.5 s, so after an append only the seal is written while
+the tail stays below `TAIL_LIMIT`, and a new snapshot past it.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ import pickle
 from collections.abc import Callable, Iterator
 from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from attrs import evolve as attrs_evolve
 
@@ -68,8 +70,9 @@ from ledger.projections import view_cache
 
 # Bumped whenever what a snapshot holds changes shape (2: the walker's seen ids packed, the
 # attempts compacted and written after the rest: ledger/log/lamport_table.py,
-# ledger/domain/compact_attempts.py, `_attempt_parts`; 3: the header gives each part's size).
-FORMAT = 3
+# ledger/domain/compact_attempts.py, `_attempt_parts`; 3: the header gives each part's size;
+# 4: and each part's own tag, so a part is read from the file only when one of its attempts is).
+FORMAT = 4
 SNAPSHOT_NAME = "state.pickle"
 SEAL_NAME = "state-seal.json"
 # How many bytes after the prefix a command folds before a new snapshot is written: ~300
@@ -78,9 +81,11 @@ TAIL_LIMIT = 256 * 1024
 # A snapshot file: this magic line, the HMAC-SHA256 under the user's key of what follows up
 # to the header's end, the header's length (LENGTH_BYTES, big-endian), the header (a pickle
 # of the state without its attempts, the tip, and the HMAC of the rest), then the attempts
-# in parts (pickles). Two tags, so that the header's bytes are read, checked, unpickled and
-# dropped before the parts' bytes are read and checked (a ~4.5 MB lower peak at 100k events):
-# each byte unpickled is one read once and checked.
+# in parts (pickles). The header's tag is checked before it is unpickled; it holds the tag of
+# all the parts, checked by streaming through them before the state is used (a damaged part
+# means no snapshot, as a damaged header does), and each part's own tag, checked again when the
+# part is read from the still open file and unpickled: a process holds neither the parts'
+# bytes (~4.5 MB at 100k events) nor the attempts it never reads.
 MAGIC = b"tune-ledger state snapshot 2\n"
 TAG_BYTES = 32
 LENGTH_BYTES = 8
@@ -178,6 +183,7 @@ def remember(
         header["per_part"] = ATTEMPTS_PER_PART
         header["part_sizes"] = [len(part) for part in parts]
         header["parts_tag"] = _tag(secret, parts)
+        header["part_tags"] = [_tag(secret, [part]) for part in parts]
         head = pickle.dumps(header, protocol=pickle.HIGHEST_PROTOCOL)
         del header
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
@@ -207,40 +213,88 @@ def _key(op: str) -> dict[str, Any]:
 
 def _read_snapshot(path: Path, op: str) -> dict[str, Any] | None:
     """The snapshot when it is signed with this user's key, loads, has the expected shape and
-    this code's key; its state's attempts are unpickled as they are read (`_lazy_attempts`)."""
+    this code's key; its state's attempts are read and unpickled as they are read
+    (`_lazy_attempts`), from the file kept open."""
     secret = _key_bytes()
     if secret is None:
         return None
+    file = None
     try:
-        with open(path, "rb") as file:
-            start = file.read(HEADER_AT)
-            if len(start) != HEADER_AT or not start.startswith(MAGIC):
-                return None
-            length = start[-LENGTH_BYTES:]
-            head = file.read(int.from_bytes(length, "big"))
-            if not hmac.compare_digest(
-                _tag(secret, [length, head]), start[len(MAGIC) : -LENGTH_BYTES]
-            ):
-                return None  # not written by this user's tune-ledger: never unpickled
-            with paused_gc():  # the collector would rescan the growing object graph
-                found: dict[str, Any] = pickle.loads(head)
-            del head  # before the parts are read: a lower peak
-            if not _expected(found, op):
-                return None
-            # Kept whole: a part is unpickled from these bytes, checked here, when first read.
-            # They cost ~4.5 MB at 100k events, the attempts unpickled whole ~20 MB.
-            rest = file.read()
-        if len(rest) != sum(found["part_sizes"]):
+        file = open(path, "rb")  # noqa: SIM115 - kept open for the parts read later
+        start = file.read(HEADER_AT)
+        if len(start) != HEADER_AT or not start.startswith(MAGIC):
             return None
-        if not hmac.compare_digest(_tag(secret, [rest]), found["parts_tag"]):
+        length = start[-LENGTH_BYTES:]
+        size = int.from_bytes(length, "big")
+        # The header's tag is checked by streaming through it, then the header is unpickled
+        # from the file as it is read again (the page cache's copy): its ~9 MB of bytes at
+        # 100k events are never held whole, which was the peak of a write's memory. Bytes
+        # changed in place between the two reads would be a local writer racing this very
+        # process inside the user's own checkout, where it could as well change the code.
+        signature = hmac.new(secret, length, digestmod=hashlib.sha256)
+        if _streamed(file, size, signature.update) != size:
+            return None
+        if not hmac.compare_digest(signature.digest(), start[len(MAGIC) : -LENGTH_BYTES]):
+            return None  # not written by this user's tune-ledger: never unpickled
+        file.seek(HEADER_AT)
+        with paused_gc():  # the collector would rescan the growing object graph
+            found: dict[str, Any] = pickle.load(file)
+        parts_at = HEADER_AT + size
+        if file.tell() != parts_at or not _expected(found, op):
+            return None
+        if not _parts_check(file, secret, found):
             return None
         state: State = found["state"]
         if state.attempts:
             return None  # the header holds attempts: not this format
-        state.attempts = _lazy_attempts(memoryview(rest), found)
+        state.attempts = _lazy_attempts(_PartReader(file, parts_at, secret), found)
+        file = None  # the reader owns it now
     except Exception:  # noqa: BLE001 - a snapshot that does not load is ignored, whatever it is
         return None
+    finally:
+        if file is not None:
+            file.close()
     return found
+
+
+def _parts_check(file: BinaryIO, secret: bytes, header: dict[str, Any]) -> bool:
+    """True when the bytes after the header are the parts the header lists and signs, read in
+    chunks: checked before the state is used, without holding them."""
+    signature = hmac.new(secret, digestmod=hashlib.sha256)
+    size = sum(header["part_sizes"])
+    if _streamed(file, size, signature.update) != size or file.read(1):
+        return False  # shorter, or bytes after the last part
+    return hmac.compare_digest(signature.digest(), header["parts_tag"])
+
+
+def _streamed(file: BinaryIO, size: int, take: Callable[[bytes], object]) -> int:
+    """Hand the next `size` bytes of `file` to `take` in chunks; how many there were."""
+    left = size
+    while left:
+        chunk = file.read(min(left, 1 << 16))
+        if not chunk:
+            break
+        take(chunk)
+        left -= len(chunk)
+    return size - left
+
+
+class _PartReader:
+    """Reads one part of the attempts from the open snapshot and checks its own tag: the file
+    is the one whose tags were checked (a newer snapshot replaces it by a rename, and this
+    descriptor still reads the old one); a part that changed since is refused."""
+
+    def __init__(self, file: BinaryIO, at: int, secret: bytes) -> None:
+        self.file, self.at, self.secret = file, at, secret
+
+    def read(self, offset: int, size: int, tag: bytes) -> bytes:
+        data = os.pread(self.file.fileno(), size, self.at + offset)
+        if len(data) != size or not hmac.compare_digest(_tag(self.secret, [data]), tag):
+            raise ValueError("a part of the state snapshot changed after it was checked")
+        return data
+
+    def __del__(self) -> None:
+        self.file.close()
 
 
 def _expected(found: Any, op: str) -> bool:
@@ -258,6 +312,11 @@ def _expected(found: Any, op: str) -> bool:
     if type(per_part) is not int or per_part < 1 or not isinstance(sizes, list):
         return False
     if type(tag) is not bytes or len(tag) != TAG_BYTES:
+        return False
+    tags = found.get("part_tags")
+    if not isinstance(tags, list) or len(tags) != len(sizes):
+        return False
+    if not all(type(t) is bytes and len(t) == TAG_BYTES for t in tags):
         return False
     return len(sizes) == -(-len(ids) // per_part) and all(type(n) is int and n > 0 for n in sizes)
 
@@ -293,17 +352,19 @@ def _attempt_parts(attempts: AttemptMap, keys: list[str | None]) -> Iterator[byt
                 attempt.hold_config_text(config)  # type: ignore[arg-type]
 
 
-def _lazy_attempts(view: memoryview, header: dict[str, Any]) -> LazyAttempts:
-    """The attempts after the header, as a map that unpickles each part of `view` (the
-    file's bytes after the header) when one of its attempts is first read."""
+def _lazy_attempts(reader: _PartReader, header: dict[str, Any]) -> LazyAttempts:
+    """The attempts after the header, as a map that reads and unpickles each part when one of
+    its attempts is first read."""
     ids: list[str] = header["ids"]
     keys: list[str | None] = header["keys"]
     per_part: int = header["per_part"]
-    offsets = list(accumulate(header["part_sizes"], initial=0))
+    sizes: list[int] = header["part_sizes"]
+    tags: list[bytes] = header["part_tags"]
+    offsets = list(accumulate(sizes, initial=0))
 
     def load_part(n: int) -> list[Attempt]:
         with paused_gc():
-            part = pickle.loads(view[offsets[n] : offsets[n + 1]])
+            part = pickle.loads(reader.read(offsets[n], sizes[n], tags[n]))
         if type(part) is not list or not part:
             raise ValueError("not a part of the snapshot's attempts")
         for position, attempt in enumerate(part, start=n * per_part):
