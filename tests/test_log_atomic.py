@@ -34,22 +34,6 @@ def _open_descriptors() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 
 
-def test_fsync_dir_syncs_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The folder itself is what gets fsynced, through a descriptor that is closed after."""
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    before = _open_descriptors()
-    atomic.fsync_dir(tmp_path)
-    assert synced == [str(tmp_path)]
-    assert _open_descriptors() == before
-
-
 def _synced_paths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record what each os.fsync was asked to sync (a path; a temporary file's final name
     is unknown, so its folder and a `.tmp` suffix are what show)."""
@@ -62,6 +46,15 @@ def _synced_paths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(os, "fsync", fsync)
     return synced
+
+
+def test_fsync_dir_syncs_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folder itself is what gets fsynced, through a descriptor that is closed after."""
+    synced = _synced_paths(monkeypatch)
+    before = _open_descriptors()
+    atomic.fsync_dir(tmp_path)
+    assert synced == [str(tmp_path)]
+    assert _open_descriptors() == before
 
 
 def test_memory_md_syncs_its_bytes_but_not_its_rename(
