@@ -16,19 +16,15 @@ import importlib
 import io
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
 
 import click
 
 from ledger import __version__
-from ledger.cli.base import Ctx, StrictGroup, open_ledgers, pass_ctx
+from ledger.cli.base import Ctx, KeptLedgers, StrictGroup, open_ledgers, pass_ctx
 from ledger.errors import EXIT_CODES, BadInput, LedgerError, StorageError
 from ledger.log import codec
-
-if TYPE_CHECKING:
-    from ledger.shell.api import OpLedger
 
 __all__ = ["COMMAND_MODULES", "Ctx", "cli", "main", "pass_ctx", "run"]
 
@@ -166,7 +162,7 @@ def run() -> None:
     closed, and the ledger fsynced. Under a profiler or a tracer (cProfile, coverage), which
     write their results as the interpreter exits, it exits as usual."""
     gc.disable()
-    kept = _kept_to_the_end()
+    kept = KeptLedgers()
     token = open_ledgers.set(kept)
     try:
         main()
@@ -184,21 +180,6 @@ def run() -> None:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(code)
-
-
-def _kept_to_the_end() -> Callable[[Path, str], OpLedger]:
-    """Open each op's OpLedger once and keep it until the process ends (see `run`)."""
-    kept: dict[tuple[Path, str], OpLedger] = {}
-
-    def opened(root: Path, op: str) -> OpLedger:
-        from ledger.shell.api import OpLedger  # not imported by a `status` that hits its cache
-
-        key = (root, op)
-        if key not in kept:
-            kept[key] = OpLedger(root, op)
-        return kept[key]
-
-    return opened
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -41,11 +41,30 @@ def _existing_folder(root: str) -> Path:
     return path
 
 
-# A long-lived caller (the MCP server, ledger/mcp) keeps each op's OpLedger between commands,
-# so that its replayed state is reused; set while it runs a command. None: one per command.
+# A caller that runs several commands, or keeps its state to the end (the MCP server,
+# ledger/mcp; the console script, `ledger.cli.run`), keeps each op's OpLedger between them, so
+# that its replayed state is reused; set while it runs a command. None: one per command.
 open_ledgers: ContextVar[Callable[[Path, str], OpLedger] | None] = ContextVar(
     "open_ledgers", default=None
 )
+
+
+class KeptLedgers:
+    """The OpLedger of each (root, op) used so far, opened on first use and kept (what a
+    caller sets as `open_ledgers`)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[Path, str], OpLedger] = {}
+
+    def __call__(self, root: Path, op: str) -> OpLedger:
+        from ledger.shell.api import OpLedger  # not imported by a `status` that hits its cache
+
+        key = (root.resolve(), op)
+        ledger = self._kept.get(key)
+        if ledger is None:
+            ledger = OpLedger(root, op)  # refuses an unsafe op name before it is kept
+            self._kept[key] = ledger
+        return ledger
 
 
 class Ctx:

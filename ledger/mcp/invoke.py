@@ -19,24 +19,7 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent
 
 from ledger.cli import main
-from ledger.cli.base import open_ledgers
-from ledger.shell.api import OpLedger
-
-
-class Ledgers:
-    """The OpLedger of each (root, op) this server has used, kept for its replayed state."""
-
-    def __init__(self) -> None:
-        self._kept: dict[tuple[Path, str], OpLedger] = {}
-
-    def __call__(self, root: Path, op: str) -> OpLedger:
-        """The kept OpLedger of `op` under `root`, opened on first use."""
-        key = (root.resolve(), op)
-        ledger = self._kept.get(key)
-        if ledger is None:
-            ledger = OpLedger(root, op)  # refuses an unsafe op name before it is kept
-            self._kept[key] = ledger
-        return ledger
+from ledger.cli.base import KeptLedgers, open_ledgers
 
 
 class Invoker:
@@ -44,7 +27,7 @@ class Invoker:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.ledgers = Ledgers()
+        self.ledgers = KeptLedgers()
         # One command at a time: the commands print through the process's sys.stdout, which
         # is redirected for each, and one writer per op keeps the kept states simple.
         self._lock = threading.Lock()
