@@ -540,15 +540,20 @@ def test_check_never_reads_the_marker_record(cli: Cli) -> None:
     assert cli("check", OP) == truth
 
 
-def test_attempts_come_back_in_order_with_the_headers_strings(cli: Cli) -> None:
-    """The attempts, written in parts after the header, come back in order, equal to a full
-    replay's, each id and each config that is its R9 key the header's own string object."""
+def _five_measured(cli: Cli) -> None:
+    """An activated campaign with five candidates, each verified."""
     frontend(cli)
     for n in range(5):
         cli.ok("candidate", OP, "--config", _config(n), "--prior", "p")
         cli.ok(
             "verify", OP, "pending", "--output", "y=true", "--layout-exit", "0", "--time", "60us"
         )
+
+
+def test_attempts_come_back_in_order_with_the_headers_strings(cli: Cli) -> None:
+    """The attempts, written in parts after the header, come back in order, equal to a full
+    replay's, each id and each config that is its R9 key the header's own string object."""
+    _five_measured(cli)
     cli.ok("candidate", OP, "--config", _spelled_config(1), "--prior", "p")
     OpLedger(cli.root, OP).keep_snapshot()
     truth = OpLedger(cli.root, OP).load(snapshot=False).state
@@ -568,12 +573,7 @@ def test_attempts_come_back_in_order_with_the_headers_strings(cli: Cli) -> None:
 
 def _snapshot_with_parts(cli: Cli) -> Path:
     """A snapshot of several attempt parts (2 attempts each here); its path."""
-    frontend(cli)
-    for n in range(5):
-        cli.ok("candidate", OP, "--config", _config(n), "--prior", "p")
-        cli.ok(
-            "verify", OP, "pending", "--output", "y=true", "--layout-exit", "0", "--time", "60us"
-        )
+    _five_measured(cli)
     OpLedger(cli.root, OP).keep_snapshot()
     return _cache(cli.root) / state_snapshot.SNAPSHOT_NAME
 
