@@ -36,11 +36,9 @@ sys.exit(int(sys.argv[1]))
 def environment(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     monkeypatch.delenv(warm.ENV, raising=False)
     monkeypatch.setenv("SEEN", "the run's")
-    # As runner.child_environment gives a real run: the worker runs `-m tools.pypto.warm` in
-    # a folder of its own, so the checkout must be on the path (CI sets no PYTHONPATH).
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    monkeypatch.setenv("PYTHONPATH", path)
-    return dict(os.environ)
+    # The environment a real run gets: the worker runs `-m tools.pypto.warm` in a folder of
+    # its own, so the checkout must be on the path (CI sets no PYTHONPATH).
+    return runner.child_environment(dict(os.environ), output_dir=None, home=None)
 
 
 @pytest.fixture

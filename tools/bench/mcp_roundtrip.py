@@ -13,7 +13,6 @@ process doing the same, and a server call at 100k events at most 1.5x its cost a
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -89,9 +88,7 @@ class Changes:
     def next(self) -> tuple[str, str]:
         """The next idea (`try --algorithm`) and the time to verify it with."""
         self.number += 1
-        # Unlike any earlier idea (R9 compares their text): a digest of the number.
-        idea = hashlib.sha256(str(self.number).encode()).hexdigest()
-        return f"bench idea {idea}", f"{self.time_us:.3f}us"
+        return prepare.idea(f"mcp {self.number}"), f"{self.time_us:.3f}us"
 
 
 def _verify_argv(took: str) -> list[str]:
