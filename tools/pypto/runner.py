@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-from . import artefacts, classify, host_verify_patch, numerics, phase, warm
+from . import artefacts, classify, host_verify_patch, numerics, phase, tether, warm
 from .metrics import ArtefactError
 from .spec import OpSpec, SpecError, load_spec
 
@@ -146,6 +146,7 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=tether.to_this_process(),  # gone with the verifier (measure-ahead)
             )  # its own process group: the limits cover its children
     timed_out = over_memory = False
     peak = 0.0
