@@ -273,13 +273,26 @@ def test_a_worker_whose_starter_went_away_ends_and_cleans_up(
     environment: dict[str, str],
 ) -> None:
     """A killed autopilot closes the worker's stdin: the worker ends by itself and removes its
-    socket and home (its folder and log are the starter's to remove)."""
+    socket, its home, and its folder when the log in it is empty (nothing is left in /tmp)."""
     started = warm.start(sys.executable, environment, preload=("json",))
     try:
         assert started.process.stdin is not None
         started.process.stdin.close()  # what the starter's death does
         assert started.process.wait(timeout=30) == 0
-        assert sorted(p.name for p in started.folder.iterdir()) == ["worker.log"]
+        assert not started.folder.exists()
     finally:
         started.close()
-    assert not started.folder.exists()
+
+
+def test_a_worker_log_that_says_something_stays_behind(environment: dict[str, str]) -> None:
+    """A worker whose starter went away keeps its folder when its log holds something to read
+    (here: the traceback of a preload that failed to import)."""
+    started = warm.start(sys.executable, environment, preload=("no_such_module_here",))
+    try:
+        assert started.process.stdin is not None
+        started.process.stdin.close()
+        assert started.process.wait(timeout=30) != 0
+        assert "no_such_module_here" in (started.folder / "worker.log").read_text()
+    finally:
+        started.close()
+    assert not started.folder.exists()  # the starter's close removes it, as before

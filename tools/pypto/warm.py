@@ -333,11 +333,17 @@ class _Server:
                 else:
                     self._client_gone(item)
             self._reap()
-        # What it made (the socket, its home); the folder and its log are the starter's, who
-        # may have been killed (then only worker.log stays behind).
+        # What it made (the socket, its home). The folder and its log are the starter's, who
+        # may have been killed: an empty log says nothing, and goes with the folder; one that
+        # says something (an import error, a traceback) stays for whoever looks.
         with contextlib.suppress(OSError):
             os.unlink(self.address)
         shutil.rmtree(self.home, ignore_errors=True)
+        folder = Path(self.address).parent
+        with contextlib.suppress(OSError):
+            if (folder / "worker.log").stat().st_size == 0:
+                (folder / "worker.log").unlink()
+                folder.rmdir()
         return None
 
     def _accept(self) -> None:
