@@ -74,12 +74,10 @@ def _self_times(argv: Sequence[str]) -> dict[str, int]:
 
 
 def _least(runs: list[dict[str, int]]) -> dict[str, int]:
-    """Per module, the least self time of the runs that imported it."""
-    least: dict[str, int] = {}
-    for run in runs:
-        for module, micros in run.items():
-            least[module] = min(micros, least.get(module, micros))
-    return least
+    """Per module imported by every run, its least self time: a module only some runs
+    import (a first run that missed a cache and replayed) is not the command's steady cost."""
+    common = set(runs[0]).intersection(*runs[1:])
+    return {module: min(run[module] for run in runs) for module in runs[0] if module in common}
 
 
 def _wall(argv: Sequence[str]) -> float:
