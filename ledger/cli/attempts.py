@@ -216,14 +216,17 @@ def verify(
         bubble_pct = inputs.parse_percent(bubble, "--bubble")
 
     def build(ledger: OpLedger) -> Any:
-        # The verifier's harness and the document readers (subprocess, signals) are imported
-        # only by the verifications that use them, not by a verify given by hand.
-        from ledger.shell import harness, runner
-
+        # The verifier's harness and the document readers (subprocess, signals: ~5-8 ms of a
+        # process) are imported only by the verifications that use them, not by a verify
+        # given by hand, the common one.
         attempt_id = _resolve(ledger, attempt)
         if run_cmd:
+            from ledger.shell import harness
+
             return harness.run_verifier(attempt_id, run_cmd, ctx.root, timeout_s)
         if perf_dir:
+            from ledger.shell import runner
+
             document = runner.dir_document(perf_dir, ctx.root)
             if split:
                 return runner.split_verify_command(
@@ -231,6 +234,8 @@ def verify(
                 )
             return runner.verify_command(attempt_id, document)
         if from_json:
+            from ledger.shell import runner
+
             return runner.verify_command(attempt_id, runner.file_document(from_json))
         return cmd.Verify(
             attempt=attempt_id,

@@ -13,7 +13,7 @@ from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.priors.rank import proposal_json
 from ledger.priors.scan import ScanResult
-from ledger.schema.events import CONFIG_STAGES
+from ledger.schema.vocabulary import CONFIG_STAGES
 from ledger.shell.priors_load import Gathered, gather
 
 

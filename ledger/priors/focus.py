@@ -9,8 +9,8 @@ from attrs import frozen
 
 from ledger.domain.state import State
 from ledger.errors import BadInput
-from ledger.schema.events import CONFIG_STAGES
 from ledger.schema.shared_methods import SharedValue
+from ledger.schema.vocabulary import CONFIG_STAGES
 
 # The config keys each stage tunes (tune-frontend, tune-swimlane, tune-incore).
 STAGE_KEYS: Mapping[str, tuple[str, ...]] = {

@@ -21,12 +21,14 @@ from ledger.log import codec
 from ledger.log.files import LEDGER_NAME, ledger_path
 from ledger.log.record import Draft, Event, converter
 from ledger.log.store import AppendResult, FileStore, MemoryStore, Store, Tip
-from ledger.projections import memory_file, splice, view_cache
-from ledger.schema.events import Payload
 from ledger.schema.shared_methods import SharedValue
-from ledger.shell import provenance, rollback, state_snapshot
+from ledger.shell import rollback, state_snapshot
 
+# MEMORY.md's rendering and the view cache are imported where a command writes them: a read
+# (`priors`, `log`, a `status` whose cache missed) needs neither, and every module is paid for
+# by each process (issue 19 times whole commands beside `python -c "import click"`).
 if TYPE_CHECKING:
+    from ledger.schema.events import Payload
     from stages import Decision, Refusal
 
 # Appends retried after another writer got in first; more means a livelock, which is a bug.
@@ -219,6 +221,8 @@ class OpLedger:
         request: str,
         command_line: str | None,
     ) -> AppendResult:
+        from ledger.shell import provenance
+
         written_by = provenance.capture(command_line)
         if key is not None:
             written_by = _with_key(written_by, key, request)
@@ -231,6 +235,8 @@ class OpLedger:
         """Fold what was written into the state it was decided on, which is then the ledger's
         state (no second read and replay), render MEMORY.md from it and cache its views for
         the next `status`; return it with the warnings of rendering."""
+        from ledger.projections import view_cache
+
         new_state = replay([*written.repairs, *written.events], state)
         # The state moved on with the ledger: keep it with the tip after the append, so the
         # next load needs no replay. Without that tip (the store re-read the file), the next
@@ -271,6 +277,7 @@ class OpLedger:
     def render_memory(self, state: State | None = None) -> bool:
         """Re-render MEMORY.md's managed sections from the ledger (or the state replayed from
         all of it); True when bytes changed."""
+        from ledger.projections import memory_file, splice
         from stages.policy import effective_policy
 
         if state is None:
@@ -294,7 +301,7 @@ class OpLedger:
         The same files as `report_files.write_report`, which also appends the event; the CLI
         appends it itself so that a retried idempotency key is matched first.
         """
-        from ledger.projections import report
+        from ledger.projections import report, splice
         from stages import commands as cmd
         from stages.policy import effective_policy
 
@@ -316,6 +323,7 @@ def _warm_projections(state: State) -> None:
     neither), or by a write that checked no idea, would leave every later command to build
     them over all the attempts: ~0.3 s at 100k events, each time, and every part of the
     attempts unpickled (ledger/domain/lazy_attempts.py). Warm, this costs O(new attempts)."""
+    from ledger.projections import view_cache
     from ledger.projections.memory_sections import render_sections
     from stages.policy import effective_policy
     from stages.retry import warm_idea_index

@@ -19,14 +19,16 @@ from typing import TYPE_CHECKING
 from attrs import frozen
 
 from ledger.errors import BadInput, LedgerDamaged
-from ledger.projections import memory_file
-from ledger.projections.memory_file import Position
 from ledger.schema.events import RollbackAccepted
 from ledger.schema.shared_methods import SharedValue
 
+# MEMORY.md's header is parsed (ledger.projections.memory_file, which imports the splice and
+# its formatting) only where a rollback is looked for: `priors` imports this module through
+# the API and never looks.
 if TYPE_CHECKING:
     from ledger.domain.state import State
     from ledger.log.store import Store
+    from ledger.projections.memory_file import Position
     from stages.outcome import Decision
 
 # How much of MEMORY.md is read first to find its header (a fresh template puts it at the top).
@@ -63,6 +65,8 @@ def find(store: Store, memory_path: Path, state: State) -> Rollback | None:
         return None
     if holds(store.read_bytes(), recorded.last):  # MEMORY.md is merely stale
         return None
+    from ledger.projections.memory_file import Position
+
     return Rollback(memory=recorded, ledger=Position(state.event_count, state.last_event or ""))
 
 
@@ -168,6 +172,8 @@ def _header_position(memory_path: Path) -> tuple[str, Position] | None:
     # Runs before every append: reading and decoding a whole MEMORY.md cost ~80 µs at 24 KiB,
     # and the header sits near the top, so its head is read first. The header is ASCII, so a
     # character cut at the chunk's end (replaced) cannot change what is found.
+    from ledger.projections import memory_file
+
     fd = os.open(memory_path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         head = os.read(fd, _HEAD_BYTES)

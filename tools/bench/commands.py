@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tools.bench import prepare
+from tools.bench import phases, prepare
 from tools.bench.campaign import OP
 from tools.bench.processes import PROCESS_ENV, cli_command
 from tools.bench.timing import figure, rounded, summary
@@ -70,6 +70,15 @@ READS: dict[str, tuple[str, ...]] = {
 # best, so each is a rollback at every size.
 SAMPLES = "verify_samples"
 WRITES = ("note", "start", "verify", "start", "fail", "start", "abandon", "start", SAMPLES)
+
+
+# Where the time of one write, the read that misses its goal and the cheapest read goes, by
+# layer (tools/bench/phases.py), on the small ledger once the rounds are done.
+PHASES: dict[str, tuple[str, ...]] = {
+    "note": ("note", OP, "--text", "bench phases"),
+    "priors": READS["priors"],
+    "status": READS["status"],
+}
 
 
 def _write_args(name: str, tag: str, best_us: float) -> tuple[str, ...]:
@@ -215,6 +224,8 @@ def bench_commands(
                 root = _copy_root(source, scratch, label)
                 log(f"commands on {label} ledger ({source.name})")
                 sides[label] = _measure_size(root, repeats, log, spawner)
+            log("where the time goes (python -X importtime), on the small ledger")
+            where = phases.breakdown(scratch / "small", PHASES, repeats)
     finally:
         spawner.close()
     at_small, at_big = sides["small"], sides["big"]
@@ -238,6 +249,7 @@ def bench_commands(
         }
         for name, argv in FLOORS.items()
     }
+    figures["phases"] = where
     return figures
 
 
