@@ -126,6 +126,7 @@ class Walker:
         events_append, deliver, pending_append = self.events.append, self._deliver, pending.append
         heads_add, heads_drop = heads.add, heads.difference_update
         prefix, body_start, id_hex = codec.ID_PREFIX, codec.BODY_START, codec.ID_HEX
+        id_end = codec.ID_END
         max_lamport = self.max_lamport
         for index in range(start, len(lines)):
             line = lines[index]
@@ -179,8 +180,12 @@ class Walker:
             if not (
                 fits
                 and event[0] == event_id
-                # the line starts with exactly `{"id":"<that id>",` (one slice, one compare)
-                and line[:body_start] == prefix + event_id.encode() + b'",'
+                # The line starts with exactly `{"id":"<that id>",`: its first key is "id"
+                # (the prefix) and the string after it ends where the id's 32 characters end
+                # (`",` right there); the parsed id being those 32 hex characters, the bytes
+                # between are them (an escape or a non-ASCII byte would make it shorter).
+                and line.startswith(prefix)
+                and line[id_end:body_start] == b'",'
                 and type(lamport) is int
                 and type(i) is int
                 and type(n) is int
