@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 from factories import note
+from hypothesis import given
+from hypothesis import strategies as st
 
+from ledger.log.chain import Tip
+from ledger.log.record import Event
 from ledger.log.store import FileStore, ledger_path
+from ledger.log.tip_stamp import TAIL, Stamp, tip_after
 
 
 def test_a_failed_write_after_a_tip_leaves_the_ledger_as_it_was(
@@ -36,3 +41,44 @@ def test_a_failed_write_after_a_tip_leaves_the_ledger_as_it_was(
     result = store.append([note("after")], expected_head=tip.head, tip=tip)
     assert store.path.read_bytes().startswith(before)
     assert [event.data["text"] for event in result.events] == ["after"]
+
+
+def test_a_quarantine_name_exists_whatever_the_file_is(tmp_path: Path) -> None:
+    """The quarantine check answers as os.path.lexists: a file, a folder or a link (even a
+    dangling one) by that name exists; a missing name or one no file can have does not."""
+    store = FileStore(ledger_path(tmp_path, "op"))
+    store.append([note("kept")], expected_head=None)
+    folder = store.path.parent
+    assert not store.quarantine_exists("events.jsonl.quarantine-1")
+    (folder / "events.jsonl.quarantine-1").write_bytes(b"torn")
+    (folder / "events.jsonl.quarantine-2").mkdir()
+    (folder / "events.jsonl.quarantine-3").symlink_to(tmp_path / "nowhere")
+    for number in (1, 2, 3):
+        assert store.quarantine_exists(f"events.jsonl.quarantine-{number}")
+    assert not store.quarantine_exists("events.jsonl.quarantine-4")
+    assert not store.quarantine_exists("events.jsonl.quarantine\0-5")
+
+
+@given(tail=st.binary(max_size=TAIL), written=st.binary(min_size=1, max_size=2 * TAIL))
+def test_the_tip_after_an_append_keeps_the_last_bytes_of_the_file(
+    tail: bytes, written: bytes
+) -> None:
+    """The stamp after an append holds the last TAIL bytes of what was there and what was
+    written, however short either is."""
+    stamp = Stamp(identity=(1, 2), size=len(tail), tail=tail, next_quarantine="q")
+    tip = Tip(
+        name="n",
+        head=(),
+        lamport=0,
+        size=len(tail),
+        torn=None,
+        events=0,
+        repaired=frozenset(),
+        stamp=stamp,
+    )
+    event = Event("0" * 32, 1, (), (0, 1), "note.added", 1, {"text": "t"}, {})
+    after = tip_after(tip, [event], written)
+    assert isinstance(after.stamp, Stamp)
+    assert after.stamp.tail == (tail + written)[-TAIL:]
+    assert after.stamp.size == len(tail) + len(written) == after.size
+    assert (after.head, after.lamport, after.events) == ((event.id,), 1, 1)

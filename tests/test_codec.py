@@ -185,6 +185,23 @@ def test_every_payload_type_round_trips(type_name: str, data: st.DataObject) -> 
     assert codec.is_canonical_line(line[:-1])
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(payloads=st.lists(PAYLOADS, min_size=1, max_size=4), key=st.sampled_from([None, "k"]))
+def test_a_sealed_batch_is_the_events_its_lines_replay_to(
+    payloads: list[Any], key: str | None
+) -> None:
+    """seal_batch parses back only each payload (the batch's provenance once): its events
+    equal, field by field and type by type, those a replay parses from the lines."""
+    drafts = [draft(payload, key=key) for payload in payloads]
+    events, lines = record.seal_batch(drafts, ("0" * 32, "1" * 32), 7)
+    replayed = [record.from_record(codec.loads(line[:-1])) for line in lines]
+    assert list(events) == replayed
+    for sealed, parsed in zip(events, replayed, strict=True):
+        assert [type(value) for value in sealed] == [type(value) for value in parsed]
+        assert codec.id_of_line(lines[events.index(sealed)][:-1]) == sealed.id
+    assert [event.part for event in events] == [(i, len(drafts)) for i in range(len(drafts))]
+
+
 @settings(max_examples=150, deadline=None)
 @given(payload=PAYLOADS)
 def test_sealing_twice_gives_the_same_bytes(payload: Any) -> None:

@@ -4,6 +4,7 @@ with the same line, event and message; replay through a sink gives the same stat
 
 from __future__ import annotations
 
+import hashlib
 from functools import partial
 from typing import Any
 
@@ -226,3 +227,43 @@ def test_a_batch_cut_after_any_middle_part_never_reaches_the_sink(kept: int) -> 
     tip = chain.stream(blob, NAME, partial(evolve, state))
     assert state.notes == ["na"]
     assert tip.torn is not None and tip.torn.line == 2
+
+
+def test_any_edit_of_a_line_before_its_record_is_refused_as_the_check_refuses_it() -> None:
+    """The bytes before the hashed record (`{"id":"<id>",`) are checked by their shape and the
+    parsed id: every bit flipped there, every id spelled with an escape, a space or a second
+    "id" key, is refused by the hot loop with the step-by-step check's error."""
+    lines = _ledger([([(0, "a"), (1, "b")], None, 0), ([(0, "c")], None, 0)])
+    line = lines[1]
+    event_id = line[7:39].decode()
+    edits = [
+        line[:offset] + bytes([line[offset] ^ (1 << bit)]) + line[offset + 1 :]
+        for offset in range(codec.BODY_START)
+        for bit in range(8)
+    ]
+    edits += [
+        line.replace(event_id[:6].encode(), b"\\u00" + event_id[:2].encode(), 1),
+        b" " + line,
+        line.replace(b'",', b'" ,', 1),
+        b'{"id":"' + event_id.encode() + b'","id":"' + event_id.encode() + b'",' + line[41:],
+        b'{"id":"' + event_id.upper().encode() + line[39:],
+        # forged: an id that is the hash of what follows a prefix of another shape
+        _forged(b'{ "id":"', b'",', line[41:]),
+        _forged(b'{"id":"', b'" ,', line[41:]),
+        _forged(b'{"id":"', b'"\n,', line[41:]),
+    ]
+    for edited in edits:
+        candidate = [lines[0], edited, *lines[2:]]
+        fast_events, fast_error = fast_walk(candidate)
+        slow_events, slow_error = reference_walk(candidate)
+        assert fast_error is not None or edited == line
+        assert (fast_events, fast_error) == (slow_events, slow_error)
+
+
+def _forged(before: bytes, after: bytes, record: bytes) -> bytes:
+    """`before` + id + `after` + `record`, the id being the hash the store would compute for
+    the line (that of "{" and the bytes from offset BODY_START on): it verifies unless the
+    bytes before the record are checked."""
+    head = before + b"0" * codec.ID_HEX + after
+    claimed = hashlib.sha256(b"{" + (head + record)[codec.BODY_START :]).hexdigest()
+    return before + claimed[: codec.ID_HEX].encode() + after + record

@@ -49,8 +49,9 @@ def sorted_json(value: Any) -> str:
     the canonical encoding's): fast, and equal for equal JSON values."""
     if _orjson is None:
         return canonical_json(value)
-    try:
-        return str(_orjson.dumps(value, option=_orjson.OPT_SORT_KEYS), "utf-8")
+    try:  # bytes.decode: half the cost of str(bytes, "utf-8"), the same text
+        text: str = _orjson.dumps(value, option=_orjson.OPT_SORT_KEYS).decode()
+        return text
     except TypeError:
         pass
     # numpy scalars or int keys: first make them the plain data they are stored as, so a

@@ -78,7 +78,10 @@ def tip_after(tip: Tip, events: Sequence[Event], written: bytes) -> Tip:
         stamp=Stamp(
             identity=stamp.identity,
             size=size,
-            tail=(stamp.tail + written)[-TAIL:],
+            # the last TAIL bytes of tail + written, without copying the whole of both
+            tail=written[-TAIL:]
+            if len(written) >= TAIL
+            else stamp.tail[len(written) - TAIL :] + written,
             next_quarantine=stamp.next_quarantine,
         ),
         cursor=cursor,

@@ -7,13 +7,12 @@ optimistic concurrency, re-render MEMORY.md. The CLI is a thin layer over it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
-from ledger.domain.replay import evolve, replay
+from ledger.domain.replay import evolve, folder, replay
 from ledger.domain.state import State
 from ledger.domain.units import check_op_name
 from ledger.errors import BadInput, Conflict, HandBack, LedgerError
@@ -126,7 +125,7 @@ class OpLedger:
         if kept is not None:
             if self.store.unchanged_since(kept.tip):
                 return kept
-            tip = self.store.stream_after(kept.tip, partial(evolve, kept.state))
+            tip = self.store.stream_after(kept.tip, folder(kept.state))
             if tip is not None:
                 self._loaded = Loaded(tip=tip, state=kept.state)
                 return self._loaded
@@ -141,7 +140,7 @@ class OpLedger:
                 self._loaded = Loaded(tip=restored.tip, state=restored.state)
                 return self._loaded
         state = State()
-        tip = self.store.stream(partial(evolve, state))
+        tip = self.store.stream(folder(state))
         self._loaded = Loaded(tip=tip, state=state)
         self._snapshot, self._from_snapshot = None, False
         return self._loaded

@@ -70,8 +70,9 @@ class DurableAppend:
     JSON (the standard library's encoder: committed bytes may not depend on an optional
     package) and the provenance once for the events that share it, place both in the fixed
     envelope and hash the line, one write, one fsync. That is the product's cheapest known
-    encoding; the floor leaves out its typed payloads (cattrs), its re-read of each sealed line,
-    its check of the file's identity and last bytes, and its quarantine check.
+    encoding; the floor leaves out its typed payloads (cattrs), its parse of each sealed payload
+    (and of the batch's provenance) back into the events it returns, its check of the file's
+    identity and last bytes, and its quarantine check.
     """
 
     def __init__(self, path: Path) -> None:

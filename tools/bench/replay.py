@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import gc
 import statistics
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ledger.domain.replay import evolve
+from ledger.domain.replay import folder
 from ledger.domain.state import State
 from ledger.log.store import FileStore
 from tools.bench import floors
@@ -32,7 +31,7 @@ def full_replay(path: Path) -> State:
     """What every command does first (OpLedger.load): verify every line's id and place in the
     chain, and fold each event into the state as it is verified."""
     state = State()
-    FileStore(path).stream(partial(evolve, state))  # a new store: nothing cached
+    FileStore(path).stream(folder(state))  # a new store: nothing cached
     return state
 
 
