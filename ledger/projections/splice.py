@@ -116,6 +116,8 @@ def newline_of(text: str) -> str:
 
 def normalize_newlines(text: str) -> str:
     """`text` with every line end as LF (digests are taken over this form)."""
+    if "\r" not in text:  # LF only, as this code writes it: the text is its own normal form
+        return text
     return _NEWLINE.sub("\n", text)
 
 
