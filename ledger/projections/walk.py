@@ -155,7 +155,11 @@ class _Prefix:
     def step(self, attempt: Attempt) -> Step:
         """The attempt's step, moving the best on when it was adopted (as `timeline.steps`)."""
         before = attempt.compared_us if attempt.compared_us is not None else self.best_us
-        step = Step(attempt, self.best_config, before)
+        # A kept walk's step keeps what the sections render of it (`timeline.kept_text`): it
+        # holds a settled attempt, which only a merge changes again, and that bumps
+        # `finished_revision`, so the walk is then rebuilt with new steps.
+        texts: dict[str, Any] | None = {} if self.shown_failures is not None else None
+        step = Step(attempt, self.best_config, before, texts)
         if attempt.verdict in _ADOPTED and attempt.failure is None:
             self.best_config = attempt.config
             if attempt.measurement is not None:
