@@ -6,6 +6,7 @@ neither the stage machines nor cattrs."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -557,3 +558,43 @@ def test_a_write_imports_neither_cattrs_nor_markdown_it(cli: Cli) -> None:
         assert json.loads(out)["events"][0]["type"] == "note.added"
         assert "ledger.schema.events" in modules  # the check can fail
         assert "cattrs" not in modules and "markdown_it" not in modules
+
+
+def _json_safe_reference(value: object) -> object:
+    """`_json_safe` as it was first written: every value checked by isinstance."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe_reference(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe_reference(v) for v in value]
+    return value
+
+
+_PLAIN = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
+_VALUES = st.recursive(
+    _PLAIN,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(
+    status=st.dictionaries(st.text(max_size=3), _VALUES),
+    added=st.dictionaries(st.text(max_size=3), _VALUES),
+)
+def test_json_safe_and_the_resume_it_builds_are_those_of_the_reference(
+    status: dict[str, object], added: dict[str, object]
+) -> None:
+    """The views' JSON-safe copy takes plain values first, and resume makes only the fields it
+    adds to an already safe status safe: the same values, in the same key order, as before."""
+    safe = view_cache._json_safe(status)
+    assert repr(safe) == repr(_json_safe_reference(status))
+    merged = {**safe, **view_cache._json_safe(added)}
+    reference = _json_safe_reference({**safe, **added})
+    assert isinstance(reference, dict)
+    assert repr(merged) == repr(reference) and list(merged) == list(reference)

@@ -97,11 +97,14 @@ def cached_views(
     return rendered, warnings
 
 
-def remember(path: Path, op: str, state: State, head: str) -> bool:
+def remember(
+    path: Path, op: str, state: State, head: str, now: dict[str, Any] | None = None
+) -> bool:
     """Cache the views of `state`, the state of the ledger at `path` whose last event is
     `head` (just appended by this process), so that the next `status` is a hit; True when
     written. Nothing is written when the file no longer ends with that event's complete line
-    (another writer got in, or left a torn tail)."""
+    (another writer got in, or left a torn tail). `now`: the ledger's `position` read after
+    the append, when the caller read it already (the state snapshot's seal needs it too)."""
     if disabled():
         return False
     try:
@@ -110,7 +113,8 @@ def remember(path: Path, op: str, state: State, head: str) -> bool:
         # The command's events are durable already: a view that cannot be rendered must not
         # make it look failed. `status` renders on its own and reports the bug there.
         return False
-    now = position(path)
+    if now is None:
+        now = position(path)
     if now is None or now["head"] != head:
         return False
     _write_entry(path.parent / CACHE_DIR, _key(op, now), rendered)
@@ -122,7 +126,8 @@ def render(state: State, warnings: list[str]) -> Rendered:
     from ledger.projections import views
 
     status = _json_safe({**views.status(state), "warnings": warnings})
-    resume = _json_safe({**status, **views.resume_fields(state, status["allowed"])})
+    # `status` is JSON-safe already: only the fields resume adds are made so.
+    resume = {**status, **_json_safe(views.resume_fields(state, status["allowed"]))}
     return {
         "status": {"json": codec.canonical_json(status), "text": views.status_text(status)},
         "resume": {"json": codec.canonical_json(resume), "text": views.resume_text(resume)},
@@ -150,6 +155,9 @@ def _json_safe(value: Any) -> Any:
     """`value` with every float JSON cannot carry (an infinity, NaN) as null: a value an older
     release recorded (a target so small that Baseline/Target overflows) must never make a read
     command fail (R11)."""
+    kind = type(value)  # the usual plain types first: status walks a few hundred values
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):

@@ -135,14 +135,17 @@ def remember(
     tip: Tip | None,
     restored: Restored | None,
     warm: Callable[[State], None] | None = None,
+    now: dict[str, Any] | None = None,
 ) -> Restored | None:
     """After this process verified (or appended) up to `tip`, with `state` the ledger's state
     there: keep it for the next command. Writes the seal when `restored`'s snapshot covers all
     but a short tail, else a new snapshot, after `warm` built the indexes it should carry in
-    `state.derived`. Returns what the next call should extend."""
+    `state.derived`. Returns what the next call should extend. `now`: the ledger's position
+    (`view_cache.position`) when the caller read it already."""
     if tip is None or not isinstance(tip.stamp, Stamp) or tip.cursor is None:
         return None  # a tip that cannot be resumed from (a torn tail, a repair to make)
-    now = view_cache.position(store.path)
+    if now is None:
+        now = view_cache.position(store.path)
     if now is None or now["size"] != tip.size or now["head"] not in tip.head:
         return None  # another writer got in since: its own command keeps its state
     folder = store.path.parent / view_cache.CACHE_DIR
