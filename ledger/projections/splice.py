@@ -281,9 +281,12 @@ def recall_markers(path: Path | str, text: str) -> None:
     record = _record_path(Path(path))
     if record is None:
         return
+    data = view_cache.read_cache_file(record)
+    if data is None:
+        return
     try:
-        kept = json.loads(record.read_bytes())
-    except (OSError, ValueError):
+        kept = json.loads(data)
+    except ValueError:
         return
     key = _digest(text)
     if not isinstance(kept, dict) or kept.get("sha256") != key:

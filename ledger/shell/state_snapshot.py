@@ -196,7 +196,8 @@ def remember(
     length = len(head).to_bytes(LENGTH_BYTES, "big")
     data = b"".join([MAGIC, _tag(secret, [length, head]), length, head, *parts])
     del parts, head
-    if not view_cache.write_cache_file(folder, SNAPSHOT_NAME, data):
+    # Replaced by a rename: a process that restored the previous one reads it in parts.
+    if not view_cache.write_cache_file(folder, SNAPSHOT_NAME, data, in_place=False):
         return None
     return Restored(state, tip, nonce, tip.size)
 
@@ -384,9 +385,12 @@ def _lazy_attempts(reader: _PartReader, header: dict[str, Any]) -> LazyAttempts:
 
 def _read_seal(path: Path, nonce: str) -> dict[str, Any] | None:
     """The position recorded by the seal of snapshot `nonce`, or None."""
+    data = view_cache.read_cache_file(path)
+    if data is None:
+        return None
     try:
-        seal = codec.loads(path.read_bytes())
-    except (OSError, ValueError):
+        seal = codec.loads(data)
+    except ValueError:
         return None
     if not isinstance(seal, dict) or seal.get("snapshot") != nonce:
         return None
