@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from ledger.cli import COMMAND_MODULES
 from ledger.cli import inspect as cli_inspect
 from ledger.cli import status as cli_status
-from ledger.projections import view_cache, views
+from ledger.projections import cache_file, view_cache, views
 from ledger.shell.api import OpLedger
 from stages import commands as cmd
 
@@ -37,7 +37,7 @@ def _cache(cli: Cli, op: str = OP) -> Path:
 
 def _entry(path: Path) -> dict[str, Any]:
     """The entry written as `path` (under its digest line), as JSON."""
-    data = view_cache.read_cache_file(path)
+    data = cache_file.read_cache_file(path)
     assert data is not None, f"{path} is not a whole cache file"
     found: dict[str, Any] = json.loads(data)
     return found
@@ -45,7 +45,7 @@ def _entry(path: Path) -> dict[str, Any]:
 
 def _write_entry(path: Path, entry: object) -> None:
     """Write `entry` as the view cache writes one (a whole file, under its digest line)."""
-    assert view_cache.write_cache_file(path.parent, path.name, json.dumps(entry).encode())
+    assert cache_file.write_cache_file(path.parent, path.name, json.dumps(entry).encode())
 
 
 def _run(cli: Cli, args: list[str], *, as_json: bool, cached: bool) -> Result:
@@ -248,7 +248,7 @@ def test_a_corrupt_entry_is_ignored_and_rewritten(cli: Cli, garbage: bytes, whol
     cli.ok("status", OP)
     entry = _cache(cli) / view_cache.ENTRY_NAME
     if whole:
-        assert view_cache.write_cache_file(entry.parent, entry.name, garbage)
+        assert cache_file.write_cache_file(entry.parent, entry.name, garbage)
     else:
         entry.write_bytes(garbage)
     _same_as_uncached(cli)
@@ -267,13 +267,13 @@ def test_an_entry_written_half_or_by_two_writers_at_once_is_a_miss(cli: Cli) -> 
     other = json.dumps({**entry, "views": {"status": lie, "resume": lie}}).encode()
     for torn in (whole[: len(whole) // 2], whole[:-1], whole[:200] + b" " * (len(whole) - 200)):
         path.write_bytes(torn)
-        assert view_cache.read_cache_file(path) is None
+        assert cache_file.read_cache_file(path) is None
         _same_as_uncached(cli)
         assert "lie" not in cli.ok("status", OP)
     _write_entry(path, json.loads(other))
     mixed = whole[:150] + path.read_bytes()[150:]  # the key of one, the views of another
     path.write_bytes(mixed)
-    assert view_cache.read_cache_file(path) is None
+    assert cache_file.read_cache_file(path) is None
     assert "lie" not in cli.ok("status", OP)
     _same_as_uncached(cli)
 
@@ -388,7 +388,8 @@ def test_a_cache_that_cannot_be_written_never_fails_the_command(
     def read_only(*_args: object) -> None:
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr(view_cache, "_replace", read_only)
+    monkeypatch.setattr(cache_file, "_replace", read_only)  # a rename (a new file)
+    monkeypatch.setattr(cache_file, "_overwrite", read_only)  # a rewrite in place
     _same_as_uncached(cli)
     monkeypatch.undo()
     shutil.rmtree(_cache(cli), ignore_errors=True)

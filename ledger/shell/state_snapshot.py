@@ -66,7 +66,7 @@ from ledger.log import codec
 from ledger.log.chain import Tip, paused_gc
 from ledger.log.store import FileStore
 from ledger.log.tip_stamp import Stamp
-from ledger.projections import view_cache
+from ledger.projections import cache_file, view_cache
 
 # Bumped whenever what a snapshot holds changes shape (2: the walker's seen ids packed, the
 # attempts compacted and written after the rest: ledger/log/lamport_table.py,
@@ -150,7 +150,7 @@ def remember(
         return None  # another writer got in since: its own command keeps its state
     folder = store.path.parent / view_cache.CACHE_DIR
     if restored is not None and tip.size - restored.base <= TAIL_LIMIT:
-        view_cache.write_cache_file(
+        cache_file.write_cache_file(
             folder,
             SEAL_NAME,
             codec.canonical_json({"snapshot": restored.nonce, "position": now}).encode("utf-8"),
@@ -197,7 +197,7 @@ def remember(
     data = b"".join([MAGIC, _tag(secret, [length, head]), length, head, *parts])
     del parts, head
     # Replaced by a rename: a process that restored the previous one reads it in parts.
-    if not view_cache.write_cache_file(folder, SNAPSHOT_NAME, data, in_place=False):
+    if not cache_file.write_cache_file(folder, SNAPSHOT_NAME, data, in_place=False):
         return None
     return Restored(state, tip, nonce, tip.size)
 
@@ -385,7 +385,7 @@ def _lazy_attempts(reader: _PartReader, header: dict[str, Any]) -> LazyAttempts:
 
 def _read_seal(path: Path, nonce: str) -> dict[str, Any] | None:
     """The position recorded by the seal of snapshot `nonce`, or None."""
-    data = view_cache.read_cache_file(path)
+    data = cache_file.read_cache_file(path)
     if data is None:
         return None
     try:
