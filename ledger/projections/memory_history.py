@@ -102,8 +102,20 @@ def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
 
 def render_failed(state: State, op: str = "OP", walk: Sequence[Step] | Walk | None = None) -> str:
     """Every failed or rolled-back attempt: the ledger refuses to retry them (R8, R9)."""
-    parts = [heading("failed")]
     walked = walk_of(state, walk)
+    if walked.rendered is None or len(walked.failed) != walked.kept_failed:
+        return _render_failed(walked, op)
+    # Every failure is in the kept part of the walk, which only grows: the section is that of
+    # its first `len(failed)` failures, with the no-gain count (a `try` changes neither).
+    key = (op, len(walked.failed), walked.no_gain)
+    found = walked.rendered.get("failed")
+    if found is None or found[0] != key:
+        found = walked.rendered["failed"] = (key, _render_failed(walked, op))
+    return found[1]
+
+
+def _render_failed(walked: Walk, op: str) -> str:
+    parts = [heading("failed")]
     failed = walked.failed
     no_gain = walked.no_gain
     if not failed:

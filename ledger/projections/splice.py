@@ -284,6 +284,9 @@ def recall_markers(path: Path | str, text: str) -> None:
     record = _record_path(Path(path))
     if record is None:
         return
+    key = _digest(text)
+    if key in _known_markers:  # this process wrote or read that very text: nothing to read
+        return
     data = cache_file.read_cache_file(record)
     if data is None:
         return
@@ -291,7 +294,6 @@ def recall_markers(path: Path | str, text: str) -> None:
         kept = json.loads(data)
     except ValueError:
         return
-    key = _digest(text)
     if not isinstance(kept, dict) or kept.get("sha256") != key:
         return
     markers = kept.get("markers")
