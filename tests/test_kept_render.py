@@ -5,16 +5,22 @@ pickle round trips (the state snapshot carries them), and after a change of each
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Sequence
+from pathlib import Path
 
 import memory_states
+from cli_harness import OP, Cli, frontend
 
+from ledger.cli.base import KeptLedgers, open_ledgers
 from ledger.domain.replay import evolve
 from ledger.domain.state import Evidence, Relaxation, State, TargetSheet
 from ledger.log.record import Draft, Event
-from ledger.projections import view_cache
+from ledger.projections import cache_file, view_cache
+from ledger.projections.memory_file import Position, render_memory
 from ledger.projections.memory_sections import render_sections
+from ledger.shell.api import OpLedger
 from stages.policy import effective_policy
 from tools.bench.generate import Driver, SealSink
 
@@ -100,3 +106,39 @@ def test_each_input_a_kept_section_reads_renders_it_again() -> None:
     assert relaxed != sheet
     state.relaxations.insert(0, state.relaxations.pop())  # re-ordered: another is the latest
     assert _same_as_cold(state)["target-sheet"] != relaxed
+
+
+def test_a_warm_server_writes_the_memory_and_views_a_fresh_replay_renders(tmp_path: Path) -> None:
+    """Commands run on kept OpLedgers (as the MCP server runs them, every kept rendering in
+    play) leave after each step MEMORY.md's sections and the cached views that a state replayed
+    from the ledger's bytes alone renders."""
+    cli = Cli(tmp_path)
+    frontend(cli)
+    token = open_ledgers.set(KeptLedgers())
+    try:
+        steps = [(32, "80us"), (16, "120us"), (48, "79.5us"), (24, None), (40, "60us")]
+        steps += [(56, "200us"), (12, "60.2us"), (8, "90us")]
+        for width, took in steps:
+            config = json.dumps({"vec_tile_shape": [1, 8, 1, width]})
+            cli.ok("candidate", OP, "--config", config, "--prior", f"p{width}")
+            _same_as_a_fresh_replay(cli)
+            if took is None:
+                cli.ok("fail", OP, "pending", "--category", "compile", "--detail", "x")
+            else:
+                verify = ["--output", "y=true", "--layout-exit", "0", "--time", took]
+                cli.ok("verify", OP, "pending", *verify)
+            _same_as_a_fresh_replay(cli)
+    finally:
+        open_ledgers.reset(token)
+
+
+def _same_as_a_fresh_replay(cli: Cli) -> None:
+    folder = cli.root / "custom" / OP
+    written = (folder / "MEMORY.md").read_text("utf-8")
+    state = OpLedger(cli.root, OP).load(snapshot=False).state  # the ledger's bytes only
+    assert not state.derived
+    position = Position(events=state.event_count, last=state.last_event or "")
+    assert render_memory(written, state, effective_policy(state), position) == written
+    entry = cache_file.read_cache_file(folder / view_cache.CACHE_DIR / view_cache.ENTRY_NAME)
+    assert entry is not None
+    assert json.loads(entry)["views"] == view_cache.render(state, [])
