@@ -84,31 +84,56 @@ def _jaccard(first: str, second: str) -> float:
 
 
 @functools.lru_cache(maxsize=4096)
-def _indexed(second: str) -> tuple[frozenset[str], difflib.SequenceMatcher[str]]:
-    """`second`'s words, and a matcher holding difflib's index of it as the second sequence
-    (`b2j` and `fullbcount`). A new idea is compared with every earlier one, and indexing
-    each earlier one anew was most of R9's time (~10 ms a `try` at 10k events); a pure
+def _indexed(second: str) -> difflib.SequenceMatcher[str]:
+    """A matcher holding difflib's index of `second` as the second sequence (`b2j`). Indexing
+    each earlier idea anew was most of R9's time (~10 ms a `try` at 10k events); a pure
     function of the text, so kept by text."""
     import difflib  # here: only a step that compares ideas needs it (~2 ms to import)
 
-    matcher = difflib.SequenceMatcher(None, "", second)
-    matcher.quick_ratio()  # builds fullbcount, which quick_ratio would build per comparison
-    return frozenset(second.split()), matcher
+    return difflib.SequenceMatcher(None, "", second)
+
+
+@functools.lru_cache(maxsize=4096)
+def _signature(text: str) -> tuple[int, frozenset[str], dict[str, int]]:
+    """What the bounds below read of a text: its length, its words, and how many times each
+    character occurs (difflib's `fullbcount`). A pure function of the text, kept by text, so
+    each earlier idea is counted once, and a new idea once per `try`."""
+    counts: dict[str, int] = {}
+    for char in text:
+        counts[char] = counts.get(char, 0) + 1
+    return len(text), frozenset(text.split()), counts
+
+
+def _ratio(matches: int, length: int) -> float:
+    """difflib's `_calculate_ratio`, so that the bounds are the very floats difflib computes."""
+    return 2.0 * matches / length if length else 1.0
 
 
 def _similar(first: str, second: str, threshold: float) -> float | None:
     """`similarity(first, second)` when it reaches `threshold`, else None."""
     # difflib's full ratio is quadratic in the text and runs once per earlier idea; its
-    # cheap upper bounds (quick_ratio >= ratio) rule most pairs out first, same answer.
-    words, indexed = _indexed(second)
-    mine = set(first.split())
-    jaccard = len(mine & words) / len(mine | words) if mine | words else 1.0
-    matcher = copy.copy(indexed)  # its own first sequence; the index of `second` is shared
+    # upper bounds rule most pairs out first, same answer: real_quick_ratio (the lengths)
+    # and quick_ratio (the characters both have), here from each text's kept signature
+    # rather than from a matcher copied and re-pointed at `first` for every earlier idea.
+    length, mine, counts = _signature(first)
+    other_length, words, other_counts = _signature(second)
+    union = len(mine | words)
+    jaccard = len(mine & words) / union if union else 1.0
+    if jaccard < threshold:
+        total = length + other_length
+        if _ratio(min(length, other_length), total) < threshold:
+            return None
+        if len(counts) > len(other_counts):
+            counts, other_counts = other_counts, counts
+        common = 0
+        for char, count in counts.items():
+            other = other_counts.get(char)
+            if other is not None:
+                common += count if count < other else other
+        if _ratio(common, total) < threshold:
+            return None
+    matcher = copy.copy(_indexed(second))  # its own first sequence; the index is shared
     matcher.set_seq1(first)
-    if jaccard < threshold and (
-        matcher.real_quick_ratio() < threshold or matcher.quick_ratio() < threshold
-    ):
-        return None
     score = max(matcher.ratio(), jaccard)
     return score if score >= threshold else None
 

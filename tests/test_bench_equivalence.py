@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from driver import in_stage
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from stages.retry import _similar, normalize_idea, similarity
+from stages import commands as cmd
+from stages.retry import _similar, idea_retry, normalize_idea, similarity
 
 _WORDS = (
     "fuse",
@@ -55,3 +57,42 @@ def test_an_earlier_idea_indexed_once_answers_every_later_comparison_alike(
     for first in firsts:
         assert _similar(first, second, 0.0) == similarity(first, second)
         assert _similar(second, first, 0.0) == similarity(second, first)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    earlier=st.lists(st.tuples(_IDEAS, st.booleans()), min_size=1, max_size=8),
+    idea=_IDEAS,
+    threshold=st.sampled_from([0.5, 0.75, 0.9, 1.0]),
+)
+def test_r9_refuses_the_idea_a_scan_of_every_earlier_one_with_the_full_score_names(
+    earlier: list[tuple[str, bool]], idea: str, threshold: float
+) -> None:
+    """R9 compares a new idea with each earlier one by kept signatures and bounds before
+    difflib's ratio: it refuses (or allows) exactly as comparing it in full with every earlier
+    unsuccessful idea in start order does, and names the same earlier attempt."""
+    driver = in_stage("algorithm")
+    driver.run(cmd.SetPolicy(key="retry_similarity", value=threshold))
+    tried: list[tuple[str, str, bool]] = []  # (attempt, idea, unsuccessful)
+    for number, (text, slower) in enumerate(earlier):
+        words = f"{text} idea {number}"  # each started: no earlier idea refuses it
+        attempt = driver.start(cmd.TryAlgorithm(description=words, override="set-up"))
+        driver.verify(attempt, 120.0 if slower else 90.0 - number)
+        tried.append((attempt, words, slower))
+    new = normalize_idea(idea)
+    unsuccessful = [
+        (attempt, words)
+        for attempt, words, _slower in tried
+        if driver.state.attempts[attempt].verdict in ("rollback", "no-gain")
+    ]
+    assert len(unsuccessful) == sum(slower for _a, _w, slower in tried)
+    expected = next(
+        (a for a, words in unsuccessful if similarity(new, normalize_idea(words)) >= threshold),
+        None,
+    )
+    refusal = idea_retry(driver.state, idea)
+    event("refused" if expected else "allowed")
+    if expected is None:
+        assert refusal is None
+    else:
+        assert refusal is not None and f"repeats attempt {expected} " in refusal.message

@@ -261,3 +261,49 @@ def test_a_ledger_rewritten_behind_its_back_is_read_again_whole(tmp_path: Path) 
     assert seen["status"]["events"] == lines
     assert "written on the other branch" in json.dumps(seen["after"])
     assert "written on the other branch" not in json.dumps(seen["before"])
+
+
+def test_a_quick_step_runs_on_the_servers_thread_and_a_long_one_on_a_worker(
+    tmp_path: Path,
+) -> None:
+    """A step runs where the server's loop runs unless it may take long (a tool that runs a
+    verifier or reads every ledger, a step given `run`) or another command holds the invoker:
+    then on a worker thread, so the server keeps answering."""
+    import threading
+
+    from ledger.mcp import server
+    from ledger.mcp.invoke import Invoker
+
+    invoker = Invoker(tmp_path)
+    ran_on: list[threading.Thread] = []
+
+    def step(op: str, run: str | None = None) -> str:
+        ran_on.append(threading.current_thread())
+        return f"{op} done"
+
+    async def calls() -> None:
+        loop_thread = threading.current_thread()
+        quick = server._served("try", step, invoker)
+        assert await quick(op="a") == "a done" and ran_on[-1] is loop_thread
+        assert await quick(op="b", run="python verify.py") == "b done"
+        assert ran_on[-1] is not loop_thread
+        assert server._served("measure", step, invoker) is step  # the SDK threads it
+        held, release = threading.Event(), threading.Event()
+
+        def busy() -> None:
+            with invoker.lock:
+                held.set()
+                release.wait(10)
+
+        holder = threading.Thread(target=busy)
+        holder.start()
+        held.wait(10)
+        try:
+            assert await quick(op="c") == "c done"
+            assert ran_on[-1] is not loop_thread  # the invoker was busy
+        finally:
+            release.set()
+            holder.join()
+        assert await quick(op="d") == "d done" and ran_on[-1] is loop_thread
+
+    anyio.run(calls)

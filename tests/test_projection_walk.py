@@ -10,6 +10,8 @@ import pickle
 from collections.abc import Sequence
 from typing import Any
 
+import memory_states
+
 from ledger.domain.replay import evolve
 from ledger.domain.state import Attempt, State
 from ledger.log.record import Draft, Event
@@ -81,3 +83,34 @@ def _steps_held(root: Any) -> int:
         held += isinstance(node, Step)
         todo.extend(gc.get_referents(node))
     return held
+
+
+def _cold_sections(state: State) -> dict[str, str]:
+    cold = Walk.of(steps(state))
+    op = state.op or "OP"
+    return {
+        "adopted": _ended(memory_history.render_adopted(state, op, cold)),
+        "failed": _ended(memory_history.render_failed(state, op, cold)),
+        "history": _ended(memory_history.render_history(state, op, steps(state))),
+    }
+
+
+def test_rows_kept_on_the_kept_walk_are_rendered_again_once_a_merge_changes_a_settled_attempt() -> (
+    None
+):
+    """The kept walk's steps keep their rendered rows, so a re-render formats only new rows;
+    when a merge changes an attempt that had settled (the fold bumps finished_revision), the
+    rows shown are those of the changed attempt, as a fresh walk renders them."""
+    state = memory_states.campaign(60)
+    policy = effective_policy(state)
+    first = render_sections(state, policy)
+    kept = state.derived["walk"][1]
+    shown = [s for s in kept.failed.items if s.texts]
+    assert shown and all("failed" in s.texts for s in shown)  # rendered once, kept
+    assert render_sections(state, policy) == first  # rendered again from the kept rows
+    changed = shown[-1].attempt
+    changed.failure, changed.detail = "oom", "merged: out of memory on the other branch"
+    state.finished_revision += 1  # as replay does when a settled attempt changes again
+    again = render_sections(state, policy)
+    assert again["failed"] != first["failed"] and "merged: out of memory" in again["failed"]
+    assert {name: again[name] for name in ("adopted", "failed", "history")} == _cold_sections(state)

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from ledger.domain.lazy_attempts import LazyAttempts
 from ledger.git import merge
 from ledger.log.store import FileStore
-from ledger.projections import splice, view_cache
+from ledger.projections import cache_file, splice, view_cache
 from ledger.projections import walk as walk_mod
 from ledger.shell import provenance, state_snapshot
 from ledger.shell.api import OpLedger
@@ -396,10 +396,16 @@ def test_a_seal_of_another_snapshot_or_position_is_ignored(
     seal = _cache(cli.root) / state_snapshot.SEAL_NAME
     store = FileStore(cli.ledger())
     assert state_snapshot.restore(store, OP, lambda *_: None) is not None
-    text = seal.read_text()
-    seal.write_text(text.replace('"snapshot":"', '"snapshot":"0'))
+    data = cache_file.read_cache_file(seal)
+    assert data is not None  # written whole, under its digest line
+    cache_file.write_cache_file(
+        seal.parent, seal.name, data.replace(b'"snapshot":"', b'"snapshot":"0')
+    )
     assert state_snapshot.restore(store, OP, lambda *_: None) is None
-    seal.write_text(text)
+    seal.write_bytes(data)  # the right seal, but not under its digest line
+    assert state_snapshot.restore(store, OP, lambda *_: None) is None
+    cache_file.write_cache_file(seal.parent, seal.name, data)
+    assert state_snapshot.restore(store, OP, lambda *_: None) is not None  # the premise
     with cli.ledger().open("ab") as file:  # an append that wrote no seal (another tool)
         file.write(b"")
     os.utime(cli.ledger())
@@ -535,7 +541,8 @@ def test_check_never_reads_the_marker_record(cli: Cli) -> None:
     assert truth.code == 7
     record = _record(cli.root)
     digest = splice._digest(memory.read_text("utf-8"))
-    record.write_text(f'{{"sha256":"{digest}","markers":[]}}', "utf-8")
+    forged = f'{{"sha256":"{digest}","markers":[]}}'.encode()
+    assert cache_file.write_cache_file(record.parent, record.name, forged)  # a whole record
     splice._known_markers.clear()
     assert cli("check", OP) == truth
 

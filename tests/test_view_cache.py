@@ -6,12 +6,14 @@ neither the stage machines nor cattrs."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_harness import OP, Cli, Result, frontend, new_op, pending, run_main
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 from ledger.cli import COMMAND_MODULES
 from ledger.cli import inspect as cli_inspect
 from ledger.cli import status as cli_status
-from ledger.projections import view_cache, views
+from ledger.projections import cache_file, view_cache, views
 from ledger.shell.api import OpLedger
 from stages import commands as cmd
 
@@ -31,6 +33,19 @@ NO_CACHE = {view_cache.NO_CACHE_ENV: "1"}
 
 def _cache(cli: Cli, op: str = OP) -> Path:
     return cli.root / "custom" / op / view_cache.CACHE_DIR
+
+
+def _entry(path: Path) -> dict[str, Any]:
+    """The entry written as `path` (under its digest line), as JSON."""
+    data = cache_file.read_cache_file(path)
+    assert data is not None, f"{path} is not a whole cache file"
+    found: dict[str, Any] = json.loads(data)
+    return found
+
+
+def _write_entry(path: Path, entry: object) -> None:
+    """Write `entry` as the view cache writes one (a whole file, under its digest line)."""
+    assert cache_file.write_cache_file(path.parent, path.name, json.dumps(entry).encode())
 
 
 def _run(cli: Cli, args: list[str], *, as_json: bool, cached: bool) -> Result:
@@ -171,7 +186,7 @@ def test_a_torn_tail_warns_as_without_the_cache_and_is_not_cached(cli: Cli) -> N
     _same_as_uncached(cli)
     status = cli.ok("status", OP)
     assert len(status["warnings"]) == 1 and "torn tail" in status["warnings"][0]
-    entry = json.loads((_cache(cli) / view_cache.ENTRY_NAME).read_text("utf-8"))
+    entry = _entry(_cache(cli) / view_cache.ENTRY_NAME)
     assert entry["key"]["ledger"]["size"] != cli.ledger().stat().st_size
     cli.ok("note", OP, "--text", "after the crash")  # quarantines the tail
     _same_as_uncached(cli)
@@ -225,14 +240,61 @@ def test_an_edit_in_the_middle_is_refused_even_with_an_entry(
 
 
 @pytest.mark.parametrize("garbage", [b"", b"{", b"not json", b"[]", b'{"key": 1}', b"\xff\xfe"])
-def test_a_corrupt_entry_is_ignored_and_rewritten(cli: Cli, garbage: bytes) -> None:
-    """An entry that is empty, partial, not JSON, or of another shape is a miss."""
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_corrupt_entry_is_ignored_and_rewritten(cli: Cli, garbage: bytes, whole: bool) -> None:
+    """An entry that is empty, partial, not JSON, or of another shape is a miss: written
+    whole (under its digest) or not (bytes without the digest line)."""
     frontend(cli)
     cli.ok("status", OP)
     entry = _cache(cli) / view_cache.ENTRY_NAME
-    entry.write_bytes(garbage)
+    if whole:
+        assert cache_file.write_cache_file(entry.parent, entry.name, garbage)
+    else:
+        entry.write_bytes(garbage)
     _same_as_uncached(cli)
-    assert json.loads(entry.read_text("utf-8"))["views"]["status"]["json"]
+    assert _entry(entry)["views"]["status"]["json"]
+
+
+def test_an_entry_written_half_or_by_two_writers_at_once_is_a_miss(cli: Cli) -> None:
+    """An entry is rewritten in place: a reader that meets it half written (its end missing)
+    or mixed with another entry of the same length finds its digest wrong, and recomputes."""
+    frontend(cli)
+    cli.ok("status", OP)
+    path = _cache(cli) / view_cache.ENTRY_NAME
+    whole = path.read_bytes()
+    entry = _entry(path)
+    lie = {"json": json.dumps({"op": OP, "lie": True}), "text": "a lie"}
+    other = json.dumps({**entry, "views": {"status": lie, "resume": lie}}).encode()
+    for torn in (whole[: len(whole) // 2], whole[:-1], whole[:200] + b" " * (len(whole) - 200)):
+        path.write_bytes(torn)
+        assert cache_file.read_cache_file(path) is None
+        _same_as_uncached(cli)
+        assert "lie" not in cli.ok("status", OP)
+    _write_entry(path, json.loads(other))
+    mixed = whole[:150] + path.read_bytes()[150:]  # the key of one, the views of another
+    path.write_bytes(mixed)
+    assert cache_file.read_cache_file(path) is None
+    assert "lie" not in cli.ok("status", OP)
+    _same_as_uncached(cli)
+
+
+def test_a_link_in_the_cache_folder_is_replaced_never_written_through(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A symbolic or hard link planted as the entry (a clone can carry one) is replaced by a
+    file of its own: the file it points to keeps its bytes."""
+    frontend(cli)
+    cli.ok("status", OP)
+    path = _cache(cli) / view_cache.ENTRY_NAME
+    for link in (os.symlink, os.link):
+        target = tmp_path / f"precious-{link.__name__}"
+        target.write_bytes(b"precious")
+        path.unlink()
+        link(target, path)
+        cli.ok("note", OP, "--text", f"through a {link.__name__}")  # rewrites the entry
+        assert target.read_bytes() == b"precious"
+        assert not path.is_symlink() and path.stat().st_nlink == 1
+        assert _entry(path)["views"]["status"]["json"]
 
 
 def test_an_entry_with_the_right_key_and_a_wrong_shape_is_ignored(cli: Cli) -> None:
@@ -240,9 +302,9 @@ def test_an_entry_with_the_right_key_and_a_wrong_shape_is_ignored(cli: Cli) -> N
     frontend(cli)
     cli.ok("status", OP)
     entry_path = _cache(cli) / view_cache.ENTRY_NAME
-    entry = json.loads(entry_path.read_text("utf-8"))
+    entry = _entry(entry_path)
     del entry["views"]["resume"]["text"]
-    entry_path.write_text(json.dumps(entry), "utf-8")
+    _write_entry(entry_path, entry)
     _same_as_uncached(cli)
 
 
@@ -251,7 +313,7 @@ def test_an_entry_of_other_code_is_ignored(cli: Cli, monkeypatch: pytest.MonkeyP
     frontend(cli)
     monkeypatch.setattr(view_cache, "_fingerprint", "other code")
     assert cli("status", OP).code == 0
-    written = json.loads((_cache(cli) / view_cache.ENTRY_NAME).read_text("utf-8"))
+    written = _entry(_cache(cli) / view_cache.ENTRY_NAME)
     assert written["key"]["code"] == "other code"
     monkeypatch.setattr(view_cache, "_fingerprint", None)
     calls = []
@@ -326,7 +388,8 @@ def test_a_cache_that_cannot_be_written_never_fails_the_command(
     def read_only(*_args: object) -> None:
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr(view_cache, "_replace", read_only)
+    monkeypatch.setattr(cache_file, "_replace", read_only)  # a rename (a new file)
+    monkeypatch.setattr(cache_file, "_overwrite", read_only)  # a rewrite in place
     _same_as_uncached(cli)
     monkeypatch.undo()
     shutil.rmtree(_cache(cli), ignore_errors=True)
@@ -364,10 +427,10 @@ def test_audit_and_check_never_read_the_cache(cli: Cli) -> None:
     frontend(cli)
     cli.ok("status", OP)
     entry_path = _cache(cli) / view_cache.ENTRY_NAME
-    entry = json.loads(entry_path.read_text("utf-8"))
+    entry = _entry(entry_path)
     lie = {"json": json.dumps({"op": OP, "lie": True}), "text": "a lie"}
     entry["views"] = {"status": lie, "resume": lie}
-    entry_path.write_text(json.dumps(entry), "utf-8")
+    _write_entry(entry_path, entry)
     assert cli.ok("status", OP) == {"op": OP, "lie": True}  # the premise: it is read
     shutil.move(str(_cache(cli)), str(cli.root / "aside"))
     truth = [cli("audit", OP), cli("check", OP)]
@@ -530,9 +593,9 @@ def test_a_log_view_of_the_wrong_shape_is_no_hit(cli: Cli, log: object) -> None:
     cli.ok("note", OP, "--text", "x")
     truth = _run(cli, ["log", OP, "--limit", "2"], as_json=True, cached=False)
     entry_path = _cache(cli) / view_cache.ENTRY_NAME
-    entry = json.loads(entry_path.read_text("utf-8"))
+    entry = _entry(entry_path)
     entry["views"]["log"] = log
-    entry_path.write_text(json.dumps(entry), "utf-8")
+    _write_entry(entry_path, entry)
     assert _run(cli, ["log", OP, "--limit", "2"], as_json=True, cached=True) == truth
 
 
@@ -557,3 +620,43 @@ def test_a_write_imports_neither_cattrs_nor_markdown_it(cli: Cli) -> None:
         assert json.loads(out)["events"][0]["type"] == "note.added"
         assert "ledger.schema.events" in modules  # the check can fail
         assert "cattrs" not in modules and "markdown_it" not in modules
+
+
+def _json_safe_reference(value: object) -> object:
+    """`_json_safe` as it was first written: every value checked by isinstance."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe_reference(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe_reference(v) for v in value]
+    return value
+
+
+_PLAIN = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
+_VALUES = st.recursive(
+    _PLAIN,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(
+    status=st.dictionaries(st.text(max_size=3), _VALUES),
+    added=st.dictionaries(st.text(max_size=3), _VALUES),
+)
+def test_json_safe_and_the_resume_it_builds_are_those_of_the_reference(
+    status: dict[str, object], added: dict[str, object]
+) -> None:
+    """The views' JSON-safe copy takes plain values first, and resume makes only the fields it
+    adds to an already safe status safe: the same values, in the same key order, as before."""
+    safe = view_cache._json_safe(status)
+    assert repr(safe) == repr(_json_safe_reference(status))
+    merged = {**safe, **view_cache._json_safe(added)}
+    reference = _json_safe_reference({**safe, **added})
+    assert isinstance(reference, dict)
+    assert repr(merged) == repr(reference) and list(merged) == list(reference)

@@ -29,8 +29,9 @@ class Invoker:
         self.root = root
         self.ledgers = KeptLedgers()
         # One command at a time: the commands print through the process's sys.stdout, which
-        # is redirected for each, and one writer per op keeps the kept states simple.
-        self._lock = threading.Lock()
+        # is redirected for each, and one writer per op keeps the kept states simple. Re-entrant:
+        # the server takes it to run a quick step on its own thread (`ledger/mcp/server.py`).
+        self.lock = threading.RLock()
 
     def run(self, argv: list[str]) -> tuple[int, dict[str, Any]]:
         """The command's exit code and JSON object (the CLI's error object when it refused)."""
@@ -54,7 +55,7 @@ class Invoker:
     def run_raw(self, argv: list[str]) -> tuple[int, str]:
         """Run `tune-ledger ARGV` in this process; its exit code and what it printed."""
         out, err = io.StringIO(), io.StringIO()
-        with self._lock, redirect_stdout(out), redirect_stderr(err):
+        with self.lock, redirect_stdout(out), redirect_stderr(err):
             token = open_ledgers.set(self.ledgers)
             try:
                 main(argv)

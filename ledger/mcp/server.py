@@ -15,9 +15,12 @@ are not the optimizer agent's to call:
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.types import Resource
 
@@ -69,6 +72,34 @@ class LedgerServer(MCPServer[Any]):
         return listed
 
 
+# Tools that may run for minutes (a verifier, a kernel check) or read every ledger (audit,
+# priors, report): always on a worker thread, so the server keeps answering meanwhile.
+_ON_A_THREAD = frozenset({"measure", "audit", "check", "check_op", "priors", "report"})
+
+
+def _served(name: str, function: Callable[..., Any], invoker: Invoker) -> Callable[..., Any]:
+    """The tool as the server calls it. A quick step (milliseconds on a warm ledger) runs on
+    the server's own thread when no other command holds the invoker: the SDK would hand a
+    plain function to a worker thread and back, two thread switches that cost a warm call
+    about as much as the step itself on a loaded machine. Anything that may run long (a tool
+    of `_ON_A_THREAD`, a step given `run`), or finds the invoker busy, takes the worker
+    thread as before."""
+    if name in _ON_A_THREAD:
+        return function
+
+    @functools.wraps(function)
+    async def served(**arguments: Any) -> Any:
+        call = functools.partial(function, **arguments)
+        if arguments.get("run") is None and invoker.lock.acquire(blocking=False):
+            try:
+                return call()
+            finally:
+                invoker.lock.release()
+        return await anyio.to_thread.run_sync(call)
+
+    return served
+
+
 def build_server(root: Path) -> MCPServer[Any]:
     """A server for every op under `root` (the folder that holds custom/)."""
     invoker = Invoker(root)
@@ -76,7 +107,7 @@ def build_server(root: Path) -> MCPServer[Any]:
     for name, function in {**StepTools(invoker).tools(), **ReadTools(invoker).tools()}.items():
         # The docstring, on one line: the tool's description as a model reads it.
         description = " ".join((function.__doc__ or "").split())
-        server.add_tool(function, name=name, description=description)
+        server.add_tool(_served(name, function, invoker), name=name, description=description)
     files = OpResources(invoker)
     server.resource("memory://{op}", name="MEMORY.md", mime_type="text/markdown")(files.memory)
     server.resource("spec://{op}", name="SPEC.md", mime_type="text/markdown")(files.spec)

@@ -8,6 +8,7 @@ Cells are cut to a fixed length, so a row stays readable however long the user's
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from itertools import islice
 from typing import Any
@@ -299,22 +300,52 @@ def _point_index(state: State) -> _PointIndex:
 
 
 def _point_row(point: Point, policy: Mapping[str, Any]) -> list[str]:
-    limit = patience(policy, point.stage)
-    if point.is_open:
+    return list(
+        _point_cells(
+            point.stage,
+            point.name,
+            point.is_open,
+            point.outcome,
+            point.reason,
+            point.candidates,
+            point.mutations,
+            point.streak,
+            len(point.attempts),
+            patience(policy, point.stage),
+        )
+    )
+
+
+# A pure function of exactly what a row shows, kept by those values: the table lists the same
+# closed points after every step, and formatting their cells was most of its time.
+@functools.lru_cache(maxsize=1024)
+def _point_cells(
+    stage: str,
+    name: str,
+    is_open: bool,
+    outcome: str | None,
+    reason: str,
+    candidates: int,
+    mutations: int,
+    streak: int,
+    attempts: int,
+    limit: int | None,
+) -> tuple[str, ...]:
+    if is_open:
         condition = "**open**"
     else:
-        condition = md_text(point.outcome or "closed")
-        if point.reason:
-            condition += ": " + md_text(point.reason, 60)
-    return [
-        point.stage,
-        point_cell(point.name),
+        condition = md_text(outcome or "closed")
+        if reason:
+            condition += ": " + md_text(reason, 60)
+    return (
+        stage,
+        point_cell(name),
         condition,
-        str(point.candidates),
-        str(point.mutations),
-        f"{point.streak} / {limit}" if limit else str(point.streak),
-        str(len(point.attempts)),
-    ]
+        str(candidates),
+        str(mutations),
+        f"{streak} / {limit}" if limit else str(streak),
+        str(attempts),
+    )
 
 
 def _group_key(attempt: Attempt) -> tuple[str, str]:

@@ -28,7 +28,7 @@ from ledger.projections.formatting import (
     with_legend,
 )
 from ledger.projections.memory_layout import heading, join_blocks
-from ledger.projections.timeline import Step, baseline_config, outcome
+from ledger.projections.timeline import Step, baseline_config, kept_text, outcome
 from ledger.projections.walk import Walk
 from ledger.projections.walk import walk as warm_walk
 
@@ -87,16 +87,7 @@ def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
         )
     first = len(adopted) - len(shown) + 1
     for number, step in enumerate(shown, first):
-        rows.append(
-            [
-                str(number),
-                md_code(step.attempt.id),
-                step.attempt.stage,
-                point_cell(step.attempt.point),
-                change_text(step),
-                time_text(step),
-            ]
-        )
+        rows.append([str(number), *kept_text(step, "adopted", _adopted_cells)])
     parts.append(
         with_legend(
             md_table(
@@ -111,8 +102,20 @@ def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
 
 def render_failed(state: State, op: str = "OP", walk: Sequence[Step] | Walk | None = None) -> str:
     """Every failed or rolled-back attempt: the ledger refuses to retry them (R8, R9)."""
-    parts = [heading("failed")]
     walked = walk_of(state, walk)
+    if walked.rendered is None or len(walked.failed) != walked.kept_failed:
+        return _render_failed(walked, op)
+    # Every failure is in the kept part of the walk, which only grows: the section is that of
+    # its first `len(failed)` failures, with the no-gain count (a `try` changes neither).
+    key = (op, len(walked.failed), walked.no_gain)
+    found = walked.rendered.get("failed")
+    if found is None or found[0] != key:
+        found = walked.rendered["failed"] = (key, _render_failed(walked, op))
+    return found[1]
+
+
+def _render_failed(walked: Walk, op: str) -> str:
+    parts = [heading("failed")]
     failed = walked.failed
     no_gain = walked.no_gain
     if not failed:
@@ -137,17 +140,7 @@ def render_failed(state: State, op: str = "OP", walk: Sequence[Step] | Walk | No
             with_legend(
                 md_table(
                     ["attempt", "stage", "point", "change", "outcome", "reason"],
-                    [
-                        [
-                            md_code(s.attempt.id),
-                            s.attempt.stage,
-                            point_cell(s.attempt.point),
-                            change_text(s),
-                            outcome(s.attempt),
-                            reason_text(s),
-                        ]
-                        for s in shown
-                    ],
+                    [list(kept_text(s, "failed", _failed_cells)) for s in shown],
                 )
             )
         )
@@ -177,18 +170,7 @@ def render_history(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
             with_legend(
                 md_table(
                     ["#", "attempt", "stage", "point", "change", "result", "time (vs best then)"],
-                    [
-                        [
-                            str(s.attempt.seq),
-                            md_code(s.attempt.id),
-                            s.attempt.stage,
-                            point_cell(s.attempt.point),
-                            change_text(s),
-                            outcome(s.attempt),
-                            time_text(s),
-                        ]
-                        for s in recent
-                    ],
+                    [list(kept_text(s, "history", _history_cells)) for s in recent],
                     align="rllllll",
                 )
             )
@@ -200,3 +182,42 @@ def render_history(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
             head += f" (the {len(shown)} most recent of {len(state.notes)})"
         parts.append(head + "\n\n" + "\n".join(f"- {md_text(n, 300)}" for n in shown) + "\n")
     return join_blocks(parts)
+
+
+# A row's cells that depend on its step alone, kept on the steps of the kept walk
+# (`timeline.kept_text`): re-rendering MEMORY.md after each command then formats only the rows
+# of the attempts that changed, not every row shown.
+def _adopted_cells(step: Step) -> tuple[str, ...]:
+    attempt = step.attempt
+    return (
+        md_code(attempt.id),
+        attempt.stage,
+        point_cell(attempt.point),
+        change_text(step),
+        time_text(step),
+    )
+
+
+def _failed_cells(step: Step) -> tuple[str, ...]:
+    attempt = step.attempt
+    return (
+        md_code(attempt.id),
+        attempt.stage,
+        point_cell(attempt.point),
+        change_text(step),
+        outcome(attempt),
+        reason_text(step),
+    )
+
+
+def _history_cells(step: Step) -> tuple[str, ...]:
+    attempt = step.attempt
+    return (
+        str(attempt.seq),
+        md_code(attempt.id),
+        attempt.stage,
+        point_cell(attempt.point),
+        change_text(step),
+        outcome(attempt),
+        time_text(step),
+    )

@@ -29,7 +29,7 @@ from attrs import frozen
 
 from ledger.errors import BadInput
 from ledger.log.atomic import replace_file
-from ledger.projections import view_cache
+from ledger.projections import cache_file, view_cache
 from ledger.schema.shared_methods import SharedValue
 
 NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
@@ -116,6 +116,8 @@ def newline_of(text: str) -> str:
 
 def normalize_newlines(text: str) -> str:
     """`text` with every line end as LF (digests are taken over this form)."""
+    if "\r" not in text:  # LF only, as this code writes it: the text is its own normal form
+        return text
     return _NEWLINE.sub("\n", text)
 
 
@@ -264,7 +266,10 @@ _known_markers: dict[str, list[tuple[int, str, str]]] = {}
 _KNOWN_TEXTS = 8
 
 
+@functools.lru_cache(maxsize=8)
 def _digest(text: str) -> str:
+    # Kept for the last few texts (a pure function): a render takes the digest of the file it
+    # read, of the text it spliced, and again as it records that text's markers.
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -279,11 +284,16 @@ def recall_markers(path: Path | str, text: str) -> None:
     record = _record_path(Path(path))
     if record is None:
         return
-    try:
-        kept = json.loads(record.read_bytes())
-    except (OSError, ValueError):
-        return
     key = _digest(text)
+    if key in _known_markers:  # this process wrote or read that very text: nothing to read
+        return
+    data = cache_file.read_cache_file(record)
+    if data is None:
+        return
+    try:
+        kept = json.loads(data)
+    except ValueError:
+        return
     if not isinstance(kept, dict) or kept.get("sha256") != key:
         return
     markers = kept.get("markers")
@@ -305,17 +315,22 @@ def _remember_markers(path: Path, text: str) -> None:
     if record is None or key not in _known_markers:
         return
     data = json.dumps({"sha256": key, "markers": _known_markers[key]}, separators=(",", ":"))
-    view_cache.write_cache_file(record.parent, record.name, data.encode("utf-8"))
+    cache_file.write_cache_file(record.parent, record.name, data.encode("utf-8"))
 
 
 def find_sections(text: str) -> list[Section]:
     """The managed sections of `text` in file order; BadInput (with line numbers) if malformed.
     Finding the markers is the cost, and `_marker_lines` keeps them per text."""
     lines = split_lines(text)
+    return _sections_of(lines, _marker_lines(lines))
+
+
+def _sections_of(lines: Sequence[str], markers: Sequence[tuple[int, str, str]]) -> list[Section]:
+    """`find_sections` of the text of `lines`, whose markers are `markers`."""
     sections: list[Section] = []
     seen: dict[str, int] = {}
     opened: tuple[int, str] | None = None
-    for index, kind, name in _marker_lines(lines):
+    for index, kind, name in markers:
         line = index + 1
         if kind == "begin":
             if opened is not None:
@@ -402,7 +417,7 @@ def splice(text: str, sections: Mapping[str, str], order: Sequence[str] | None =
     lines = split_lines(text)
     newline = newline_of(text)
     markers = _marker_lines(lines)
-    existing = {s.name: s for s in find_sections(text)}
+    existing = {s.name: s for s in _sections_of(lines, markers)}
 
     after: dict[int, list[str]] = {}
     before: dict[int, list[str]] = {}
@@ -479,6 +494,7 @@ def splice(text: str, sections: Mapping[str, str], order: Sequence[str] | None =
 _OPENER = re.compile(r"(?:[ \t>*+-]|[0-9]+[.)])*(?:```|~~~|<|\[)")
 
 
+@functools.lru_cache(maxsize=64)  # a pure function; most bodies are those of the last render
 def _provably_closed(body: str) -> bool:
     """True when nothing in `body` can stay open past its last line (see above); False
     also means only that the parse must decide."""

@@ -35,6 +35,7 @@ import math
 import os
 import sys
 from collections.abc import Callable
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,12 +43,13 @@ from ledger import __version__
 from ledger.log import codec
 from ledger.log.files import refuse_symlinks
 from ledger.log.locks import opened_for_reading
+from ledger.projections.cache_file import read_cache_file, write_cache_file
 
 if TYPE_CHECKING:
     from ledger.domain.state import State
 
-# Bumped whenever what an entry holds changes shape.
-FORMAT = 1
+# Bumped whenever what an entry holds changes shape (2: written in place, under its digest).
+FORMAT = 2
 NO_CACHE_ENV = "TUNE_LEDGER_NO_CACHE"
 CACHE_DIR = ".tune-ledger-cache"
 ENTRY_NAME = "views.json"
@@ -97,11 +99,14 @@ def cached_views(
     return rendered, warnings
 
 
-def remember(path: Path, op: str, state: State, head: str) -> bool:
+def remember(
+    path: Path, op: str, state: State, head: str, now: dict[str, Any] | None = None
+) -> bool:
     """Cache the views of `state`, the state of the ledger at `path` whose last event is
     `head` (just appended by this process), so that the next `status` is a hit; True when
     written. Nothing is written when the file no longer ends with that event's complete line
-    (another writer got in, or left a torn tail)."""
+    (another writer got in, or left a torn tail). `now`: the ledger's `position` read after
+    the append, when the caller read it already (the state snapshot's seal needs it too)."""
     if disabled():
         return False
     try:
@@ -110,7 +115,8 @@ def remember(path: Path, op: str, state: State, head: str) -> bool:
         # The command's events are durable already: a view that cannot be rendered must not
         # make it look failed. `status` renders on its own and reports the bug there.
         return False
-    now = position(path)
+    if now is None:
+        now = position(path)
     if now is None or now["head"] != head:
         return False
     _write_entry(path.parent / CACHE_DIR, _key(op, now), rendered)
@@ -122,12 +128,40 @@ def render(state: State, warnings: list[str]) -> Rendered:
     from ledger.projections import views
 
     status = _json_safe({**views.status(state), "warnings": warnings})
-    resume = _json_safe({**status, **views.resume_fields(state, status["allowed"])})
+    # `status` is JSON-safe already: only the fields resume adds are made so.
+    resume = {**status, **_json_safe(views.resume_fields(state, status["allowed"]))}
     return {
         "status": {"json": codec.canonical_json(status), "text": views.status_text(status)},
         "resume": {"json": codec.canonical_json(resume), "text": views.resume_text(resume)},
-        "log": {"rows": codec.canonical_json(views.attempt_rows(state, limit=LOG_ROWS))},
+        "log": {"rows": _log_rows_json(state)},
     }
+
+
+_ROWS = "log-rows"  # the key of the settled attempts' encoded rows in State.derived
+
+
+def _log_rows_json(state: State) -> str:
+    """`canonical_json(views.attempt_rows(state, limit=LOG_ROWS))`, with the row of each
+    settled attempt encoded once: only a merge changes it again, and that bumps
+    `finished_revision`, with which the kept rows are dropped."""
+    from ledger.projections import views
+
+    kept = state.derived.get(_ROWS)
+    earlier: dict[str, str] = {}
+    if isinstance(kept, tuple) and kept[0] == state.finished_revision:
+        earlier = kept[1]
+    latest = list(islice(reversed(state.attempts.values()), LOG_ROWS))  # as attempt_rows
+    latest.reverse()
+    rows, settled = [], {}
+    for attempt in latest:
+        row = earlier.get(attempt.id) if attempt.status != "pending" else None
+        if row is None:
+            row = codec.canonical_json(views.attempt_row(attempt))
+        if attempt.status != "pending":
+            settled[attempt.id] = row
+        rows.append(row)
+    state.derived[_ROWS] = (state.finished_revision, settled)
+    return "[" + ",".join(rows) + "]"
 
 
 def latest_rows(rendered: Rendered, limit: int) -> list[dict[str, Any]] | None:
@@ -150,6 +184,9 @@ def _json_safe(value: Any) -> Any:
     """`value` with every float JSON cannot carry (an infinity, NaN) as null: a value an older
     release recorded (a target so small that Baseline/Target overflows) must never make a read
     command fail (R11)."""
+    kind = type(value)  # the usual plain types first: status walks a few hundred values
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
@@ -259,10 +296,14 @@ def _py_files(folder: Path) -> list[tuple[str, int, int]]:
 
 
 def _read_entry(path: Path, key: dict[str, Any]) -> Rendered | None:
-    """The entry's views when it exists, parses, has the expected shape and matches `key`."""
+    """The entry's views when it exists, is whole, parses, has the expected shape and matches
+    `key`."""
+    data = read_cache_file(path)
+    if data is None:
+        return None
     try:
-        entry = codec.loads(path.read_bytes())
-    except (OSError, ValueError):
+        entry = codec.loads(data)
+    except ValueError:
         return None
     if not isinstance(entry, dict) or entry.get("key") != key:
         return None
@@ -280,31 +321,3 @@ def _write_entry(directory: Path, key: dict[str, Any], views: Rendered) -> None:
     """Replace the entry atomically; any OSError (read-only, full disk) leaves it as it was."""
     text = codec.canonical_json({"key": key, "views": views})
     write_cache_file(directory, ENTRY_NAME, text.encode("utf-8"))
-
-
-def write_cache_file(folder: Path, name: str, data: bytes) -> bool:
-    """Replace `folder/name` atomically, `folder` being an op's disposable cache folder
-    (CACHE_DIR, which ignores itself in git); False when it could not be written. Every cache
-    beside a ledger (these views, the state snapshot, MEMORY.md's marker record) writes
-    through here: a read-only checkout or a full disk costs the speed-up, never the command."""
-    try:
-        # Not parents=True: the op's folder holds the ledger, and must not be created here.
-        folder.mkdir(exist_ok=True)
-        ignore = folder / ".gitignore"
-        if not ignore.exists():
-            _replace(ignore, b"# disposable tune-ledger cache (never committed)\n*\n")
-        _replace(folder / name, data)
-    except OSError:
-        return False
-    return True
-
-
-def _replace(path: Path, data: bytes) -> None:
-    # A name of its own per writer, so concurrent writers never write into one temp file.
-    temp = path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
-    try:
-        temp.write_bytes(data)
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise

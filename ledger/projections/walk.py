@@ -43,6 +43,11 @@ class Walk:
     # The first `grouped` failures, grouped (may be fewer than asked: see `failed_groups`).
     groups: FailedGroups = field(factory=FailedGroups)
     grouped: int = 0
+    # Of the state's kept walk: what the sections rendered from its kept part, by name (with
+    # the key they were rendered for), and how many of `failed` are in that part (None: a
+    # walk given whole, which keeps nothing).
+    rendered: dict[str, tuple[Any, str]] | None = None
+    kept_failed: int = 0
 
     @classmethod
     def of(cls, steps: Sequence[Step]) -> Walk:
@@ -129,6 +134,9 @@ class _Prefix:
     shown_failures: int | None = None
     groups: FailedGroups = field(factory=FailedGroups)
     grouped: int = 0
+    # Sections rendered from this kept part, with their keys (`Walk.rendered`): its steps only
+    # grow at the end, so a key that counts them names one rendering.
+    rendered: dict[str, tuple[Any, str]] = field(factory=dict)
 
     @classmethod
     def kept(cls, rows: int, shown_failures: int, best_config: dict[str, Any]) -> _Prefix:
@@ -155,7 +163,11 @@ class _Prefix:
     def step(self, attempt: Attempt) -> Step:
         """The attempt's step, moving the best on when it was adopted (as `timeline.steps`)."""
         before = attempt.compared_us if attempt.compared_us is not None else self.best_us
-        step = Step(attempt, self.best_config, before)
+        # A kept walk's step keeps what the sections render of it (`timeline.kept_text`): it
+        # holds a settled attempt, which only a merge changes again, and that bumps
+        # `finished_revision`, so the walk is then rebuilt with new steps.
+        texts: dict[str, Any] | None = {} if self.shown_failures is not None else None
+        step = Step(attempt, self.best_config, before, texts)
         if attempt.verdict in _ADOPTED and attempt.failure is None:
             self.best_config = attempt.config
             if attempt.measurement is not None:
@@ -190,7 +202,7 @@ def walk(state: State, shown_failures: int, rows: int) -> Walk:
         tail.add(tail.step(attempt))
     if tail is None:
         return Walk(prefix.steps, prefix.adopted, prefix.failed, prefix.no_gain,
-                    prefix.groups, prefix.grouped)  # fmt: skip
+                    prefix.groups, prefix.grouped, prefix.rendered, len(prefix.failed))  # fmt: skip
     return Walk(
         _Joined(prefix.steps, tail.steps),
         _Joined(prefix.adopted, tail.adopted),
@@ -198,6 +210,8 @@ def walk(state: State, shown_failures: int, rows: int) -> Walk:
         prefix.no_gain + tail.no_gain,
         prefix.groups,
         prefix.grouped,
+        prefix.rendered,
+        len(prefix.failed),
     )
 
 

@@ -242,12 +242,15 @@ class OpLedger:
         # load replays; the kept tip no longer matches the file, so it cannot return it stale.
         self._loaded = None if written.tip is None else Loaded(tip=written.tip, state=new_state)
         warnings = self._render_after_append(new_state)
-        if isinstance(self.store, FileStore):  # the view cache is keyed by the ledger file
-            view_cache.remember(self.store.path, self.op, new_state, written.head[-1])
+        if isinstance(self.store, FileStore) and not view_cache.disabled():
+            # Both caches are keyed by the ledger's position after the append: read it once.
+            now = view_cache.position(self.store.path)
+            view_cache.remember(self.store.path, self.op, new_state, written.head[-1], now)
             if state_snapshot.enabled(self.store):
                 self._snapshot = state_snapshot.remember(
-                    self.store, self.op, new_state, written.tip, self._snapshot, _warm_projections
-                )
+                    self.store, self.op, new_state, written.tip, self._snapshot,
+                    _warm_projections, now,
+                )  # fmt: skip
         return new_state, warnings
 
     def _render_after_append(self, state: State) -> tuple[str, ...]:

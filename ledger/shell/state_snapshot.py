@@ -66,7 +66,7 @@ from ledger.log import codec
 from ledger.log.chain import Tip, paused_gc
 from ledger.log.store import FileStore
 from ledger.log.tip_stamp import Stamp
-from ledger.projections import view_cache
+from ledger.projections import cache_file, view_cache
 
 # Bumped whenever what a snapshot holds changes shape (2: the walker's seen ids packed, the
 # attempts compacted and written after the rest: ledger/log/lamport_table.py,
@@ -135,19 +135,22 @@ def remember(
     tip: Tip | None,
     restored: Restored | None,
     warm: Callable[[State], None] | None = None,
+    now: dict[str, Any] | None = None,
 ) -> Restored | None:
     """After this process verified (or appended) up to `tip`, with `state` the ledger's state
     there: keep it for the next command. Writes the seal when `restored`'s snapshot covers all
     but a short tail, else a new snapshot, after `warm` built the indexes it should carry in
-    `state.derived`. Returns what the next call should extend."""
+    `state.derived`. Returns what the next call should extend. `now`: the ledger's position
+    (`view_cache.position`) when the caller read it already."""
     if tip is None or not isinstance(tip.stamp, Stamp) or tip.cursor is None:
         return None  # a tip that cannot be resumed from (a torn tail, a repair to make)
-    now = view_cache.position(store.path)
+    if now is None:
+        now = view_cache.position(store.path)
     if now is None or now["size"] != tip.size or now["head"] not in tip.head:
         return None  # another writer got in since: its own command keeps its state
     folder = store.path.parent / view_cache.CACHE_DIR
     if restored is not None and tip.size - restored.base <= TAIL_LIMIT:
-        view_cache.write_cache_file(
+        cache_file.write_cache_file(
             folder,
             SEAL_NAME,
             codec.canonical_json({"snapshot": restored.nonce, "position": now}).encode("utf-8"),
@@ -193,7 +196,8 @@ def remember(
     length = len(head).to_bytes(LENGTH_BYTES, "big")
     data = b"".join([MAGIC, _tag(secret, [length, head]), length, head, *parts])
     del parts, head
-    if not view_cache.write_cache_file(folder, SNAPSHOT_NAME, data):
+    # Replaced by a rename: a process that restored the previous one reads it in parts.
+    if not cache_file.write_cache_file(folder, SNAPSHOT_NAME, data, in_place=False):
         return None
     return Restored(state, tip, nonce, tip.size)
 
@@ -381,9 +385,12 @@ def _lazy_attempts(reader: _PartReader, header: dict[str, Any]) -> LazyAttempts:
 
 def _read_seal(path: Path, nonce: str) -> dict[str, Any] | None:
     """The position recorded by the seal of snapshot `nonce`, or None."""
+    data = cache_file.read_cache_file(path)
+    if data is None:
+        return None
     try:
-        seal = codec.loads(path.read_bytes())
-    except (OSError, ValueError):
+        seal = codec.loads(data)
+    except ValueError:
         return None
     if not isinstance(seal, dict) or seal.get("snapshot") != nonce:
         return None
