@@ -22,9 +22,11 @@ from typing import Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 from mcp.types import Resource
 
 from ledger import __version__
+from ledger.mcp import stdio_lines
 from ledger.mcp.invoke import Invoker
 from ledger.mcp.protocol_prompt import protocol
 from ledger.mcp.reads import OpResources, ReadTools
@@ -70,6 +72,18 @@ class LedgerServer(MCPServer[Any]):
                 if (folder / file).is_file()
             ]
         return listed
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio, handing the SDK lines read and written on the event loop
+        (ledger/mcp/stdio_lines.py says why) when stdin and stdout are pipes or sockets."""
+        if not stdio_lines.usable():
+            await super().run_stdio_async()
+            return
+        with stdio_lines.claimed_stdio() as (lines_in, lines_out):
+            # The SDK reads `async for line in stdin` and awaits stdout.write and flush.
+            async with stdio_server(stdin=lines_in, stdout=lines_out) as (read, write):  # type: ignore[arg-type]
+                low = self._lowlevel_server  # what the SDK's own run_stdio_async runs
+                await low.run(read, write, low.create_initialization_options())
 
 
 # Tools that may run for minutes (a verifier, a kernel check) or read every ledger (audit,
