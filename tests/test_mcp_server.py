@@ -145,6 +145,13 @@ def test_the_readme_session_through_tools_records_what_the_cli_records(tmp_path:
             result = await client.call_tool(name, arguments)
             text = result.content[0].text  # type: ignore[union-attr]
             assert text.startswith("{"), (name, arguments, text)
+            # The text is the structured object, as the CLI prints it: compact, sorted keys.
+            compact = json.dumps(
+                json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            )
+            assert text == compact, (name, text)
+            if not result.is_error:
+                assert result.structured_content == json.loads(text), name
             tool_answers.append((result.is_error, json.loads(text)))
 
     serve(mcp_root, body)

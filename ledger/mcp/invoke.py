@@ -35,17 +35,22 @@ class Invoker:
 
     def run(self, argv: list[str]) -> tuple[int, dict[str, Any]]:
         """The command's exit code and JSON object (the CLI's error object when it refused)."""
-        code, printed = self.run_raw(["--root", str(self.root), "--json", *argv])
-        data = _one_object(printed, code)
-        if code != 0:
-            data.setdefault("code", code)
+        code, data, _text = self._run_text(argv)
         return code, data
+
+    def _run_text(self, argv: list[str]) -> tuple[int, dict[str, Any], str]:
+        """`run`, and the object as the CLI printed it (sorted keys, no spaces)."""
+        code, printed = self.run_raw(["--root", str(self.root), "--json", *argv])
+        data, text = _one_object(printed, code)
+        if code != 0 and "code" not in data:
+            data["code"] = code
+            text = ""
+        return code, data, text or _compact(data)
 
     def call(self, argv: list[str]) -> CallToolResult:
         """The command as a tool's result: its JSON object, or, when it exits non-zero, a tool
         error whose text is exactly the CLI's JSON error object (rule, blocking, next...)."""
-        code, data = self.run(argv)
-        text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        code, data, text = self._run_text(argv)
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
             structured_content=data,
@@ -67,18 +72,26 @@ class Invoker:
         return code, out.getvalue()
 
 
-def _one_object(printed: str, code: int) -> dict[str, Any]:
-    """The one JSON object a `--json` command prints (an error object if it printed none)."""
+def _compact(data: dict[str, Any]) -> str:
+    """JSON as the CLI prints it: sorted keys, no spaces, UTF-8 text."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _one_object(printed: str, code: int) -> tuple[dict[str, Any], str]:
+    """The one JSON object a `--json` command prints (an error object if it printed none), and
+    the line it printed ('' for none)."""
     lines = [line for line in printed.splitlines() if line.strip()]
     try:
         value = json.loads(lines[-1]) if lines else None
     except ValueError:
         value = None
     if isinstance(value, dict):
-        return value
+        # The CLI's very text (canonical JSON: ledger.cli.base.Ctx.emit), handed on instead
+        # of encoded a second time.
+        return value, lines[-1]
     return {
         "error": f"the command printed no JSON object (exit {code})",
         "kind": "LedgerError",
         "code": code or 1,
         "next": "report it as a bug with the tool's arguments",
-    }
+    }, ""
