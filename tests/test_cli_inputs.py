@@ -128,7 +128,7 @@ BAD_INPUT: list[tuple[list[str], str]] = [
     ([*VERIFY, "--run", "true", "--timeout", "0"], "> 0 seconds"),
     ([*VERIFY, "--run", "true", "--timeout", "nan"], "finite"),
     ([*VERIFY, *MANUAL, "--time", "1", "--timeout", "5"], "--timeout applies to --run"),
-    (["evidence", "layout", OP], "exactly one of --exit-code"),
+    (["evidence", "layout", OP], "exactly one of --from-spec, --run CMD or --exit-code"),
     (["evidence", "layout", OP, "--exit-code", "0", "--run", "true"], "exactly one of"),
     (["evidence", "compare", OP], "no outputs given"),
     (["evidence", "compare", OP, "--output", "y=true", "--from-json", "ok.json"], "only one"),

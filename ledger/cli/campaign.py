@@ -3,6 +3,7 @@ and the bookkeeping commands (stop, note, policy); the target sheet is in `targe
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,6 +57,19 @@ def evidence() -> None:
 _IMPL = click.option(
     "--impl", metavar="PATH", help="Implementation file (default custom/OP/OP_impl.py)."
 )
+_FROM_SPEC = click.option(
+    "--from-spec",
+    is_flag=True,
+    help="Run it from the op folder on SPEC.md's baseline config (the verifier, or "
+    "layout_check.py --before-tuning): provenance measured.",
+)
+_PYTHON = click.option(
+    "--python",
+    "python",
+    default=sys.executable,
+    show_default=True,
+    help="With --from-spec: the interpreter that runs the check.",
+)
 
 
 @evidence.command("compare")
@@ -73,6 +87,8 @@ _IMPL = click.option(
     metavar="CMD",
     help="Run CMD; it prints a JSON object with outputs (its exit code is recorded).",
 )
+@_FROM_SPEC
+@_PYTHON
 @_IMPL
 @pass_ctx
 def evidence_compare(
@@ -82,15 +98,27 @@ def evidence_compare(
     max_diffs: Sequence[str],
     from_json: str | None,
     run_cmd: str | None,
+    from_spec: bool,
+    python: str,
     impl: str | None,
 ) -> None:
     """Record an E2E tensor compare: every output's all_close (R1)."""
-    one_source(output=bool(outputs), from_json=from_json, run=run_cmd)
+    one_source(output=bool(outputs), from_json=from_json, run=run_cmd, from_spec=from_spec)
+    if not (outputs or from_json or run_cmd or from_spec):
+        raise BadInput(
+            "no outputs given: give --from-spec, --run CMD, --from-json FILE or --output "
+            "NAME=true|false",
+            hint="--from-spec runs SPEC.md's verifier on its baseline config (R11: measured)",
+        )
 
     def build(ledger: OpLedger) -> Any:
         path = impl_path(ledger, impl)
         digest = inputs.file_digest(path)
-        if from_json or run_cmd:
+        if from_spec:
+            from ledger.shell import spec_evidence
+
+            checks, origin = spec_evidence.compare(ledger, ctx.root, digest, python)
+        elif from_json or run_cmd:
             from ledger.shell import runner  # subprocess: only for evidence read or run
 
             document = (
@@ -124,22 +152,36 @@ def evidence_compare(
 @click.argument("op")
 @click.option("--exit-code", "exit_code", type=int, help="The layout check's exit code.")
 @click.option("--run", "run_cmd", metavar="CMD", help="Run the layout check; record its exit code.")
+@_FROM_SPEC
+@_PYTHON
 @_IMPL
 @pass_ctx
 def evidence_layout(
-    ctx: Ctx, op: str, exit_code: int | None, run_cmd: str | None, impl: str | None
+    ctx: Ctx,
+    op: str,
+    exit_code: int | None,
+    run_cmd: str | None,
+    from_spec: bool,
+    python: str,
+    impl: str | None,
 ) -> None:
     """Record a layout check's exit code (R1)."""
-    if (exit_code is None) == (run_cmd is None):
+    if [exit_code is not None, run_cmd is not None, from_spec].count(True) != 1:
         raise BadInput(
-            "give exactly one of --exit-code N or --run CMD",
-            hint="--run CMD lets the ledger record the real exit code (R11)",
+            "give exactly one of --from-spec, --run CMD or --exit-code N",
+            hint="--from-spec runs the op's layout_check.py on SPEC.md's baseline config; the "
+            "ledger records the real exit code (R11)",
         )
 
     def build(ledger: OpLedger) -> Any:
         path = impl_path(ledger, impl)
         digest = inputs.file_digest(path)
-        if run_cmd is not None:
+        if from_spec:
+            from ledger.shell import runner, spec_evidence
+
+            run = spec_evidence.layout(ledger, ctx.root, python)
+            code, origin = run.exit_code, runner.origin_of_run(run)
+        elif run_cmd is not None:
             from ledger.shell import runner  # subprocess: only for a check the ledger runs
 
             run = runner.run_command(run_cmd, ctx.root)

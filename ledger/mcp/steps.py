@@ -41,6 +41,14 @@ Python = Annotated[
         "server's own)."
     ),
 ]
+FromSpec = Annotated[
+    bool,
+    Field(
+        description="Let the ledger run the check from the op folder on SPEC.md's baseline "
+        "config (the verifier for the compare, layout_check.py for the layout): measured, "
+        "the preferred source for an op with a manifest."
+    ),
+]
 Result = CallToolResult
 
 
@@ -67,12 +75,22 @@ class StepTools:
             str | None, Field(description="A JSON file with outputs [{name, all_close, max_diff}].")
         ] = None,
         run: RunCommand = None,
+        from_spec: FromSpec = False,
+        python: Python = None,
         impl: Impl = None,
         idempotency_key: Key = None,
     ) -> Result:
-        """Record the E2E tensor compare against the golden (R1): give `output`, `from_json` or
-        `run`."""
-        argv = options(output=output, max_diff=max_diff, from_json=from_json, run=run, impl=impl)
+        """Record the E2E tensor compare against the golden (R1): give `from_spec` (an op with
+        a manifest), `run`, `from_json` or `output`."""
+        argv = options(
+            output=output,
+            max_diff=max_diff,
+            from_json=from_json,
+            run=run,
+            from_spec=from_spec,
+            python=python,
+            impl=impl,
+        )
         return self._run(idempotency_key, "evidence", "compare", op, *argv)
 
     def evidence_layout(
@@ -82,11 +100,14 @@ class StepTools:
             int | None, Field(description="The layout check's exit code (0 passes).")
         ] = None,
         run: RunCommand = None,
+        from_spec: FromSpec = False,
+        python: Python = None,
         impl: Impl = None,
         idempotency_key: Key = None,
     ) -> Result:
-        """Record the op's layout check (R1): its exit code, or run it with `run`."""
-        argv = options(exit_code=exit_code, run=run, impl=impl)
+        """Record the op's layout check (R1): `from_spec` (an op with a manifest), run it with
+        `run`, or its exit code."""
+        argv = options(exit_code=exit_code, run=run, from_spec=from_spec, python=python, impl=impl)
         return self._run(idempotency_key, "evidence", "layout", op, *argv)
 
     def activate(self, op: Op, impl: Impl = None, idempotency_key: Key = None) -> Result:

@@ -252,8 +252,19 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
         else None,
         "next": steps
         or campaign_end.end_steps(state)
-        or [f"tune-ledger {name} {op} ..." for name in allowed],
+        or [_next_step(name, op) for name in allowed],
     }
+
+
+# Steps whose first source to try needs no knowledge of the verifier (an op with a manifest).
+_EVIDENCE_NEXT = {
+    "evidence compare": "--from-spec (or --run CMD, --output NAME=true|false)",
+    "evidence layout": "--from-spec (or --run CMD, --exit-code N)",
+}
+
+
+def _next_step(name: str, op: str | None) -> str:
+    return f"tune-ledger {name} {op} {_EVIDENCE_NEXT.get(name, '...')}"
 
 
 def measure_command(state: State, attempt: Attempt) -> str:
