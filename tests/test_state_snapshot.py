@@ -12,6 +12,7 @@ import os
 import pickle
 import shutil
 import tempfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -723,3 +724,27 @@ def test_r9_keys_are_found_without_loading_their_texts(
         OpLedger(twins.cached, OP).load().state
         == OpLedger(twins.plain, OP).load(snapshot=False).state
     )
+
+
+def test_a_part_that_keeps_its_crc_but_not_its_tag_is_never_unpickled(cli: Cli) -> None:
+    """The parts are checked against damage by their CRC-32 before the state is used; what a
+    part holds is unpickled only once its own HMAC was checked. A part replaced by a pickle
+    whose CRC the header was made to carry (a forged CRC) passes the first check and is
+    refused, not run, when it is read."""
+    path = _snapshot_with_parts(cli)
+    header, parts = _unpickled(path), _parts(path)
+    sizes, crcs = header["part_sizes"], header["part_crcs"]
+    assert isinstance(sizes, list) and isinstance(crcs, list)
+    planted = pickle.dumps([_Planted()])
+    last = len(sizes) - 1
+    parts = parts[: sum(sizes[:last])] + planted
+    sizes[last], crcs[last] = len(planted), zlib.crc32(planted)
+    path.write_bytes(_signed(header, parts))
+    ran = len(_Planted.ran)
+    found = state_snapshot._read_snapshot(path, OP)
+    assert found is not None  # the CRCs match
+    attempts = found["state"].attempts
+    assert attempts[next(iter(attempts))].seq == 1  # an intact part reads as before
+    with pytest.raises(ValueError, match="changed after it was checked"):
+        attempts[list(attempts)[-1]]
+    assert len(_Planted.ran) == ran

@@ -52,6 +52,7 @@ import hashlib
 import hmac
 import os
 import pickle
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -83,12 +84,12 @@ TAIL_LIMIT = 256 * 1024
 # A snapshot file: this magic line, the HMAC-SHA256 under the user's key of what follows up
 # to the header's end, the header's length (LENGTH_BYTES, big-endian), the header (a pickle
 # of the state without its attempts and R9's key texts, the tip, R9's digest table, and each
-# part's size and HMAC), then R9's key texts and the attempts in parts (pickles). The
-# header's tag is checked before it is unpickled; each part's tag when streaming through the
-# parts before the state is used (a damaged part means no snapshot, as a damaged header
-# does), and again when the part is read from the still open file and unpickled: a process
-# holds neither the parts' bytes (~9.7 MB at 100k events) nor the attempts and key texts it
-# never reads.
+# part's size, HMAC and CRC-32), then R9's key texts and the attempts in parts (pickles).
+# The header's tag is checked before it is unpickled; each part's CRC when reading through
+# the parts before the state is used (a damaged part means no snapshot, as a damaged header
+# does), and its tag when the part is read from the still open file and unpickled: a
+# process holds neither the parts' bytes (~9.7 MB at 100k events) nor the attempts and key
+# texts it never reads.
 MAGIC = b"tune-ledger state snapshot 2\n"
 TAG_BYTES = 32
 LENGTH_BYTES = 8
@@ -198,6 +199,7 @@ def remember(
         header["texts_per_part"] = TEXTS_PER_PART
         header["part_sizes"] = [len(part) for part in parts]
         header["part_tags"] = [snapshot_parts.tag(secret, [part]) for part in parts]
+        header["part_crcs"] = [zlib.crc32(part) for part in parts]
         head = pickle.dumps(header, protocol=pickle.HIGHEST_PROTOCOL)
         del header
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
@@ -248,7 +250,7 @@ def _read_snapshot(path: Path, op: str) -> dict[str, Any] | None:
         parts_at = HEADER_AT + size
         if file.tell() != parts_at or not _expected(found, op):
             return None
-        if not snapshot_parts.parts_check(file, secret, found):
+        if not snapshot_parts.parts_check(file, found):
             return None
         state: State = found["state"]
         if state.attempts or state.measured_configs:
@@ -288,6 +290,9 @@ def _expected(found: Any, op: str) -> bool:
     if not isinstance(tags, list) or len(tags) != len(sizes):
         return False
     if not all(type(t) is bytes and len(t) == TAG_BYTES for t in tags):
+        return False
+    crcs = found.get("part_crcs")
+    if not isinstance(crcs, list) or len(crcs) != len(sizes):
         return False
     attempt_parts, text_parts = -(-len(ids) // per_part), -(-table["count"] // texts_per_part)
     if found.get("text_parts") != text_parts:
