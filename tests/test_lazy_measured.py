@@ -4,6 +4,7 @@ iterated: a lookup or a write loads none."""
 
 from __future__ import annotations
 
+import array
 import pickle
 
 import pytest
@@ -202,3 +203,22 @@ def test_a_state_holding_it_equals_and_pickles_as_the_replayed_one() -> None:
     assert lazy_state == plain_state
     again = pickle.loads(pickle.dumps(lazy_state))
     assert type(again.measured_configs) is dict and again == plain_state
+
+
+def test_a_place_or_value_out_of_the_table_is_refused_when_used() -> None:
+    """The table's places and codes are checked when a key is found (not all at the restore,
+    which would cost every command): one out of range raises, never reads another key's."""
+    plain = _plain(3)
+    found = lazy_measured.frozen_table(plain, _ids(3))
+    assert found is not None
+    texts, table = found
+    key = next(iter(plain))
+    for changed, what in (
+        ({"order": array.array("i", [-1, -1, -1]).tobytes()}, "names no key"),
+        ({"codes": array.array("i", [-1, 99, 3]).tobytes()}, "name no attempt"),
+    ):
+        lazy = lazy_measured.restored(
+            {**table, **changed}, _ids(3), KeyTexts(3, 3, lambda n: texts)
+        )
+        with pytest.raises(ValueError, match=what):
+            lazy.get(key)

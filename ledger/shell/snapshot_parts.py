@@ -15,7 +15,7 @@ from itertools import accumulate
 from typing import Any, BinaryIO
 
 from ledger.domain import lazy_measured
-from ledger.domain.lazy_attempts import LazyAttempts
+from ledger.domain.lazy_attempts import LazyAttempts, SortedIds
 from ledger.domain.state import Attempt, AttemptMap
 from ledger.log.chain import paused_gc
 
@@ -151,4 +151,13 @@ def lazy_attempts(
                 raise ValueError("an attempt without its config")
         return part
 
-    return LazyAttempts(ids, per_part, load_part)
+    positions = array.array("i")
+    positions.frombytes(header["ids_positions"])
+    return LazyAttempts(ids, per_part, load_part, SortedIds(header["ids_sorted"], positions))
+
+
+def sorted_ids(ids: list[str]) -> tuple[list[str], bytes]:
+    """`ids` sorted, and the position of each in `ids` (an int32 array's bytes), for
+    `SortedIds`."""
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    return [ids[n] for n in order], array.array("i", order).tobytes()

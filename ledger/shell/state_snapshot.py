@@ -59,6 +59,7 @@ from typing import Any
 
 from attrs import evolve as attrs_evolve
 
+import ledger.shell.snapshot_parts as snapshot_parts
 from ledger.domain import lazy_measured
 from ledger.domain.compact_attempts import compact_attempts
 from ledger.domain.state import State
@@ -67,7 +68,6 @@ from ledger.log.chain import Tip, paused_gc
 from ledger.log.store import FileStore
 from ledger.log.tip_stamp import Stamp
 from ledger.projections import view_cache
-from ledger.shell import snapshot_parts
 
 # Bumped whenever what a snapshot holds changes shape (2: the walker's seen ids packed, the
 # attempts compacted and written after the rest: ledger/log/lamport_table.py,
@@ -176,6 +176,7 @@ def remember(
     state.attempts, state.measured_configs = {}, {}
     try:
         keys = snapshot_parts.config_keys(attempts, texts)
+        ordered, positions = snapshot_parts.sorted_ids(ids)
         header = {
             "key": _key(op),
             "nonce": nonce,
@@ -186,6 +187,9 @@ def remember(
             # Each attempt's id, as objects of this pickle: the attempts read after it, and
             # R9's values, take them instead of copies.
             "ids": ids,
+            # Them sorted, and their positions: found by binary search (`SortedIds`).
+            "ids_sorted": ordered,
+            "ids_positions": positions,
             # The place of the R9 key each attempt's config text is (else -1): the attempt
             # read takes the key's text object instead of a copy.
             "keys": keys.tobytes(),
@@ -280,6 +284,11 @@ def _expected(found: Any, op: str) -> bool:
     per_part, tags = found.get("per_part"), found.get("part_tags")
     texts_per_part, table = found.get("texts_per_part"), found.get("measured")
     if not isinstance(ids, list) or type(keys) is not bytes or len(keys) != 4 * len(ids):
+        return False
+    ordered, positions = found.get("ids_sorted"), found.get("ids_positions")
+    if not isinstance(ordered, list) or len(ordered) != len(ids):
+        return False
+    if type(positions) is not bytes or len(positions) != 4 * len(ids):
         return False
     if type(per_part) is not int or per_part < 1 or not isinstance(sizes, list):
         return False
