@@ -3,6 +3,7 @@ a full replay builds, under every operation the code uses, and unpickle only the
 
 from __future__ import annotations
 
+import array
 import pickle
 from itertools import islice
 
@@ -10,18 +11,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.domain.lazy_attempts import LazyAttempts
+from ledger.domain.lazy_attempts import LazyAttempts, SortedIds
 from ledger.domain.state import Attempt, State
 from ledger.domain.tail import added_since
+from ledger.shell import snapshot_parts
 
 
 def _attempt(n: int, status: str = "pending") -> Attempt:
     return Attempt(f"a{n:04d}", n + 1, "candidate", "incore", None, {"k": n}, status=status)
 
 
-def _lazy(count: int, per_part: int, reads: list[int]) -> LazyAttempts:
+def _lazy(count: int, per_part: int, reads: list[int], *, sorted_ids: bool = False) -> LazyAttempts:
     """A map of `count` attempts whose parts are pickles, as in the snapshot; `reads` records
-    each part unpickled."""
+    each part unpickled. `sorted_ids`: each id found by binary search, as the snapshot does
+    (`SortedIds`), not by a dict."""
     attempts = [_attempt(n) for n in range(count)]
     parts = [
         pickle.dumps(attempts[start : start + per_part]) for start in range(0, count, per_part)
@@ -32,7 +35,14 @@ def _lazy(count: int, per_part: int, reads: list[int]) -> LazyAttempts:
         part: list[Attempt] = pickle.loads(parts[n])
         return part
 
-    return LazyAttempts([a.id for a in attempts], per_part, load_part)
+    ids = [a.id for a in attempts]
+    if not sorted_ids:
+        return LazyAttempts(ids, per_part, load_part)
+    ordered, positions = snapshot_parts.sorted_ids(ids[::-1])  # not in their sorted order
+    found = array.array("i")
+    found.frombytes(positions)
+    index = SortedIds(ordered, array.array("i", [len(ids) - 1 - n for n in found]))
+    return LazyAttempts(ids, per_part, load_part, index)
 
 
 def _plain(count: int) -> dict[str, Attempt]:
@@ -105,12 +115,13 @@ def _apply(attempts: object, operation: tuple[object, ...]) -> object:
     count=st.integers(min_value=0, max_value=30),
     per_part=st.integers(min_value=1, max_value=7),
     operations=st.lists(OPERATIONS, max_size=25),
+    sorted_ids=st.booleans(),
 )
 def test_the_lazy_map_behaves_as_the_dict(
-    count: int, per_part: int, operations: list[tuple[object, ...]]
+    count: int, per_part: int, operations: list[tuple[object, ...]], sorted_ids: bool
 ) -> None:
     reads: list[int] = []
-    lazy, plain = _lazy(count, per_part, reads), _plain(count)
+    lazy, plain = _lazy(count, per_part, reads, sorted_ids=sorted_ids), _plain(count)
     for operation in operations:
         assert _apply(lazy, operation) == _apply(plain, operation), operation
         assert len(reads) == len(set(reads))  # each part unpickled once at most
@@ -169,3 +180,19 @@ def test_a_state_holding_it_equals_and_pickles_as_the_replayed_one() -> None:
     assert lazy_state == plain_state
     again = pickle.loads(pickle.dumps(lazy_state))
     assert type(again.attempts) is dict and again == plain_state
+
+
+def test_ids_found_by_binary_search_are_the_dicts() -> None:
+    ids = [f"{n * 7919 % 1000:03d}-{n}" for n in range(50)]
+    ordered, positions = snapshot_parts.sorted_ids(ids)
+    found = array.array("i")
+    found.frombytes(positions)
+    index = SortedIds(ordered, found)
+    assert dict(index.items()) == {key: n for n, key in enumerate(ids)}
+    assert all(index[key] == n and key in index for n, key in enumerate(ids))
+    assert index.get("nope") is None and "nope" not in index and 3 not in index
+    with pytest.raises(KeyError):
+        index["nope"]
+    broken = SortedIds(ordered, array.array("i", [-1] * len(ids)))
+    with pytest.raises(ValueError, match="name no attempt"):
+        broken.get(ids[0])

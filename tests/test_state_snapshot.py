@@ -12,6 +12,7 @@ import os
 import pickle
 import shutil
 import tempfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger.domain.lazy_attempts import LazyAttempts
+from ledger.domain.lazy_measured import LazyMeasured
 from ledger.git import merge
 from ledger.log.store import FileStore
 from ledger.projections import cache_file, splice, view_cache
@@ -288,15 +290,27 @@ def _unpickled(path: Path) -> dict[str, object]:
     return found
 
 
-def _signed(content: object) -> bytes:
-    """A snapshot file of `content`, signed with this user's key as the module signs."""
+def _signed(content: object, parts: bytes = b"") -> bytes:
+    """A snapshot file of `content`, signed with this user's key as the module signs, with
+    `parts` (each signed on its own) after it."""
     data = pickle.dumps(content)
     length = len(data).to_bytes(state_snapshot.LENGTH_BYTES, "big")
     key = state_snapshot._key_bytes()
     assert key is not None
     return (
-        state_snapshot.MAGIC + hmac.new(key, length + data, hashlib.sha256).digest() + length + data
+        state_snapshot.MAGIC
+        + hmac.new(key, length + data, hashlib.sha256).digest()
+        + length
+        + data
+        + parts
     )
+
+
+def _parts(path: Path) -> bytes:
+    """The bytes of a snapshot file after its header: its parts (attempts, R9 keys)."""
+    data = path.read_bytes()
+    length = int.from_bytes(data[len(state_snapshot.MAGIC) + state_snapshot.TAG_BYTES :][:8], "big")
+    return data[state_snapshot.HEADER_AT + length :]
 
 
 class _Planted:
@@ -476,7 +490,7 @@ def test_audit_and_check_never_read_it(cli: Cli) -> None:
     path = _cache(cli.root) / state_snapshot.SNAPSHOT_NAME
     found = _unpickled(path)
     found["state"].notes.append("a lie")
-    path.write_bytes(_signed(found))
+    path.write_bytes(_signed(found, _parts(path)))
     assert cli.ok("log", OP, "--notes")["notes"] == ["a lie"]  # the premise: it is read
     with_it = [cli("audit", OP), cli("check", OP)]
     shutil.rmtree(_cache(cli.root))
@@ -681,3 +695,63 @@ def test_what_the_tail_changes_in_an_attempt_the_kept_indexes_see(tmp_path: Path
     twins.run("status", OP)  # a full replay writes the snapshot, the candidate pending
     twins.run("verify", OP, "pending", *measured, "--time", "800us")
     assert len(twins.run("status", OP).json["alternates"]) == 2
+
+
+def test_r9_keys_are_found_without_loading_their_texts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restored state's R9 keys are looked up by digest (ledger/domain/lazy_measured.py):
+    finding whether a config was measured, and by which attempt, loads no key text; R9's
+    refusal and a new candidate print and write what they do after a full replay."""
+    monkeypatch.setattr(state_snapshot, "TEXTS_PER_PART", 2)
+    twins = Twins(tmp_path)
+    measured = ("--output", "y=true", "--layout-exit", "0")
+    for n in range(4):
+        twins.run("candidate", OP, "--config", _config(n), "--prior", "p")
+        twins.run("verify", OP, "pending", *measured, "--time", f"{90 - n}us")
+    shutil.rmtree(_cache(twins.cached))
+    twins.run("status", OP)  # a full replay by a read command writes the snapshot
+    monkeypatch.setattr(state_snapshot, "TAIL_LIMIT", 1 << 20)  # seals, not new snapshots
+    truth = OpLedger(twins.plain, OP).load(snapshot=False).state
+    restored = OpLedger(twins.cached, OP).load().state
+    found = restored.measured_configs
+    assert isinstance(found, LazyMeasured) and found.loaded_parts() == 0
+    for key, measured_by in truth.measured_configs.items():
+        assert key in found and found.get(key) == measured_by
+    assert found.get(_config(9)) is None and _config(9) not in found
+    assert found.loaded_parts() == 0
+    assert list(found.items()) == list(truth.measured_configs.items())
+    assert found.loaded_parts() == 3  # 5 keys (the baseline's too), 2 to a part
+    refused = twins.run("candidate", OP, "--config", _config(2), "--prior", "p")
+    assert refused.code != 0 and "R9" in refused.stdout
+    twins.run("candidate", OP, "--config", _config(7), "--prior", "p")
+    twins.run("verify", OP, "pending", *measured, "--time", "50us")
+    assert twins.run("candidate", OP, "--config", _config(7), "--prior", "p").code != 0
+    assert (
+        OpLedger(twins.cached, OP).load().state
+        == OpLedger(twins.plain, OP).load(snapshot=False).state
+    )
+
+
+def test_a_part_that_keeps_its_crc_but_not_its_tag_is_never_unpickled(cli: Cli) -> None:
+    """The parts are checked against damage by their CRC-32 before the state is used; what a
+    part holds is unpickled only once its own HMAC was checked. A part replaced by a pickle
+    whose CRC the header was made to carry (a forged CRC) passes the first check and is
+    refused, not run, when it is read."""
+    path = _snapshot_with_parts(cli)
+    header, parts = _unpickled(path), _parts(path)
+    sizes, crcs = header["part_sizes"], header["part_crcs"]
+    assert isinstance(sizes, list) and isinstance(crcs, list)
+    planted = pickle.dumps([_Planted()])
+    last = len(sizes) - 1
+    parts = parts[: sum(sizes[:last])] + planted
+    sizes[last], crcs[last] = len(planted), zlib.crc32(planted)
+    path.write_bytes(_signed(header, parts))
+    ran = len(_Planted.ran)
+    found = state_snapshot._read_snapshot(path, OP)
+    assert found is not None  # the CRCs match
+    attempts = found["state"].attempts
+    assert attempts[next(iter(attempts))].seq == 1  # an intact part reads as before
+    with pytest.raises(ValueError, match="changed after it was checked"):
+        attempts[list(attempts)[-1]]
+    assert len(_Planted.ran) == ran

@@ -8,7 +8,7 @@ tile limit may be relaxed. Nothing here names an op or a knob of one op.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -176,7 +176,7 @@ def _growth_evidence(state: State) -> str | None:
     return found[1] if found else None
 
 
-def _tile_of(measured: dict[str, str], attempt: str) -> Any:
+def _tile_of(measured: Mapping[str, str], attempt: str) -> Any:
     for key, who in measured.items():
         if who == attempt:
             return codec.loads(key).get("vec_tile_shape")

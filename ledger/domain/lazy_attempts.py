@@ -17,7 +17,9 @@ never pays for this.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping, ValuesView
+import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, ValuesView
 
 from ledger.domain.state import Attempt
 
@@ -28,9 +30,18 @@ LoadPart = Callable[[int], list[Attempt]]
 class LazyAttempts(MutableMapping[str, Attempt]):
     """Attempt id -> Attempt in the order started, each part unpickled when first read."""
 
-    def __init__(self, ids: list[str], per_part: int, load_part: LoadPart) -> None:
+    def __init__(
+        self,
+        ids: list[str],
+        per_part: int,
+        load_part: LoadPart,
+        positions: Mapping[str, int] | None = None,
+    ) -> None:
         self._ids = ids  # the snapshot's attempts, in order
-        self._position = dict(zip(ids, range(len(ids)), strict=True))
+        # Each id's position in `ids` (`SortedIds` when the snapshot keeps them sorted).
+        self._position: Mapping[str, int] = (
+            dict(zip(ids, range(len(ids)), strict=True)) if positions is None else positions
+        )
         self._held: list[Attempt | None] = [None] * len(ids)  # None: its part not read yet
         self._per_part = per_part
         self._unread = -(-len(ids) // per_part)  # parts not unpickled yet
@@ -156,3 +167,43 @@ class _Values(ValuesView[Attempt]):
 
     def __reversed__(self) -> Iterator[Attempt]:
         return self._mapping._values(newest_first=True)
+
+
+class SortedIds(Mapping[str, int]):
+    """Attempt id -> its position among the snapshot's attempts, by binary search over the ids
+    in sorted order beside their positions, both kept in the snapshot's header: a dict of
+    every id cost each restore ~3 ms to build at 32k attempts, for the few dozen a command
+    looks up."""
+
+    def __init__(self, ordered: list[str], positions: array.array[int]) -> None:
+        if len(ordered) != len(positions):
+            raise ValueError("the snapshot's sorted attempt ids do not match their positions")
+        self._ordered = ordered
+        self._positions = positions
+
+    def get(self, key: object, default: int | None = None) -> int | None:  # type: ignore[override]
+        if type(key) is not str:
+            return default
+        ordered = self._ordered
+        at = bisect_left(ordered, key)
+        if at == len(ordered) or ordered[at] != key:
+            return default
+        position = self._positions[at]
+        if not 0 <= position < len(ordered):
+            raise ValueError("the snapshot's sorted attempt ids name no attempt")
+        return position
+
+    def __getitem__(self, key: str) -> int:
+        position = self.get(key)
+        if position is None:
+            raise KeyError(key)
+        return position
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ordered)
+
+    def __len__(self) -> int:
+        return len(self._ordered)

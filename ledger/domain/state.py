@@ -8,7 +8,7 @@ belongs to the one replay that builds it; to know the state at two points of a l
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -273,8 +273,10 @@ class State:
     # its config (None until one is started, or after it was abandoned)
     remeasure: dict[str, str | None] = field(factory=dict)
     adopted: list[str] = field(factory=list)  # attempt ids, in order of adoption
-    # R9: canonical config JSON -> attempt id that measured it ("baseline" for the sheet)
-    measured_configs: dict[str, str] = field(factory=dict)
+    # R9: canonical config JSON -> attempt id that measured it ("baseline" for the sheet); a
+    # dict, as replay builds it, or a map restored from the snapshot that looks keys up by
+    # digest and loads their texts when iterated (ledger/domain/lazy_measured.py)
+    measured_configs: MutableMapping[str, str] = field(factory=dict)
     # R3: the config the baseline was measured with (kept to re-key it under a new manifest)
     baseline_config: dict[str, Any] = field(factory=dict)
     overrides: list[tuple[str, str]] = field(factory=list)  # (attempt id, reason)

@@ -36,13 +36,15 @@ Residual risk, stated (the view cache's): a rewrite in place of the prefix that 
 size, the inode and the last 64 KiB, within the same timestamp tick as the write before it,
 goes unseen until `audit`.
 
-Cost, measured at 100k events (32k attempts): the snapshot is ~13.6 MB (a 9.1 MB header, 4.5
-MB of attempts in 65 parts); loading it takes ~0.03 s, and neither the file's bytes nor the
-attempts a command does not read are held: the header is unpickled as it is read, after its
-tag was checked by streaming through it, and each part is read from the open file and
-unpickled when one of its attempts is first read (ledger/domain/lazy_attempts.py; a write
-reads a part or two). A write's peak RSS at 100k events is then ~43 MiB, against ~24.5 MiB at
-100 events. Writing a snapshot takes ~0.5 s, so after an append only the seal is written while
+Cost, measured at 100k events (32k attempts): the snapshot is ~14.5 MB (a 4.8 MB header, of
+which the walker's seen ids are 2.4 MB; R9's key texts, 5.2 MB, and the attempts, 4.5 MB, in
+parts of 500 after it); restoring it takes ~0.025 s (0.036 s with R9's keys in the header),
+and neither the file's bytes nor the attempts and key texts a command does not read are held:
+the header is unpickled as it is read, after its tag was checked by streaming through it,
+and each part is read from the open file and unpickled when one of its attempts or keys is
+first read (ledger/domain/lazy_attempts.py, ledger/domain/lazy_measured.py; a write reads a
+part or two of each). A write's peak RSS at 100k events is then ~1.5 times that at 100
+events. Writing a snapshot takes ~0.5 s, so after an append only the seal is written while
 the tail stays below `TAIL_LIMIT`, and a new snapshot past it.
 """
 
@@ -52,16 +54,17 @@ import hashlib
 import hmac
 import os
 import pickle
-from collections.abc import Callable, Iterator
-from itertools import accumulate
+import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from attrs import evolve as attrs_evolve
 
+import ledger.shell.snapshot_parts as snapshot_parts
+from ledger.domain import lazy_measured
 from ledger.domain.compact_attempts import compact_attempts
-from ledger.domain.lazy_attempts import LazyAttempts
-from ledger.domain.state import Attempt, AttemptMap, State
+from ledger.domain.state import State
 from ledger.log import codec
 from ledger.log.chain import Tip, paused_gc
 from ledger.log.store import FileStore
@@ -70,9 +73,11 @@ from ledger.projections import cache_file, view_cache
 
 # Bumped whenever what a snapshot holds changes shape (2: the walker's seen ids packed, the
 # attempts compacted and written after the rest: ledger/log/lamport_table.py,
-# ledger/domain/compact_attempts.py, `_attempt_parts`; 3: the header gives each part's size;
-# 4: and each part's own tag, so a part is read from the file only when one of its attempts is).
-FORMAT = 4
+# ledger/domain/compact_attempts.py, ledger/shell/snapshot_parts.py; 3: the header gives each
+# part's size; 4: and each part's own tag, so a part is read from the file only when one of
+# its attempts is; 5: R9's keys as a digest table in the header, their texts in parts before
+# the attempts': ledger/domain/lazy_measured.py).
+FORMAT = 5
 SNAPSHOT_NAME = "state.pickle"
 SEAL_NAME = "state-seal.json"
 # How many bytes after the prefix a command folds before a new snapshot is written: ~300
@@ -80,12 +85,13 @@ SEAL_NAME = "state-seal.json"
 TAIL_LIMIT = 256 * 1024
 # A snapshot file: this magic line, the HMAC-SHA256 under the user's key of what follows up
 # to the header's end, the header's length (LENGTH_BYTES, big-endian), the header (a pickle
-# of the state without its attempts, the tip, and each part's size and HMAC), then the
-# attempts in parts (pickles). The header's tag is checked before it is unpickled; each
-# part's tag when streaming through the parts before the state is used (a damaged part means
-# no snapshot, as a damaged header does), and again when the part is read from the still
-# open file and unpickled: a process holds neither the parts' bytes (~4.5 MB at 100k events)
-# nor the attempts it never reads.
+# of the state without its attempts and R9's key texts, the tip, R9's digest table, and each
+# part's size, HMAC and CRC-32), then R9's key texts and the attempts in parts (pickles).
+# The header's tag is checked before it is unpickled; each part's CRC when reading through
+# the parts before the state is used (a damaged part means no snapshot, as a damaged header
+# does), and its tag when the part is read from the still open file and unpickled: a
+# process holds neither the parts' bytes (~9.7 MB at 100k events) nor the attempts and key
+# texts it never reads.
 MAGIC = b"tune-ledger state snapshot 2\n"
 TAG_BYTES = 32
 LENGTH_BYTES = 8
@@ -165,10 +171,17 @@ def remember(
     compact_attempts(state)  # smaller to write, to load and to keep loaded
     walker = tip.cursor
     sink, walker.sink = walker.sink, None  # the sink is this process's fold, not data
-    attempts = state.attempts
-    state.attempts = {}  # written apart, after the rest (see `_attempt_parts`)
+    attempts, measured = state.attempts, state.measured_configs
+    ids = list(attempts)
+    found = lazy_measured.frozen_table(measured, ids)
+    if found is None:
+        return None
+    texts, table = found
+    # Both written apart, after the header (ledger/shell/snapshot_parts.py).
+    state.attempts, state.measured_configs = {}, {}
     try:
-        keys = [_own_key(state, attempt) for attempt in attempts.values()]
+        keys = snapshot_parts.config_keys(attempts, texts)
+        ordered, positions = snapshot_parts.sorted_ids(ids)
         header = {
             "key": _key(op),
             "nonce": nonce,
@@ -176,38 +189,40 @@ def remember(
             "position": now,
             "state": state,
             "tip": tip,
-            # Each attempt's id, and the R9 key its config text is (else None), as objects
-            # of this pickle: the attempts read after it take them instead of copies.
-            "ids": list(attempts),
-            "keys": keys,
+            # Each attempt's id, as objects of this pickle: the attempts read after it, and
+            # R9's values, take them instead of copies.
+            "ids": ids,
+            # Them sorted, and their positions: found by binary search (`SortedIds`).
+            "ids_sorted": ordered,
+            "ids_positions": positions,
+            # The place of the R9 key each attempt's config text is (else -1): the attempt
+            # read takes the key's text object instead of a copy.
+            "keys": keys.tobytes(),
+            "measured": table,
         }
-        parts = list(_attempt_parts(attempts, keys))
+        parts = snapshot_parts.text_parts(texts, TEXTS_PER_PART)
+        header["text_parts"] = len(parts)
+        parts += snapshot_parts.attempt_parts(attempts, keys, ATTEMPTS_PER_PART)
         # Where each part is, so that a process unpickles only the parts it reads.
         header["per_part"] = ATTEMPTS_PER_PART
+        header["texts_per_part"] = TEXTS_PER_PART
         header["part_sizes"] = [len(part) for part in parts]
-        header["part_tags"] = [_tag(secret, [part]) for part in parts]
+        header["part_tags"] = [snapshot_parts.tag(secret, [part]) for part in parts]
+        header["part_crcs"] = [zlib.crc32(part) for part in parts]
         head = pickle.dumps(header, protocol=pickle.HIGHEST_PROTOCOL)
         del header
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
         return None
     finally:
-        state.attempts = attempts
+        state.attempts, state.measured_configs = attempts, measured
         walker.sink = sink
     length = len(head).to_bytes(LENGTH_BYTES, "big")
-    data = b"".join([MAGIC, _tag(secret, [length, head]), length, head, *parts])
+    data = b"".join([MAGIC, snapshot_parts.tag(secret, [length, head]), length, head, *parts])
     del parts, head
     # Replaced by a rename: a process that restored the previous one reads it in parts.
     if not cache_file.write_cache_file(folder, SNAPSHOT_NAME, data, in_place=False):
         return None
     return Restored(state, tip, nonce, tip.size)
-
-
-def _tag(secret: bytes, pieces: list[bytes]) -> bytes:
-    """The HMAC-SHA256 of `pieces`, one after the other, under `secret`."""
-    signature = hmac.new(secret, digestmod=hashlib.sha256)
-    for piece in pieces:
-        signature.update(piece)
-    return signature.digest()
 
 
 def _key(op: str) -> dict[str, Any]:
@@ -217,7 +232,7 @@ def _key(op: str) -> dict[str, Any]:
 def _read_snapshot(path: Path, op: str) -> dict[str, Any] | None:
     """The snapshot when it is signed with this user's key, loads, has the expected shape and
     this code's key; its state's attempts are read and unpickled as they are read
-    (`_lazy_attempts`), from the file kept open."""
+    (`snapshot_parts.lazy_attempts`), from the file kept open."""
     secret = _key_bytes()
     if secret is None:
         return None
@@ -235,7 +250,7 @@ def _read_snapshot(path: Path, op: str) -> dict[str, Any] | None:
         # changed in place between the two reads would be a local writer racing this very
         # process inside the user's own checkout, where it could as well change the code.
         signature = hmac.new(secret, length, digestmod=hashlib.sha256)
-        if _streamed(file, size, signature.update) != size:
+        if snapshot_parts.streamed(file, size, signature.update) != size:
             return None
         if not hmac.compare_digest(signature.digest(), start[len(MAGIC) : -LENGTH_BYTES]):
             return None  # not written by this user's tune-ledger: never unpickled
@@ -245,12 +260,15 @@ def _read_snapshot(path: Path, op: str) -> dict[str, Any] | None:
         parts_at = HEADER_AT + size
         if file.tell() != parts_at or not _expected(found, op):
             return None
-        if not _parts_check(file, secret, found):
+        if not snapshot_parts.parts_check(file, found):
             return None
         state: State = found["state"]
-        if state.attempts:
-            return None  # the header holds attempts: not this format
-        state.attempts = _lazy_attempts(_PartReader(file, parts_at, secret), found)
+        if state.attempts or state.measured_configs:
+            return None  # the header holds attempts or R9 keys: not this format
+        reader = snapshot_parts.PartReader(file, parts_at, secret, found)
+        texts = snapshot_parts.key_texts(reader, found)
+        state.measured_configs = lazy_measured.restored(found["measured"], found["ids"], texts)
+        state.attempts = snapshot_parts.lazy_attempts(reader, found, texts)
         file = None  # the reader owns it now
     except Exception:  # noqa: BLE001 - a snapshot that does not load is ignored, whatever it is
         return None
@@ -258,48 +276,6 @@ def _read_snapshot(path: Path, op: str) -> dict[str, Any] | None:
         if file is not None:
             file.close()
     return found
-
-
-def _parts_check(file: BinaryIO, secret: bytes, header: dict[str, Any]) -> bool:
-    """True when the bytes after the header are the parts the header lists, each with its own
-    tag, read in chunks: checked before the state is used, without holding them."""
-    for size, tag in zip(header["part_sizes"], header["part_tags"], strict=True):
-        signature = hmac.new(secret, digestmod=hashlib.sha256)
-        if _streamed(file, size, signature.update) != size:
-            return False  # shorter than the header says
-        if not hmac.compare_digest(signature.digest(), tag):
-            return False
-    return not file.read(1)  # nothing after the last part
-
-
-def _streamed(file: BinaryIO, size: int, take: Callable[[bytes], object]) -> int:
-    """Hand the next `size` bytes of `file` to `take` in chunks; how many there were."""
-    left = size
-    while left:
-        chunk = file.read(min(left, 1 << 16))
-        if not chunk:
-            break
-        take(chunk)
-        left -= len(chunk)
-    return size - left
-
-
-class _PartReader:
-    """Reads one part of the attempts from the open snapshot and checks its own tag: the file
-    is the one whose tags were checked (a newer snapshot replaces it by a rename, and this
-    descriptor still reads the old one); a part that changed since is refused."""
-
-    def __init__(self, file: BinaryIO, at: int, secret: bytes) -> None:
-        self.file, self.at, self.secret = file, at, secret
-
-    def read(self, offset: int, size: int, tag: bytes) -> bytes:
-        data = os.pread(self.file.fileno(), size, self.at + offset)
-        if len(data) != size or not hmac.compare_digest(_tag(self.secret, [data]), tag):
-            raise ValueError("a part of the state snapshot changed after it was checked")
-        return data
-
-    def __del__(self) -> None:
-        self.file.close()
 
 
 def _expected(found: Any, op: str) -> bool:
@@ -312,15 +288,31 @@ def _expected(found: Any, op: str) -> bool:
         return False
     ids, keys, sizes = found.get("ids"), found.get("keys"), found.get("part_sizes")
     per_part, tags = found.get("per_part"), found.get("part_tags")
-    if not isinstance(ids, list) or not isinstance(keys, list) or len(ids) != len(keys):
+    texts_per_part, table = found.get("texts_per_part"), found.get("measured")
+    if not isinstance(ids, list) or type(keys) is not bytes or len(keys) != 4 * len(ids):
+        return False
+    ordered, positions = found.get("ids_sorted"), found.get("ids_positions")
+    if not isinstance(ordered, list) or len(ordered) != len(ids):
+        return False
+    if type(positions) is not bytes or len(positions) != 4 * len(ids):
         return False
     if type(per_part) is not int or per_part < 1 or not isinstance(sizes, list):
+        return False
+    if type(texts_per_part) is not int or texts_per_part < 1 or not isinstance(table, dict):
+        return False
+    if type(table.get("count")) is not int or table["count"] < 0:
         return False
     if not isinstance(tags, list) or len(tags) != len(sizes):
         return False
     if not all(type(t) is bytes and len(t) == TAG_BYTES for t in tags):
         return False
-    return len(sizes) == -(-len(ids) // per_part) and all(type(n) is int and n > 0 for n in sizes)
+    crcs = found.get("part_crcs")
+    if not isinstance(crcs, list) or len(crcs) != len(sizes):
+        return False
+    attempt_parts, text_parts = -(-len(ids) // per_part), -(-table["count"] // texts_per_part)
+    if found.get("text_parts") != text_parts:
+        return False
+    return len(sizes) == attempt_parts + text_parts and all(type(n) is int and n > 0 for n in sizes)
 
 
 # The attempts are written after the header, a few hundred to a pickle of their own: an
@@ -329,58 +321,9 @@ def _expected(found: Any, op: str) -> bool:
 # attempts, a third of the loaded state) until the whole state was loaded. Parts also let a
 # process unpickle only the attempts it reads (ledger/domain/lazy_attempts.py).
 ATTEMPTS_PER_PART = 500
-
-
-def _own_key(state: State, attempt: Attempt) -> str | None:
-    """The R9 key `attempt`'s config text is (compact_attempts made them one object), or None."""
-    config = attempt._config  # as held
-    return config if type(config) is str and config in state.measured_configs else None
-
-
-def _attempt_parts(attempts: AttemptMap, keys: list[str | None]) -> Iterator[bytes]:
-    """The attempts, in order, as pickles of ATTEMPTS_PER_PART each; a config that is its R9
-    key is written as None (the header holds the key)."""
-    batch = list(attempts.values())
-    for start in range(0, len(batch), ATTEMPTS_PER_PART):
-        part = batch[start : start + ATTEMPTS_PER_PART]
-        own = keys[start : start + ATTEMPTS_PER_PART]
-        held = [(a, a._config) for a, key in zip(part, own, strict=True) if key is not None]
-        for attempt, _config in held:
-            attempt._config = None  # type: ignore[assignment]
-        try:
-            yield pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
-        finally:
-            for attempt, config in held:
-                attempt.hold_config_text(config)  # type: ignore[arg-type]
-
-
-def _lazy_attempts(reader: _PartReader, header: dict[str, Any]) -> LazyAttempts:
-    """The attempts after the header, as a map that reads and unpickles each part when one of
-    its attempts is first read."""
-    ids: list[str] = header["ids"]
-    keys: list[str | None] = header["keys"]
-    per_part: int = header["per_part"]
-    sizes: list[int] = header["part_sizes"]
-    tags: list[bytes] = header["part_tags"]
-    offsets = list(accumulate(sizes, initial=0))
-
-    def load_part(n: int) -> list[Attempt]:
-        with paused_gc():
-            part = pickle.loads(reader.read(offsets[n], sizes[n], tags[n]))
-        if type(part) is not list or not part:
-            raise ValueError("not a part of the snapshot's attempts")
-        for position, attempt in enumerate(part, start=n * per_part):
-            if type(attempt) is not Attempt or position >= len(ids) or attempt.id != ids[position]:
-                raise ValueError("not the attempt the snapshot's header lists")
-            attempt.id = ids[position]  # the header's string, shared with the points
-            key = keys[position]
-            if key is not None:
-                attempt.hold_config_text(key)
-            elif attempt._config is None:
-                raise ValueError("an attempt without its config")
-        return part
-
-    return LazyAttempts(ids, per_part, load_part)
+# R9's key texts likewise, after the attempts: a command looks keys up by digest
+# (ledger/domain/lazy_measured.py) and loads a part only to iterate or to read an attempt.
+TEXTS_PER_PART = 500
 
 
 def _read_seal(path: Path, nonce: str) -> dict[str, Any] | None:
