@@ -5,6 +5,7 @@ file and unpickled only when the state reads one of them."""
 from __future__ import annotations
 
 import array
+import contextlib
 import hashlib
 import hmac
 import os
@@ -17,6 +18,7 @@ from typing import Any, BinaryIO
 from ledger.domain import lazy_measured
 from ledger.domain.lazy_attempts import LazyAttempts, SortedIds
 from ledger.domain.state import Attempt, AttemptMap
+from ledger.errors import LedgerError
 from ledger.log.chain import paused_gc
 
 
@@ -71,7 +73,19 @@ class PartReader:
         size = self.sizes[n]
         data = os.pread(self.file.fileno(), size, self.offsets[n])
         if len(data) != size or not hmac.compare_digest(tag(self.secret, [data]), self.tags[n]):
-            raise ValueError("a part of the state snapshot changed after it was checked")
+            # Its CRC matched when the snapshot was opened, so this is no accident: the cache is
+            # dropped (the next command replays the ledger) and this command stops where it is;
+            # the ledger is untouched by it (a step appended before this read stays recorded).
+            path = getattr(self.file, "name", None)
+            if isinstance(path, str):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            raise LedgerError(
+                "a part of the state snapshot changed after it was checked; the snapshot "
+                f"({path}) was removed, the ledger is intact",
+                hint="run `tune-ledger status OP` to see whether this step was recorded, then go "
+                "on: the next command replays the ledger",
+            )
         with paused_gc():
             return pickle.loads(data)
 
