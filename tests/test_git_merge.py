@@ -135,7 +135,11 @@ def test_git_setup_is_idempotent_and_explains_itself(tmp_path: Path) -> None:
     first = tl(repo, "--json", "git-setup")
     assert first.returncode == 0, first.stderr
     changed = json.loads(first.stdout)["changed"]
-    assert len(changed) == 6
+    assert len(changed) == 8
+    assert (repo / ".gitignore").read_text() == (
+        "# tune-ledger: never committed (written by `tune-ledger git-setup`)\n"
+        "custom/*/events.jsonl.lock\ncustom/*/__pycache__/\n"
+    )
     assert (repo / ".gitattributes").read_text() == (
         "*.png binary\n# tune-ledger merge drivers (written by `tune-ledger git-setup`)\n"
         "custom/*/events.jsonl merge=tune-ledger-events -text eol=lf\n"
@@ -147,9 +151,12 @@ def test_git_setup_is_idempotent_and_explains_itself(tmp_path: Path) -> None:
     again = tl(repo, "git-setup")
     assert again.stdout == "nothing to change: the merge drivers are already set up\n"
     data = json.loads(tl(repo, "--json", "git-setup").stdout)
-    assert (data["changed"], len(data["unchanged"]), data["warnings"]) == ([], 6, [])
+    assert (data["changed"], len(data["unchanged"]), data["warnings"]) == ([], 8, [])
     attrs = git(repo, "check-attr", "merge", "text", "eol", "--", LEDGER).stdout
     assert "merge: tune-ledger-events" in attrs and "text: unset" in attrs
+    for ignored in (f"custom/{OP}/events.jsonl.lock", f"custom/{OP}/__pycache__/x.pyc"):
+        assert git(repo, "check-ignore", "-q", ignored).returncode == 0, ignored
+    assert git(repo, "check-ignore", "-q", LEDGER, ok=False).returncode == 1  # committed
 
 
 @pytest.mark.slow  # several real git merges, each running the drivers (> 5 s)

@@ -110,8 +110,9 @@ def git_setup(ctx: Ctx, command: str | None) -> None:
 
     The attributes go to ROOT/.gitattributes (`custom/*/events.jsonl merge=tune-ledger-events
     -text eol=lf`, `custom/*/MEMORY.md merge=tune-ledger-memory`); the driver commands go to
-    the repository's local config, which every clone sets up once. Running it again changes
-    nothing and says so.
+    the repository's local config, which every clone sets up once. ROOT/.gitignore gets the
+    ledgers' lock files and the ops' __pycache__ folders. Running it again changes nothing and
+    says so.
     """
     done = drivers.git_setup(ctx.root, command)
     ctx.warn(done.warnings)
@@ -120,8 +121,9 @@ def git_setup(ctx: Ctx, command: str | None) -> None:
         if done.changed
         else ["nothing to change: the merge drivers are already set up"]
     )
-    if any(c.startswith(done.attributes) for c in done.changed):
-        lines.append(f"next: commit {done.attributes}")
+    files = sorted({c.split(": ", 1)[0] for c in done.changed if not c.startswith("git config")})
+    if files:
+        lines.append(f"next: commit {' and '.join(files)}")
     ctx.emit(
         {
             "changed": list(done.changed),

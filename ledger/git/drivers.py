@@ -33,6 +33,11 @@ ATTRIBUTES = (
     f"custom/*/events.jsonl merge={EVENTS_DRIVER} -text eol=lf",
     f"custom/*/MEMORY.md merge={MEMORY_DRIVER}",
 )
+IGNORE_HEADER = "# tune-ledger: never committed (written by `tune-ledger git-setup`)"
+# The ledger's lock file (it holds no data: the lock is on the open file) and the byte code
+# Python leaves beside an op's kernel and golden when the verifier or the layout check imports
+# them: a `git add -A` after a campaign committed both.
+IGNORED = ("custom/*/events.jsonl.lock", "custom/*/__pycache__/")
 _GIT_TIMEOUT_S = 60
 
 
@@ -190,9 +195,13 @@ def git_setup(root: Path, command: str | None = None) -> Setup:
     changed: list[str] = []
     unchanged: list[str] = []
     attributes = root / ".gitattributes"
-    added = _add_attributes(attributes)
+    added = _add_lines(attributes, ATTRIBUTES_HEADER, ATTRIBUTES)
     for line in ATTRIBUTES:
         (changed if line in added else unchanged).append(f"{attributes}: {line}")
+    ignore = root / ".gitignore"
+    added = _add_lines(ignore, IGNORE_HEADER, IGNORED)
+    for line in IGNORED:
+        (changed if line in added else unchanged).append(f"{ignore}: {line}")
     settings = {
         f"merge.{EVENTS_DRIVER}.name": "tune-ledger: union of two ledgers' events",
         f"merge.{EVENTS_DRIVER}.driver": f"{command} merge-driver %O %A %B %P",
@@ -216,14 +225,14 @@ def git_setup(root: Path, command: str | None = None) -> Setup:
     )
 
 
-def _add_attributes(path: Path) -> list[str]:
-    """Append the missing attribute lines to `path`; return the lines added."""
+def _add_lines(path: Path, header: str, lines: Sequence[str]) -> list[str]:
+    """Append the missing `lines` to `path` (after `header`, once); return the lines added."""
     existing = path.read_text(encoding="utf-8") if path.exists() else ""
     present = {line.strip() for line in existing.splitlines()}
-    missing = [line for line in ATTRIBUTES if line not in present]
+    missing = [line for line in lines if line not in present]
     if not missing:
         return []
-    block = ([] if ATTRIBUTES_HEADER in present else [ATTRIBUTES_HEADER]) + missing
+    block = ([] if header in present else [header]) + missing
     prefix = "" if not existing or existing.endswith("\n") else "\n"
     splice.write_if_changed(path, existing + prefix + "\n".join(block) + "\n")
     return missing
