@@ -226,7 +226,6 @@ def _from_spec(ctx: Ctx, ledger: OpLedger, python: str, cube_m: int | None) -> c
     from ledger.domain.inputs import file_digest
     from ledger.shell import measure
     from ledger.shell.manifest_file import read_manifest, record_if_changed
-    from stages.binding import binding_problem
 
     manifest = read_manifest(ledger.dir)
     needed = {
@@ -256,21 +255,7 @@ def _from_spec(ctx: Ctx, ledger: OpLedger, python: str, cube_m: int | None) -> c
     )
     ran = measure.run(plan, manifest, op=ledger.op, python=python)
     document = measure.baseline_document(plan, ran)
-    bound = runner.binding_of(document.doc)
-    problem = binding_problem(
-        what="the baseline",
-        expected_config=manifest.baseline_config,
-        expected_digest=digest,
-        measured_config=bound.config if bound else None,
-        measured_digest=bound.impl_digest if bound else None,
-        defaults=manifest.defaults(),
-    )
-    if problem:
-        raise BadInput(
-            problem + "; nothing was written",
-            rule="R11",
-            hint="fix the verifier so that it runs the config it is given",
-        )
+    measure.refuse_unbound_baseline("the baseline", manifest, digest, document.doc)
     samples = runner.times_of(document.doc, document.source)
     record_if_changed(ledger, manifest)  # what the sheet was measured with, once it is sound
     assert manifest.target_us is not None and manifest.p0_shape is not None  # checked above

@@ -39,7 +39,7 @@ from ledger.log import codec
 from ledger.schema.values import CachedRun, Origin
 from ledger.shell import harness, measure_cache, runner
 from stages import commands as cmd
-from stages.binding import attempt_binding_problem, expected_impl_digest
+from stages.binding import attempt_binding_problem, binding_problem, expected_impl_digest
 
 BASELINE = "baseline"  # the label of a plan that measures the target sheet's baseline
 _FIX = (
@@ -284,6 +284,28 @@ def baseline_document(plan: Plan, ran: Ran) -> runner.Document:
     return runner.Document(
         doc=doc, origin=ran.origin(runner.origin_of_run(run, doc)), source=plan.command_line
     )
+
+
+def refuse_unbound_baseline(
+    what: str, manifest: Manifest, impl_digest: str | None, doc: dict[str, Any]
+) -> None:
+    """Refuse a run of the manifest's baseline config whose document names another config or
+    kernel (R11): nothing is written from it."""
+    bound = runner.binding_of(doc)
+    problem = binding_problem(
+        what=what,
+        expected_config=manifest.baseline_config,
+        expected_digest=impl_digest,
+        measured_config=bound.config if bound else None,
+        measured_digest=bound.impl_digest if bound else None,
+        defaults=manifest.defaults(),
+    )
+    if problem:
+        raise BadInput(
+            problem + "; nothing was written",
+            rule="R11",
+            hint="fix the verifier so that it runs the config and kernel it is given",
+        )
 
 
 def dry_run(plan: Plan) -> dict[str, Any]:

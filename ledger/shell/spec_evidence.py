@@ -18,7 +18,6 @@ from ledger.domain.configs import canonical_config
 from ledger.errors import BadInput
 from ledger.shell import harness, measure, runner
 from ledger.shell.manifest_file import read_manifest
-from stages.binding import binding_problem
 
 if TYPE_CHECKING:
     from ledger.domain.manifest import Manifest
@@ -71,21 +70,7 @@ def compare(
     error = runner.reported_error(doc)
     if error is not None:
         raise harness.harness_error(f"the verifier reported an error: {error}", fix, pending=None)
-    bound = runner.binding_of(doc)
-    problem = binding_problem(
-        what="the compare",
-        expected_config=manifest.baseline_config,
-        expected_digest=impl_digest,
-        measured_config=bound.config if bound else None,
-        measured_digest=bound.impl_digest if bound else None,
-        defaults=manifest.defaults(),
-    )
-    if problem:
-        raise BadInput(
-            problem + "; nothing was written",
-            rule="R11",
-            hint="fix the verifier so that it runs the config and kernel it is given",
-        )
+    measure.refuse_unbound_baseline("the compare", manifest, impl_digest, doc)
     failure = runner.failure_of(doc)
     if failure is not None and not isinstance(doc.get("outputs"), list):
         raise BadInput(
