@@ -187,37 +187,19 @@ def render_history(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
 # A row's cells that depend on its step alone, kept on the steps of the kept walk
 # (`timeline.kept_text`): re-rendering MEMORY.md after each command then formats only the rows
 # of the attempts that changed, not every row shown.
-def _adopted_cells(step: Step) -> tuple[str, ...]:
+def _attempt_cells(step: Step) -> tuple[str, ...]:
+    """The cells every table starts an attempt's row with: id, stage, point, change."""
     attempt = step.attempt
-    return (
-        md_code(attempt.id),
-        attempt.stage,
-        point_cell(attempt.point),
-        change_text(step),
-        time_text(step),
-    )
+    return (md_code(attempt.id), attempt.stage, point_cell(attempt.point), change_text(step))
+
+
+def _adopted_cells(step: Step) -> tuple[str, ...]:
+    return (*_attempt_cells(step), time_text(step))
 
 
 def _failed_cells(step: Step) -> tuple[str, ...]:
-    attempt = step.attempt
-    return (
-        md_code(attempt.id),
-        attempt.stage,
-        point_cell(attempt.point),
-        change_text(step),
-        outcome(attempt),
-        reason_text(step),
-    )
+    return (*_attempt_cells(step), outcome(step.attempt), reason_text(step))
 
 
 def _history_cells(step: Step) -> tuple[str, ...]:
-    attempt = step.attempt
-    return (
-        str(attempt.seq),
-        md_code(attempt.id),
-        attempt.stage,
-        point_cell(attempt.point),
-        change_text(step),
-        outcome(attempt),
-        time_text(step),
-    )
+    return (str(step.attempt.seq), *_attempt_cells(step), outcome(step.attempt), time_text(step))
