@@ -244,16 +244,9 @@ def _from_spec(ctx: Ctx, ledger: OpLedger, python: str, cube_m: int | None) -> c
     state = ledger.load().state
     impl = ledger.dir / f"{ledger.op}_impl.py"
     digest = state.activation_digest or (file_digest(impl) if impl.is_file() else None)
-    plan = measure.plan_config(
-        manifest,
-        manifest.baseline_config,
-        measure.BASELINE,
-        digest,
-        root=ctx.root,
-        op=ledger.op,
-        python=python,
+    plan, ran = measure.run_baseline(
+        manifest, measure.BASELINE, digest, root=ctx.root, op=ledger.op, python=python
     )
-    ran = measure.run(plan, manifest, op=ledger.op, python=python)
     document = measure.baseline_document(plan, ran)
     measure.refuse_unbound_baseline("the baseline", manifest, digest, document.doc)
     samples = runner.times_of(document.doc, document.source)

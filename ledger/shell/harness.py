@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
+from typing import Any
 
 from ledger.errors import BadInput
 from ledger.shell import runner
@@ -50,23 +51,32 @@ def command_result(
             origin=runner.origin_of_run(run),
         )
     doc = runner.last_json_object(run.output)
-    if doc is None:
-        if killed_by is not None:
-            name = _signal_name(killed_by)
-            return cmd.Fail(
-                attempt=attempt,
-                category="oom" if name == "SIGKILL" else "runtime",
-                detail=f"exit {run.exit_code} (killed by {name}): "
-                f"{runner.tail(run.output, runner.OUTPUT_TAIL)}",
-                origin=runner.origin_of_run(run),
-            )
-        raise harness_error(exit_cause(run.exit_code), fix, run.output, pending=attempt)
-    error = runner.reported_error(doc)
-    if error is not None:
-        raise harness_error(f"the verifier reported an error: {error}", fix, pending=attempt)
+    if doc is None and killed_by is not None:
+        name = _signal_name(killed_by)
+        return cmd.Fail(
+            attempt=attempt,
+            category="oom" if name == "SIGKILL" else "runtime",
+            detail=f"exit {run.exit_code} (killed by {name}): "
+            f"{runner.tail(run.output, runner.OUTPUT_TAIL)}",
+            origin=runner.origin_of_run(run),
+        )
+    doc = result_document(run, doc, fix, pending=attempt)
     return runner.verify_command(
         attempt, runner.Document(doc=doc, origin=runner.origin_of_run(run, doc), source=run.command)
     )
+
+
+def result_document(
+    run: runner.CommandRun, doc: dict[str, Any] | None, fix: str, *, pending: str | None
+) -> dict[str, Any]:
+    """The verifier's result document (`doc`, parsed from the run's output), or the harness
+    error of a verifier that printed none or reported its own error (R11)."""
+    if doc is None:
+        raise harness_error(exit_cause(run.exit_code), fix, run.output, pending=pending)
+    error = runner.reported_error(doc)
+    if error is not None:
+        raise harness_error(f"the verifier reported an error: {error}", fix, pending=pending)
+    return doc
 
 
 def harness_error(cause: str, fix: str, output: str = "", *, pending: str | None) -> BadInput:

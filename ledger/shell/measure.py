@@ -254,6 +254,23 @@ def result_command(plan: Plan, ran: Ran) -> cmd.Verify | cmd.Fail:
     return attrs.evolve(command, origin=ran.origin(command.origin))
 
 
+def run_baseline(
+    manifest: Manifest,
+    label: str,
+    impl_digest: str | None,
+    *,
+    root: Path,
+    op: str,
+    python: str,
+) -> tuple[Plan, Ran]:
+    """Run the verifier on the manifest's baseline config (the target sheet's baseline, the
+    activation compare), through the measurement cache."""
+    plan = plan_config(
+        manifest, manifest.baseline_config, label, impl_digest, root=root, op=op, python=python
+    )
+    return plan, run(plan, manifest, op=op, python=python)
+
+
 def baseline_document(plan: Plan, ran: Ran) -> runner.Document:
     """The measurement of the target sheet's baseline; a failed run cannot be a baseline."""
     run = ran.run
@@ -266,13 +283,7 @@ def baseline_document(plan: Plan, ran: Ran) -> runner.Document:
             hint="fix the baseline config or the verifier's limits in SPEC.md, then run "
             "`target --from-spec` again",
         )
-    if doc is None:
-        raise harness.harness_error(
-            harness.exit_cause(run.exit_code), _FIX, run.output, pending=None
-        )
-    error = runner.reported_error(doc)
-    if error is not None:
-        raise harness.harness_error(f"the verifier reported an error: {error}", _FIX, pending=None)
+    doc = harness.result_document(run, doc, _FIX, pending=None)
     failure = runner.failure_of(doc)
     if failure is not None:
         raise BadInput(

@@ -51,25 +51,13 @@ def compare(
     from ledger.domain.inputs import outputs_from_document
 
     manifest = _manifest(ledger)
-    plan = measure.plan_config(
-        manifest,
-        manifest.baseline_config,
-        LABEL,
-        impl_digest,
-        root=root,
-        op=ledger.op,
-        python=python,
+    plan, ran = measure.run_baseline(
+        manifest, LABEL, impl_digest, root=root, op=ledger.op, python=python
     )
-    ran = measure.run(plan, manifest, op=ledger.op, python=python)
-    doc = runner.last_json_object(ran.run.output)
     fix = "check the verifier with `tune-ledger measure OP --dry-run`, then record again"
-    if doc is None:
-        raise harness.harness_error(
-            harness.exit_cause(ran.run.exit_code), fix, ran.run.output, pending=None
-        )
-    error = runner.reported_error(doc)
-    if error is not None:
-        raise harness.harness_error(f"the verifier reported an error: {error}", fix, pending=None)
+    doc = harness.result_document(
+        ran.run, runner.last_json_object(ran.run.output), fix, pending=None
+    )
     measure.refuse_unbound_baseline("the compare", manifest, impl_digest, doc)
     failure = runner.failure_of(doc)
     if failure is not None and not isinstance(doc.get("outputs"), list):
