@@ -159,6 +159,17 @@ def test_git_setup_is_idempotent_and_explains_itself(tmp_path: Path) -> None:
     assert git(repo, "check-ignore", "-q", LEDGER, ok=False).returncode == 1  # committed
 
 
+def test_git_setup_names_the_files_to_commit(tmp_path: Path) -> None:
+    repo = _new_repo(tmp_path / "repo", setup=False)
+    (repo / ".gitignore").write_text("custom/*/events.jsonl.lock\ncustom/*/__pycache__/\n")
+    said = tl(repo, "git-setup").stdout
+    assert said.splitlines()[-1] == "next: commit .gitattributes", said  # the root is "."
+    (repo / ".gitattributes").unlink()
+    (repo / ".gitignore").unlink()
+    said = tl(repo, "git-setup").stdout
+    assert said.splitlines()[-1] == "next: commit .gitattributes and .gitignore", said
+
+
 @pytest.mark.slow  # several real git merges, each running the drivers (> 5 s)
 def test_a_merge_with_the_driver_unions_both_branches(tmp_path: Path) -> None:
     repo = _new_repo(tmp_path / "repo")

@@ -121,9 +121,8 @@ def git_setup(ctx: Ctx, command: str | None) -> None:
         if done.changed
         else ["nothing to change: the merge drivers are already set up"]
     )
-    files = sorted({c.split(": ", 1)[0] for c in done.changed if not c.startswith("git config")})
-    if files:
-        lines.append(f"next: commit {' and '.join(files)}")
+    if done.files_changed:
+        lines.append(f"next: commit {' and '.join(done.files_changed)}")
     ctx.emit(
         {
             "changed": list(done.changed),

@@ -171,6 +171,7 @@ class Setup:
     unchanged: tuple[str, ...]
     warnings: tuple[str, ...]
     attributes: str
+    files_changed: tuple[str, ...]  # the files it wrote, to be committed
 
 
 def driver_command() -> str:
@@ -194,14 +195,17 @@ def git_setup(root: Path, command: str | None = None) -> Setup:
         )
     changed: list[str] = []
     unchanged: list[str] = []
+    files_changed: list[str] = []
     attributes = root / ".gitattributes"
-    added = _add_lines(attributes, ATTRIBUTES_HEADER, ATTRIBUTES)
-    for line in ATTRIBUTES:
-        (changed if line in added else unchanged).append(f"{attributes}: {line}")
-    ignore = root / ".gitignore"
-    added = _add_lines(ignore, IGNORE_HEADER, IGNORED)
-    for line in IGNORED:
-        (changed if line in added else unchanged).append(f"{ignore}: {line}")
+    for path, header, lines in (
+        (attributes, ATTRIBUTES_HEADER, ATTRIBUTES),
+        (root / ".gitignore", IGNORE_HEADER, IGNORED),
+    ):
+        added = _add_lines(path, header, lines)
+        for line in lines:
+            (changed if line in added else unchanged).append(f"{path}: {line}")
+        if added:
+            files_changed.append(str(path))
     settings = {
         f"merge.{EVENTS_DRIVER}.name": "tune-ledger: union of two ledgers' events",
         f"merge.{EVENTS_DRIVER}.driver": f"{command} merge-driver %O %A %B %P",
@@ -222,6 +226,7 @@ def git_setup(root: Path, command: str | None = None) -> Setup:
         unchanged=tuple(unchanged),
         warnings=tuple(_setup_warnings(root, command)),
         attributes=str(attributes),
+        files_changed=tuple(files_changed),
     )
 
 
