@@ -40,6 +40,8 @@ from collections.abc import (
 )
 from typing import Any
 
+from ledger.log import packed_digests
+
 DIGEST_BYTES = 16
 
 # Loads part `n` of the snapshot's key texts: those at positions n * per_part up to the next.
@@ -113,21 +115,13 @@ class LazyMeasured(MutableMapping[str, str]):
         """The place of `key` among the snapshot's keys, or -1."""
         if type(key) is not str or not self._count:
             return -1
-        digest = key_digest(key)
-        digests, low, high = self._digests, 0, self._count
-        while low < high:
-            middle = (low + high) // 2
-            found = digests[middle * DIGEST_BYTES : (middle + 1) * DIGEST_BYTES]
-            if found == digest:
-                place = self._order[middle]
-                if not 0 <= place < self._count:
-                    raise ValueError("the snapshot's R9 digest table names no key")
-                return place
-            if found < digest:
-                low = middle + 1
-            else:
-                high = middle
-        return -1
+        index = packed_digests.index_of(self._digests, DIGEST_BYTES, self._count, key_digest(key))
+        if index < 0:
+            return -1
+        place = self._order[index]
+        if not 0 <= place < self._count:
+            raise ValueError("the snapshot's R9 digest table names no key")
+        return place
 
     def _value_at(self, place: int) -> str:
         changed = self._changed.get(place)

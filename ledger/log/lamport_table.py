@@ -18,7 +18,7 @@ import array
 from collections.abc import Iterable
 from typing import Any
 
-from ledger.log import codec
+from ledger.log import codec, packed_digests
 
 _DIGEST = codec.ID_HEX // 2  # bytes per id: the ids are lowercase hex
 
@@ -52,17 +52,7 @@ class LamportTable(dict[str, int]):
         digest = _digest(event_id)
         if digest is None:
             return -1
-        frozen, low, high = self.frozen, 0, len(self.counters)
-        while low < high:
-            middle = (low + high) // 2
-            found = frozen[middle * _DIGEST : (middle + 1) * _DIGEST]
-            if found == digest:
-                return middle
-            if found < digest:
-                low = middle + 1
-            else:
-                high = middle
-        return -1
+        return packed_digests.index_of(self.frozen, _DIGEST, len(self.counters), digest)
 
     def __missing__(self, event_id: str) -> int:
         index = self._find(event_id)
