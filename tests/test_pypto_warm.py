@@ -284,15 +284,23 @@ def test_a_worker_whose_starter_went_away_ends_and_cleans_up(
         started.close()
 
 
-def test_a_worker_log_that_says_something_stays_behind(environment: dict[str, str]) -> None:
-    """A worker whose starter went away keeps its folder when its log holds something to read
-    (here: the traceback of a preload that failed to import)."""
-    started = warm.start(sys.executable, environment, preload=("no_such_module_here",))
+def test_a_worker_log_that_says_something_stays_behind(
+    environment: dict[str, str], tmp_path: Path
+) -> None:
+    """A worker whose starter went away ends as usual but keeps its folder when its log holds
+    something to read (here: a warning its preload printed)."""
+    (tmp_path / "noisy_preload.py").write_text("import sys\nprint('a warning', file=sys.stderr)\n")
+    environment = {
+        **environment,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), environment["PYTHONPATH"]]),
+    }
+    started = warm.start(sys.executable, environment, preload=("noisy_preload",))
     try:
         assert started.process.stdin is not None
         started.process.stdin.close()
-        assert started.process.wait(timeout=30) != 0
-        assert "no_such_module_here" in (started.folder / "worker.log").read_text()
+        assert started.process.wait(timeout=30) == 0  # it ended by its own clean-up
+        assert sorted(p.name for p in started.folder.iterdir()) == ["worker.log"]
+        assert "a warning" in (started.folder / "worker.log").read_text()
     finally:
         started.close()
     assert not started.folder.exists()  # the starter's close removes it, as before
