@@ -5,27 +5,9 @@ that reads no MEMORY.md loads none of MEMORY.md's renderer."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 from cli_harness import OP, Cli, frontend
-
-from ledger.projections import view_cache
-
-REPO = Path(__file__).resolve().parent.parent
-
-_MODULES = """
-import json, sys
-sys.argv[0] = "tune-ledger"
-from ledger.cli import main
-try:
-    main(sys.argv[1:])
-except SystemExit:
-    pass
-print("MODULES " + json.dumps(sorted(sys.modules)), file=sys.stderr)
-"""
+from import_probe import imported
 
 # MEMORY.md's renderer and what only it needs: the splice, the page layout, the sections.
 RENDERER = (
@@ -36,33 +18,16 @@ RENDERER = (
 )
 
 
-def _imports(root: Path, *args: str) -> tuple[str, set[str]]:
-    """The output of one command run in a fresh interpreter, and every module it imported."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    for name in ("TUNE_LEDGER_ROOT", view_cache.NO_CACHE_ENV):
-        env.pop(name, None)
-    done = subprocess.run(
-        [sys.executable, "-c", _MODULES, "--root", str(root), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
-    return done.stdout, set(json.loads(line[len("MODULES ") :]))
-
-
 def test_priors_loads_no_memory_renderer(cli: Cli) -> None:
     """`priors` reads the state (from the snapshot) and proposes: it renders no MEMORY.md, so it
     imports neither the renderer nor the splice, which a write does import."""
     frontend(cli)
     cli.ok("note", OP, "--text", "the snapshot is now the ledger's")
-    out, modules = _imports(cli.root, "--json", "priors", OP)
+    out, modules = imported(cli.root, "--json", "priors", OP)
     assert json.loads(out)["candidates"]  # it proposed: the state was read
     assert "ledger.domain.state" in modules
     assert not modules.intersection(RENDERER), sorted(modules.intersection(RENDERER))
-    write_out, write_modules = _imports(cli.root, "--json", "note", OP, "--text", "x")
+    write_out, write_modules = imported(cli.root, "--json", "note", OP, "--text", "x")
     assert json.loads(write_out)["events"][0]["type"] == "note.added"
     assert set(RENDERER) <= write_modules  # the check can fail: a write renders
 
@@ -72,7 +37,7 @@ def test_a_read_that_misses_the_view_cache_renders_no_memory(cli: Cli) -> None:
     behind MEMORY.md's back (its header only), without MEMORY.md's section renderer."""
     frontend(cli)
     cli.ok("note", OP, "--text", "x")
-    out, modules = _imports(cli.root, "--json", "log", OP, "--limit", "500")
+    out, modules = imported(cli.root, "--json", "log", OP, "--limit", "500")
     assert "attempts" in json.loads(out)
     assert "ledger.domain.state" in modules
     assert "ledger.projections.memory_file" in modules  # the header's parser: can fail
@@ -84,7 +49,7 @@ def test_a_verify_given_by_hand_starts_no_verifier_machinery(cli: Cli) -> None:
     the document readers, nor subprocess; `verify --from-json` does import the readers."""
     frontend(cli)
     attempt = cli.ok("try", OP, "--set", "unroll_list=[2]")["attempt"]
-    out, modules = _imports(
+    out, modules = imported(
         cli.root, "--json", "verify", OP, attempt, "--output", "y=true", "--layout-exit", "0",
         "--time", "90us",
     )  # fmt: skip
@@ -94,6 +59,6 @@ def test_a_verify_given_by_hand_starts_no_verifier_machinery(cli: Cli) -> None:
     document = cli.root / "measured.json"
     outputs = [{"name": "y", "all_close": True, "max_diff": None}]
     document.write_text(json.dumps({"times_us": [95.0], "outputs": outputs, "layout_exit": 0}))
-    out, modules = _imports(cli.root, "--json", "verify", OP, attempt, "--from-json", str(document))
+    out, modules = imported(cli.root, "--json", "verify", OP, attempt, "--from-json", str(document))
     assert "verdict" in json.loads(out), out
     assert "ledger.shell.runner" in modules  # the check can fail

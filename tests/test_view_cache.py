@@ -10,7 +10,6 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 from cli_harness import OP, Cli, Result, frontend, new_op, pending, run_main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from import_probe import imported
 
 from ledger.cli import COMMAND_MODULES
 from ledger.cli import inspect as cli_inspect
@@ -540,37 +540,18 @@ def test_any_sequence_of_commands_status_is_the_same_with_the_cache(
 
 # --- a real process: what a hit imports ------------------------------------------------------
 
-_MODULES = """
-import sys
-sys.argv[0] = "tune-ledger"
-from ledger.cli import main
-try:
-    main(sys.argv[1:])
-except SystemExit:
-    pass
-heavy = ("stages", "cattrs", "attr", "numpy", "markdown_it", "ledger.shell.api",
-         "ledger.domain.replay", "ledger.schema.events", "ledger.log.store",
-         "ledger.projections.memory_file", "ledger.cli.campaign")
-print("MODULES", sorted(m for m in sys.modules if m.split(".")[0] in heavy or m in heavy),
-      file=sys.stderr)
-"""
+# The modules a cache hit must not load: the replay, the stage machines, the events' classes.
+_HEAVY = (
+    "stages", "cattrs", "attr", "numpy", "markdown_it", "ledger.shell.api",
+    "ledger.domain.replay", "ledger.schema.events", "ledger.log.store",
+    "ledger.projections.memory_file", "ledger.cli.campaign",
+)  # fmt: skip
 
 
 def _imports(root: Path, *args: str) -> tuple[str, list[str]]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    for name in ("TUNE_LEDGER_ROOT", view_cache.NO_CACHE_ENV):
-        env.pop(name, None)
-    done = subprocess.run(
-        [sys.executable, "-c", _MODULES, "--root", str(root), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
-    modules = json.loads(line[len("MODULES ") :].replace("'", '"'))
-    return done.stdout, modules
+    """A command's output in a fresh interpreter, and the heavy modules it imported."""
+    out, modules = imported(root, *args)
+    return out, sorted(m for m in modules if m.split(".")[0] in _HEAVY or m in _HEAVY)
 
 
 def test_a_hit_imports_neither_the_stage_machines_nor_cattrs(cli: Cli) -> None:
