@@ -346,6 +346,12 @@ def test_physical_device_id(environ: dict[str, str], expected: int | None) -> No
     assert device.physical_device_id(environ) == expected
 
 
+def test_a_device_index_that_is_no_number_is_refused_by_name() -> None:
+    """A malformed TILE_FWK_DEVICE_ID cannot open a device: the error names the variable."""
+    with pytest.raises(ValueError, match=r"TILE_FWK_DEVICE_ID must be a device index"):
+        device.logical_device_id({"TILE_FWK_DEVICE_ID": "npu1"})
+
+
 def test_cann_version_sources(tmp_path: Path) -> None:
     """compiler/version.info, else the toolkit's install info, else the folder's name."""
     home = tmp_path / "cann-8.1.RC1"

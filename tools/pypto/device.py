@@ -70,10 +70,9 @@ def recorded(run_mode: str, record: Mapping[str, Any] | None) -> dict[str, Any]:
 def logical_device_id(environ: Mapping[str, str]) -> int:
     """PyPTO's device index (`TILE_FWK_DEVICE_ID`, default 0); ValueError when not an int."""
     text = environ.get(DEVICE_ID_ENV, "0").strip() or "0"
-    value = int(text)
-    if value < 0:
-        raise ValueError(f"{DEVICE_ID_ENV} must be >= 0, got {text}")
-    return value
+    if not text.isdigit():
+        raise ValueError(f"{DEVICE_ID_ENV} must be a device index (0, 1, ...), got {text!r}")
+    return int(text)
 
 
 def physical_device_id(environ: Mapping[str, str]) -> int | None:

@@ -26,7 +26,7 @@ import shutil
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
@@ -152,7 +152,7 @@ def newest_output_folder() -> Path | None:
     return max(folders, key=lambda p: (p.stat().st_mtime, p.name)) if folders else None
 
 
-def load_layer(environ: dict[str, str] | os._Environ[str]) -> DeviceLayer:
+def load_layer(environ: Mapping[str, str]) -> DeviceLayer:
     """The device layer $TUNE_LEDGER_PYPTO_DEVICE_LAYER names, else PyptoNpu."""
     name = environ.get(LAYER_ENV)
     if not name:
