@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tools/ is not an installed package
-from tools.pypto import artefacts, metrics, runner  # noqa: E402
+from tools.pypto import artefacts, device, device_profile, metrics, runner  # noqa: E402
+from tools.pypto.spec import load_spec  # noqa: E402
 
 pytestmark = pytest.mark.slow
 OP = ROOT / "custom" / "softmax"
@@ -129,7 +131,70 @@ def test_metrics_parsed_from_real_artefacts(tmp_path: Path) -> None:
     stat = metrics.parse_stat_report((sim / "_simulate.stat.report.txt").read_text())
     assert stat["Total Cycles"] == 81481  # PYPTO.md's figure for this tile
     assert doc["time_us"] == pytest.approx(43.37, abs=0.01)
-    assert doc["metrics"]["max_work_time_upstream_us"] < doc["time_us"]
+    assert doc["metrics"]["max_work_time_aicore_us"] < doc["time_us"]
+    assert doc["device"] == {
+        "run_mode": "sim",
+        "soc": device.SIM_SOC,
+        "id": None,
+        "cann": None,
+        "driver": None,
+    }
+    assert doc["tool"] == "pypto-sim" and doc["times_us"] == [doc["time_us"]]
+
+
+def test_swimlane_and_summary_match_upstreams_own_analysis(tmp_path: Path) -> None:
+    """On a real run with dependencies (matmul on AIC, bias and relu on AIV), the per-core
+    figures recomputed from merged_swimlane.json equal upstream's bubble_analysis.log, and
+    the "AICORE Prof Summary" recomputed equals the block upstream printed."""
+    op = ROOT / "custom" / "matmul_bias_relu"
+    folder = tmp_path / "out"
+    folder.mkdir()
+    spec = load_spec(op)
+    request = tmp_path / "request.json"
+    request.write_text(
+        json.dumps(
+            {
+                "op_dir": str(op),
+                "op_name": spec.op_name,
+                "shape": spec.p0_shape,
+                "dtype": spec.dtype,
+                "config": {},
+                "seed": 0,
+                "numerics": False,
+                "rtol": spec.rtol,
+                "atol": spec.atol,
+                "result_path": str(tmp_path / "result.json"),
+            }
+        )
+    )
+    env = runner.child_environment(os.environ, output_dir=folder, home=tmp_path, run_mode="sim")
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.pypto.child", str(request)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    printed = device_profile.parse_prof_summary(done.stdout)
+    (sim,) = folder.glob(f"output_*/{artefacts.SIM}")
+    trace = device_profile.parse_merged_swimlane(
+        json.loads((sim / "merged_swimlane.json").read_text())
+    )
+    assert trace.ready_us, "the matmul's vector tasks wait for its cube tasks"
+    from_trace = {c.name: c for c in metrics.cores_from_lanes(trace.lanes, trace.ready_us)}
+    from_log = metrics.parse_bubble_log((sim / "bubble_analysis.log").read_text())
+    assert len(from_log) == len(from_trace)
+    for core in from_log:
+        twin = from_trace[core.name]
+        assert (twin.tasks, twin.fake_tasks) == (core.tasks, core.fake_tasks)
+        assert twin.work_us == pytest.approx(core.work_us, abs=1e-9)
+        assert twin.wait_us == pytest.approx(core.wait_us, abs=1e-9)
+        assert twin.wait_schedule_us == pytest.approx(core.wait_schedule_us, abs=1e-9)
+    e2e, util = metrics.aicore_summary(trace.lanes)
+    assert printed is not None
+    assert (round(e2e, 2), round(util, 2)) == (printed.e2e_us, printed.util_pct)
 
 
 def test_missing_bubble_log_falls_back_to_the_swimlane() -> None:

@@ -54,15 +54,28 @@ def test_summary_figures_computed_by_hand() -> None:
     """Used-type averages exclude the idle AIC type; upstream averages include it."""
     figures = metrics.summarize(metrics.parse_bubble_log(FIXTURE.read_text()), 27000)
     assert figures["max_work_time_us"] == 13.0  # HUB_7 ends last
-    assert figures["max_work_time_upstream_us"] == 12.5  # AIC/AIV only
+    assert figures["max_work_time_aicore_us"] == 12.5  # AIC/AIV only
     assert figures["total_cycles_us"] == 15.0
     assert figures["util_pct"] == pytest.approx((80 + 100 + 0 + 80) / 4)
     assert figures["bubble_pct"] == pytest.approx((0.5 / 10.5 * 100 + 100 / 9) / 4)
-    assert figures["util_pct_upstream"] == pytest.approx(260 / 6)
-    assert figures["util_pct_active_cores"] == pytest.approx(260 / 3)
-    assert figures["load_balance_pct"] == pytest.approx((1 - 14.75**0.5 / 5.5) * 100)
-    assert figures["load_balance_pct_upstream"] == 100.0  # idle AIC cores, as upstream
+    assert figures["util_pct_all_aicores"] == pytest.approx(260 / 6)
+    assert figures["util_pct_cores_with_tasks"] == pytest.approx(260 / 3)
+    # aicore times of the AIV cores: 10, 4, 0, 8: mean 5.5, busiest 10.
+    assert figures["load_balance_pct"] == pytest.approx(5.5 / 10 * 100)
+    assert figures["load_balance_aic_pct_upstream"] == 100.0  # idle AIC cores, as upstream
     assert (figures["tasks"], figures["fake_tasks"], figures["cores_used_aiv"]) == (6, 4, 3)
+    assert "total_cycles" not in metrics.summarize(metrics.parse_bubble_log(FIXTURE.read_text()))
+
+
+def test_load_balance_stays_a_percentage_where_upstreams_goes_negative() -> None:
+    """One busy core among idle ones: upstream's 1 − std/mean is negative, mean/max is not."""
+    aicore = [9.0, 0.0, 0.0, 0.0]  # mean 2.25, std sqrt(3 * 2.25**2 + 6.75**2) / 2 ≈ 3.90
+    upstream_raw = (1 - (sum((v - 2.25) ** 2 for v in aicore) / 4) ** 0.5 / 2.25) * 100
+    assert upstream_raw == pytest.approx(-73.2, abs=0.1)
+    assert metrics.load_balance_std_pct(aicore) == 0.0  # floored, with the reason documented
+    assert metrics.load_balance_pct(aicore) == pytest.approx(25.0)  # 2.25 / 9
+    assert metrics.load_balance_pct([3.0, 3.0]) == 100.0
+    assert metrics.load_balance_pct([]) == metrics.load_balance_pct([0.0]) == 100.0
 
 
 def test_a_truncated_core_block_is_refused_with_its_line() -> None:

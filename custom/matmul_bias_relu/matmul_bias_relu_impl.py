@@ -62,8 +62,10 @@ def resolve_config(config: dict[str, Any], rank: int = 3) -> dict[str, Any]:
 
 
 def build_kernel(shape: list[int], dtype: str, config: dict[str, Any], *,
-                 verify_options: dict[str, Any] | None = None) -> Any:
-    """A jitted matmul + bias + relu for `shape = [M, K, N]`, a dtype name and a config."""
+                 verify_options: dict[str, Any] | None = None,
+                 run_mode: Any = None) -> Any:
+    """A jitted matmul + bias + relu for `shape = [M, K, N]`, a dtype name and a config, run
+    where `run_mode` says (pypto.RunMode.NPU or .SIM; None: as pypto chooses)."""
     if len(shape) != 3:
         raise ValueError(f"matmul_bias_relu takes shape [M, K, N], got {shape}")
     cfg = resolve_config(config)
@@ -71,7 +73,7 @@ def build_kernel(shape: list[int], dtype: str, config: dict[str, Any], *,
     elem = DTYPES[dtype]
     cube = cfg["cube_tile_shape"]
     tile = tuple(cfg["vec_tile_shape"])
-    runtime = {"run_mode": pypto.RunMode.SIM,
+    runtime = {**({"run_mode": run_mode} if run_mode is not None else {}),
                **{key: cfg[key] for key in RUNTIME_KNOBS if cfg.get(key) is not None}}
     passes = {key: cfg[key] for key in PASS_MAP_KNOBS if cfg.get(key) is not None}
 

@@ -78,8 +78,10 @@ def _int_map(value: Any, key: str) -> dict[int, int]:
 
 
 def build_kernel(shape: list[int], dtype: str, config: dict[str, Any], *,
-                 verify_options: dict[str, Any] | None = None) -> Any:
-    """A jitted softmax for one input shape, dtype name and config (SIM mode)."""
+                 verify_options: dict[str, Any] | None = None,
+                 run_mode: Any = None) -> Any:
+    """A jitted softmax for one input shape, dtype name and config, run where `run_mode`
+    says (pypto.RunMode.NPU or .SIM; None: as pypto chooses, NPU when ASCEND_HOME_PATH is set)."""
     if len(shape) != 4:
         raise ValueError(f"softmax_impl handles 4-D inputs, got shape {shape}")
     if dtype not in DTYPES:
@@ -90,7 +92,7 @@ def build_kernel(shape: list[int], dtype: str, config: dict[str, Any], *,
     tile = tuple(cfg["vec_tile_shape"])
     unroll = list(cfg["unroll_list"])
     batch = dims[0]
-    runtime = {"run_mode": pypto.RunMode.SIM,
+    runtime = {**({"run_mode": run_mode} if run_mode is not None else {}),
                **{k: cfg[k] for k in RUNTIME_KNOBS if cfg.get(k) is not None}}
     passes = {k: cfg[k] for k in PASS_MAP_KNOBS if k in cfg}
 

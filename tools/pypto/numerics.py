@@ -1,10 +1,13 @@
-"""Accuracy evidence of one run: PyPTO's pass-verify verdicts plus our own tensor compare.
+"""Accuracy evidence of one run: on a device its real outputs, in the simulator PyPTO's
+pass-verify verdicts plus our own tensor compare.
 
-Pure: callers pass the CSV text and the compare results. The evidence comes from pypto's
-pass-verify, which interprets the tensor graph and the graph after each checked compiler pass
-on the host CPU (torch), not from executing generated NPU code.
+Pure: callers pass the CSV text and the compare results. On a device the outputs the kernel
+computed are copied back and compared with the golden (`device_evidence`). The simulator
+computes no outputs: there the evidence comes from pypto's pass-verify, which interprets the
+tensor graph and the graph after each checked compiler pass on the host CPU (torch), not from
+executing generated NPU code.
 
-An output is `all_close` only when all of these hold:
+In the simulator an output is `all_close` only when all of these hold:
 - our compare of the output buffer (written by the host interpretation) with the golden is
   within the SPEC tolerance (`torch.allclose`);
 - the verifier's own tensor_graph-vs-golden row for that output says PASS;
@@ -167,3 +170,25 @@ def evidence_from_rows(
             }
         )
     return evidence
+
+
+def device_evidence(
+    compares: Sequence[OutputCompare], rtol: float, atol: float
+) -> list[dict[str, Any]]:
+    """One entry per output of a device run: the outputs the device computed, copied to the
+    host, against the golden (`torch.allclose` within the SPEC tolerance). An all-zero output
+    is no sign of a missing run here (it may be right): the outputs were zeroed before it."""
+    return [
+        {
+            "name": out.name,
+            "all_close": out.all_close,
+            "max_diff": out.max_diff,
+            "rtol": rtol,
+            "atol": atol,
+            "source": "device outputs vs golden (torch.allclose on the host)",
+            "reason": None
+            if out.all_close
+            else f"max |out - golden| {out.max_diff:.3g} beyond rtol={rtol:g}, atol={atol:g}",
+        }
+        for out in compares
+    ]

@@ -6,7 +6,9 @@
 
 Exit codes: 0 a measured run without failure; 3 a classified failure (the document's
 `failure` names it: compile, timeout, oom, accuracy, layout, runtime); 2 bad arguments;
-1 a bug of the adapter. With --json the last line of stdout is the document.
+4 the NPU could not be used (nothing measured; the error says what to check); 1 a bug of the
+adapter. With --json the last line of stdout is the document (an `{"error", "code"}` object
+for exit 2 and 4).
 """
 
 from __future__ import annotations
@@ -37,10 +39,12 @@ def _emit(doc: dict[str, Any], as_json: bool) -> None:
         click.echo(json.dumps(doc, sort_keys=True, allow_nan=False))
         return
     failure = doc.get("failure")
+    where = doc.get("device") or {}
+    click.echo(f"device: {where.get('run_mode')} {where.get('soc') or '(soc unknown)'}")
     if doc.get("time_us") is not None:
+        samples = doc.get("times_us") or []
         click.echo(
-            f"time {doc['time_us']:.3f} µs ({doc['time_metric']}), "
-            f"total cycles {doc['metrics'].get('total_cycles', 0):.0f}, "
+            f"time {doc['time_us']:.3f} µs ({doc['time_metric']}, median of {len(samples)}), "
             f"util {doc['util_pct']:.1f}%, bubble {doc['bubble_pct']:.1f}%"
         )
     for out in doc.get("outputs", []):
@@ -114,6 +118,17 @@ def _emit(doc: dict[str, Any], as_json: bool) -> None:
     show_default=True,
     help="Interpreter with pypto and torch installed, for the child process.",
 )
+@click.option(
+    "--run-mode",
+    type=click.Choice(["npu", "sim"]),
+    help="Where the kernel runs (default: as PyPTO chooses: npu when ASCEND_HOME_PATH is set, "
+    "else sim).",
+)
+@click.option(
+    "--msprof",
+    is_flag=True,
+    help="Wrap an NPU run in CANN's msprof and read its op summary too.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the measurement JSON document.")
 def main(
     op_dir: Path | None,
@@ -129,9 +144,12 @@ def main(
     no_layout: bool,
     keep_artefacts: Path | None,
     python: str,
+    run_mode: str | None,
+    msprof: bool,
     as_json: bool,
 ) -> None:
-    """Measure one config of a PyPTO op in SIM mode, or parse an artefact folder."""
+    """Measure one config of a PyPTO op (on an NPU or in the simulator), or parse an artefact
+    folder."""
     config = _config(config_text)
     shape_value = _config_shape(shape)
     try:
@@ -156,6 +174,8 @@ def main(
                 limits=runner.Limits(wall_s=wall_s, memory_mb=memory_mb),
                 keep_dir=keep_artefacts,
                 python=python,
+                run_mode=run_mode,
+                msprof=msprof,
             )
             doc, code = runner.measure(request)
             if doc.get("artefact_dir"):
@@ -163,12 +183,18 @@ def main(
                     json.dumps(doc, sort_keys=True, allow_nan=False) + "\n"
                 )
     except (runner.UsageError, SpecError) as e:
-        if as_json:
-            click.echo(json.dumps({"error": str(e), "code": runner.EXIT_USAGE}))
-        else:
-            click.echo(f"error: {e}", err=True)
-        sys.exit(runner.EXIT_USAGE)
+        _refuse(str(e), runner.EXIT_USAGE, as_json)
+    except runner.DeviceError as e:
+        _refuse(str(e), runner.EXIT_DEVICE, as_json)
     _emit(doc, as_json)
+    sys.exit(code)
+
+
+def _refuse(message: str, code: int, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"error": message, "code": code}))
+    else:
+        click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
 

@@ -2,7 +2,7 @@
 
 The imperative shell of the adapter. `measure()` returns the measurement document (the JSON
 schema is in tools/pypto/README.md) and the CLI exit code; it never raises for a failed run,
-only for bad arguments (`UsageError`).
+only for bad arguments (`UsageError`) and for a device that could not be used (`DeviceError`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import platform
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,15 +26,15 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-from . import artefacts, classify, host_verify_patch, numerics, phase, tether, warm
+from . import artefacts, classify, device, host_verify_patch, numerics, phase, tether, warm
 from .metrics import ArtefactError
 from .spec import OpSpec, SpecError, load_spec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TOOL = "pypto-sim"
+TOOLS = {device.SIM: "pypto-sim", device.NPU: "pypto-npu"}
 SCHEMA_VERSION = 1
 TIME_METRIC = "max_work_time_us"
-EXIT_OK, EXIT_USAGE, EXIT_FAILED = 0, 2, 3
+EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_DEVICE = 0, 2, 3, 4
 POLL_S = 0.1
 LAYOUT_TIMEOUT_S = 120
 OUTPUT_TAIL = 4000
@@ -41,6 +42,10 @@ OUTPUT_TAIL = 4000
 
 class UsageError(ValueError):
     """Bad arguments: an unknown op folder, a malformed config, an unknown knob."""
+
+
+class DeviceError(RuntimeError):
+    """The NPU could not be used (no CANN, no driver, no device): nothing was measured."""
 
 
 @frozen
@@ -62,6 +67,8 @@ class Request:
     limits: Limits = Limits()
     keep_dir: Path | None = None
     python: str = sys.executable
+    run_mode: str | None = None  # sim | npu; None: as PyPTO chooses (device.resolve_run_mode)
+    msprof: bool = False  # wrap an NPU run in CANN's msprof (its op summary is parsed too)
 
 
 @frozen
@@ -84,12 +91,19 @@ def measure(request: Request) -> tuple[dict[str, Any], int]:
         raise UsageError(str(e)) from e
     if not isinstance(request.config, dict):
         raise UsageError("the config must be a JSON object")
+    request = attrs.evolve(request, run_mode=device.resolve_run_mode(request.run_mode, os.environ))
+    if request.msprof and request.run_mode != device.NPU:
+        raise UsageError("--msprof profiles a device run: it needs NPU mode (--run-mode npu)")
+    if request.msprof and shutil.which("msprof") is None:
+        raise DeviceError("--msprof: msprof is not on PATH; source CANN's set_env.sh")
     work = Path(tempfile.mkdtemp(prefix="tune-ledger-pypto-"))
     try:
         child = _run_child(spec, request, work)
         doc = _document(spec, request, child, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if doc.get("device_error"):
+        raise DeviceError(doc["device_error"])
     if doc.get("error"):
         raise UsageError(doc["error"])
     return doc, EXIT_OK if doc["failure"] is None else EXIT_FAILED
@@ -117,29 +131,39 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
                 "rtol": spec.rtol,
                 "atol": spec.atol,
                 "result_path": os.fspath(result_path),
+                "run_mode": request.run_mode,
             }
         )
     )
     home = work / "home"  # pypto also logs under ~/.pypto and ~/ascend: keep that in `work`
     home.mkdir()
-    env = child_environment(os.environ, output_dir=output_dir, home=home)
+    env = child_environment(os.environ, output_dir=output_dir, home=home, run_mode=request.run_mode)
     log_path.touch()  # a fork that fails before it opens its output still leaves one to read
     started = time.monotonic()
     process: subprocess.Popen[bytes] | warm.WarmRun | None
-    process, how = warm.start_run(
-        kind="child",
-        argv=[os.fspath(request_path)],
-        cwd=work,
-        env=env,
-        python=request.python,
-        stdout=log_path,
-        stderr=log_path,
-        home=home,
-    )
+    argv = [request.python, "-m", f"{__package__}.child", os.fspath(request_path)]
+    if request.run_mode == device.NPU:
+        # A fork would share the worker's runtime state, and a device wants one process.
+        process, how = None, "cold (a device run is a process of its own)"
+        if request.msprof:
+            profile = output_dir / artefacts.DEVICE_RUNS / "msprof"
+            profile.mkdir(parents=True)
+            argv = ["msprof", f"--output={profile}", *argv]
+    else:
+        process, how = warm.start_run(
+            kind="child",
+            argv=argv[3:],
+            cwd=work,
+            env=env,
+            python=request.python,
+            stdout=log_path,
+            stderr=log_path,
+            home=home,
+        )
     if process is None:
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
-                [request.python, "-m", f"{__package__}.child", os.fspath(request_path)],
+                argv,
                 cwd=work,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -190,11 +214,19 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
 
 
 def child_environment(
-    base: Mapping[str, str], *, output_dir: Path | None, home: Path | None
+    base: Mapping[str, str],
+    *,
+    output_dir: Path | None,
+    home: Path | None,
+    run_mode: str | None = None,
 ) -> dict[str, str]:
     """The environment of the kernel's child: `base`, the run's output folder and home, the
     calculator cache, and this repository importable. The warm worker is started in the same
-    one (without a run's folders), so that its forks run where a new child would."""
+    one (without a run's folders), so that its forks run where a new child would.
+
+    A simulated run gets no ASCEND_HOME_PATH: pypto then loads the same libraries as on a host
+    without CANN, so the simulator is one device everywhere (and the numerics workaround,
+    host_verify_patch, applies as it was checked)."""
     env = {
         **base,
         "TUNE_LEDGER_PYPTO_CACHE": os.fspath(host_verify_patch.cache_root()),
@@ -202,6 +234,8 @@ def child_environment(
             p for p in (os.fspath(REPO_ROOT), base.get("PYTHONPATH")) if p
         ),
     }
+    if device.resolve_run_mode(run_mode, base) == device.SIM:
+        env.pop(device.HOME_ENV, None)
     if output_dir is not None:
         env["TILE_FWK_OUTPUT_DIR"] = os.fspath(output_dir)
     if home is not None:
@@ -243,10 +277,16 @@ def _document(spec: OpSpec, request: Request, child: ChildRun, work: Path) -> di
     status = result.get("status")
     if status == "config-error":
         return {"error": f"config rejected by {spec.impl_path.name}: {result['error']}"}
+    if status == "impl-error":
+        return {"error": str(result["error"])}
+    if status == "device-error":
+        return {"device_error": f"the NPU could not be used: {result['error']}"}
     doc = _skeleton(spec, request, child, result)
     failure = None
     if status == "numerics-error":
         failure = classify.Failure("runtime", "no numerics: " + str(result.get("error")))
+    elif status == "no-profile":
+        failure = classify.Failure("runtime", str(result.get("error")))
     elif status != "ok" or child.timed_out or child.over_memory:
         error_text = str(result.get("error") or "") or child.output_tail
         failure = classify.classify(
@@ -288,9 +328,13 @@ def _pypto_log(work: Path, limit: int = 1 << 20) -> str:
 def _skeleton(
     spec: OpSpec, request: Request, child: ChildRun, result: dict[str, Any]
 ) -> dict[str, Any]:
+    reported = result.get("device")
+    soc = reported.get("soc") if isinstance(reported, dict) else None
+    soc = soc if isinstance(soc, str) else None
     return {
         "schema_version": SCHEMA_VERSION,
-        "tool": TOOL,
+        "tool": TOOLS[str(request.run_mode)],
+        "device": device.describe(str(request.run_mode), os.environ, soc),
         # A warm fork runs this interpreter, whose pypto matched the worker's (warm.py).
         "tool_version": warm.installed("pypto")
         if child.how == "warm"
@@ -333,25 +377,37 @@ def _measured(
     doc: dict[str, Any], spec: OpSpec, request: Request, result: dict[str, Any], work: Path
 ) -> classify.Failure | None:
     """Fill the document from the artefacts of a completed run; the failure it shows, if any."""
-    phase.report("parse the simulator's artefacts")
+    phase.report("parse the run's artefacts")
     try:
         run = artefacts.read_run_folder(artefacts.find_run_folder(work / "output"))
     except (ArtefactError, OSError) as e:
         return classify.Failure("runtime", f"artefacts unreadable: {e}")
     fill_from_artefacts(doc, run)
+    if run.run_mode == device.NPU:  # what --perf-dir on the kept folder says of its device
+        (run.folder / artefacts.DEVICE_JSON).write_text(
+            json.dumps(doc["device"], sort_keys=True) + "\n"
+        )
     if request.keep_dir is not None:
         doc["artefact_dir"] = os.fspath(_keep(run.folder, request.keep_dir))
     if not request.numerics:
         doc["numerics"] = "skipped (--no-numerics): no accuracy evidence"
         return None
+    compares = [numerics.OutputCompare(**c) for c in result.get("compares", [])]
+    if request.run_mode == device.NPU:
+        doc["numerics"] = "the device's outputs of the last warm run, compared on the host"
+        doc["outputs"] = numerics.device_evidence(compares, spec.rtol, spec.atol)
+        return _accuracy_failure(doc["outputs"])
     if run.verify_rows is None:
         return classify.Failure(
             "runtime", "pass-verify wrote no verify_result_brief.csv: no accuracy evidence"
         )
-    compares = [numerics.OutputCompare(**c) for c in result.get("compares", [])]
     doc["numerics"] = f"pass-verify on the host, passes checked: {request.verify_passes}"
     doc["outputs"] = numerics.output_evidence(compares, run.verify_rows, spec.rtol, spec.atol)
-    bad = [o for o in doc["outputs"] if not o["all_close"]]
+    return _accuracy_failure(doc["outputs"])
+
+
+def _accuracy_failure(outputs: list[dict[str, Any]]) -> classify.Failure | None:
+    bad = [o for o in outputs if not o["all_close"]]
     if bad:
         return classify.Failure("accuracy", "; ".join(f"{o['name']}: {o['reason']}" for o in bad))
     return None
@@ -360,8 +416,10 @@ def _measured(
 def fill_from_artefacts(doc: dict[str, Any], run: artefacts.RunArtefacts) -> None:
     """Times, percentages, metrics, cross-check and digests of a parsed run folder."""
     figures = run.metrics
-    doc["time_us"] = figures[TIME_METRIC]
-    doc["times_us"] = [figures[TIME_METRIC]]  # one sample: the simulator is deterministic
+    # One sample in the simulator (it is deterministic), one per warm run on a device; the
+    # time is their median, as the ledger compares medians.
+    doc["times_us"] = list(run.times_us)
+    doc["time_us"] = float(statistics.median(run.times_us))
     doc["util_pct"] = figures["util_pct"]
     doc["bubble_pct"] = figures["bubble_pct"]
     doc["metrics"] = {
@@ -376,7 +434,10 @@ def fill_from_artefacts(doc: dict[str, Any], run: artefacts.RunArtefacts) -> Non
 
 def _keep(folder: Path, keep_dir: Path) -> Path:
     keep_dir.mkdir(parents=True, exist_ok=True)
-    target = keep_dir / folder.name
+    name = folder.name
+    if name == artefacts.DEVICE_RUNS:  # pypto names its own folders output_<time>; ours too
+        name = f"output_npu_{time.strftime('%Y%m%d_%H%M%S')}_{os.getpid()}"
+    target = keep_dir / name
     shutil.move(os.fspath(folder), os.fspath(target))
     return target.resolve()
 
@@ -455,7 +516,9 @@ def parse_perf_dir(
         raise UsageError(str(e)) from e
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "tool": TOOL,
+        "tool": TOOLS[run.run_mode],
+        # What the folder says of its device, never this machine's.
+        "device": device.recorded(run.run_mode, run.device),
         "tool_version": None,
         "time_metric": TIME_METRIC,
         "artefact_dir": os.fspath(run.folder),
