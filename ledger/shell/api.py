@@ -6,7 +6,8 @@ optimistic concurrency, re-render MEMORY.md. The CLI is a thin layer over it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from ledger.shell import rollback, state_snapshot
 # by each process (issue 19 times whole commands beside `python -c "import click"`).
 if TYPE_CHECKING:
     from ledger.schema.events import Payload
+    from ledger.shell.workflows import EvidenceKind, Invocation
     from stages import Decision, Refusal
 
 # Appends retried after another writer got in first; more means a livelock, which is a bug.
@@ -296,6 +298,60 @@ class OpLedger:
     def rolled_back(self) -> rollback.Rollback | None:
         """The rollback of the ledger behind MEMORY.md's back, if any (reads only warn)."""
         return rollback.find(self.store, self.memory_path, self.load().state)
+
+    # The workflows that run the op's own commands (ledger/shell/workflows.py), imported when
+    # called: a command that runs nothing does not load the process runner and its readers.
+
+    def measure(
+        self,
+        attempt: str | None = None,
+        *,
+        python: str = sys.executable,
+        env: Mapping[str, str] | None = None,
+        invocation: Invocation | None = None,
+    ) -> StepResult:
+        """Run SPEC.md's verifier on an attempt's config (None: the pending one) and record
+        the result: a verdict, a failure, or a harness error that writes nothing (R8, R11)."""
+        from ledger.shell import workflows
+
+        return workflows.measure(
+            self, attempt, python=python, env=env, invocation=invocation or workflows.Invocation()
+        )
+
+    def target_from_spec(
+        self,
+        *,
+        python: str = sys.executable,
+        cube_m: int | None = None,
+        env: Mapping[str, str] | None = None,
+        invocation: Invocation | None = None,
+    ) -> StepResult:
+        """Write the target sheet from SPEC.md's manifest, its baseline measured by the
+        manifest's verifier (R3, R11)."""
+        from ledger.shell import workflows
+
+        return workflows.target_from_spec(
+            self, python=python, cube_m=cube_m, env=env,
+            invocation=invocation or workflows.Invocation(),
+        )  # fmt: skip
+
+    def evidence_from_spec(
+        self,
+        kind: EvidenceKind,
+        *,
+        impl: Path | str | None = None,
+        python: str = sys.executable,
+        env: Mapping[str, str] | None = None,
+        invocation: Invocation | None = None,
+    ) -> StepResult:
+        """Record the E2E compare ("compare": one verifier run) or the layout check ("layout")
+        of SPEC.md's baseline config as activation evidence, measured by the ledger (R1)."""
+        from ledger.shell import workflows
+
+        return workflows.evidence_from_spec(
+            self, kind, impl=impl, python=python, env=env,
+            invocation=invocation or workflows.Invocation(),
+        )  # fmt: skip
 
     def write_report_files(self) -> Any:
         """Write OP_tuning_report.md and its SVG chart; return the command that records them.
