@@ -20,7 +20,7 @@ from ledger.domain.replay import config_key
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
 from ledger.log import codec
-from ledger.shell.manifest_file import read_manifest
+from ledger.shell.manifest_file import read_front_matter_of, read_manifest
 from stages import commands as cmd
 from stages.target import VEC_LIMIT
 
@@ -212,10 +212,7 @@ def load(op_dir: Path) -> Space:
             f"{op_dir}/SPEC.md declares no knobs: the autopilot has nothing to tune",
             hint="declare knobs: {NAME: {stage, kind or domain, default}} (docs/OP_FOLDER.md)",
         )
-    from ledger.domain.manifest import read_front_matter
-
-    front = read_front_matter(Path(manifest.source).read_text(encoding="utf-8"), manifest.source)
-    cube_m = front.get("cube_m")
+    cube_m = (read_front_matter_of(op_dir) or {}).get("cube_m")
     return Space(
         spec=Spec(
             shape=list(manifest.p0_shape),
