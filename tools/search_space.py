@@ -14,9 +14,9 @@ from typing import Any
 
 from attrs import frozen
 
+from ledger.domain.keys import measured_key
 from ledger.domain.knobs import Knob
 from ledger.domain.manifest import Manifest
-from ledger.domain.replay import config_key
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
 from ledger.log import codec
@@ -69,9 +69,10 @@ class Space:
         best = state.best.config
         knob = self.knobs[point]
         current = best.get(point, knob.default)
+        measured = state.measured_configs  # keyed with the manifest's defaults filled in (R9)
         for value in _neighbours(knob, current, self.spec.shape, vec_limit(state)):
             config = {**best, point: value}
-            if knob.refusal(value) is None and config_key(config) not in state.measured_configs:
+            if knob.refusal(value) is None and measured_key(state, config) not in measured:
                 yield point, value
 
     def relaxation(self, state: State, point: str) -> cmd.Relax | None:
