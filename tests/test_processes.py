@@ -116,3 +116,39 @@ def test_stderr_kept_apart_and_a_cancel_from_another_thread() -> None:
     cancelled = processes.run(["sleep", "60"], on_start=cancel_soon)
     assert cancelled.exit_code == -9 and not cancelled.timed_out
     assert time.monotonic() - began < 15
+
+
+REPO = Path(__file__).resolve().parents[1]
+STARTERS = {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"}
+
+
+def _process_starts(path: Path) -> list[str]:
+    """Where a file starts a process other than through ledger/processes.py."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module == "subprocess":
+            found += [f"{path}:{node.lineno}" for a in node.names if a.name in STARTERS]
+        called = node.func if isinstance(node, ast.Call) else None
+        if isinstance(called, ast.Attribute) and isinstance(called.value, ast.Name):
+            module, name = called.value.id, called.attr
+            if (module == "subprocess" and name in STARTERS) or (
+                module == "os" and (name in ("system", "popen") or name.startswith("spawn"))
+            ):
+                found.append(f"{path}:{node.lineno}: {module}.{name}")
+    return found
+
+
+def test_every_process_is_started_by_the_one_runner() -> None:
+    """ledger/ and tools/ (the benchmarks aside) start processes only through
+    ledger/processes.py, and nothing runs our own CLI as a process."""
+    files = [
+        p
+        for p in sorted([*(REPO / "ledger").rglob("*.py"), *(REPO / "tools").rglob("*.py")])
+        if "bench" not in p.relative_to(REPO).parts and p != REPO / "ledger" / "processes.py"
+    ]
+    assert len(files) > 100
+    assert [hit for path in files for hit in _process_starts(path)] == []
+    own_cli = [str(p) for p in files if '"-m", "ledger"' in p.read_text("utf-8")]
+    assert own_cli == []
