@@ -6,8 +6,7 @@ optimistic concurrency, re-render MEMORY.md. The CLI is a thin layer over it.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +27,10 @@ from ledger.shell import rollback, state_snapshot
 # (`priors`, `log`, a `status` whose cache missed) needs neither, and every module is paid for
 # by each process (issue 19 times whole commands beside `python -c "import click"`).
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from ledger.schema.events import Payload
-    from ledger.shell.workflows import EvidenceKind, Invocation
+    from ledger.shell.workflows import EvidenceKind, Running
     from stages import Decision, Refusal
 
 # Appends retried after another writer got in first; more means a livelock, which is a bug.
@@ -301,57 +302,33 @@ class OpLedger:
 
     # The workflows that run the op's own commands (ledger/shell/workflows.py), imported when
     # called: a command that runs nothing does not load the process runner and its readers.
+    # `options`: the verifier's interpreter (`python`), its environment (`env`), and the
+    # idempotency key, request and command line (`invocation`).
 
-    def measure(
-        self,
-        attempt: str | None = None,
-        *,
-        python: str = sys.executable,
-        env: Mapping[str, str] | None = None,
-        invocation: Invocation | None = None,
-    ) -> StepResult:
+    def measure(self, attempt: str | None = None, **options: Unpack[Running]) -> StepResult:
         """Run SPEC.md's verifier on an attempt's config (None: the pending one) and record
         the result: a verdict, a failure, or a harness error that writes nothing (R8, R11)."""
         from ledger.shell import workflows
 
-        return workflows.measure(
-            self, attempt, python=python, env=env, invocation=invocation or workflows.Invocation()
-        )
+        return workflows.measure(self, attempt, **options)
 
     def target_from_spec(
-        self,
-        *,
-        python: str = sys.executable,
-        cube_m: int | None = None,
-        env: Mapping[str, str] | None = None,
-        invocation: Invocation | None = None,
+        self, *, cube_m: int | None = None, **options: Unpack[Running]
     ) -> StepResult:
         """Write the target sheet from SPEC.md's manifest, its baseline measured by the
         manifest's verifier (R3, R11)."""
         from ledger.shell import workflows
 
-        return workflows.target_from_spec(
-            self, python=python, cube_m=cube_m, env=env,
-            invocation=invocation or workflows.Invocation(),
-        )  # fmt: skip
+        return workflows.target_from_spec(self, cube_m=cube_m, **options)
 
     def evidence_from_spec(
-        self,
-        kind: EvidenceKind,
-        *,
-        impl: Path | str | None = None,
-        python: str = sys.executable,
-        env: Mapping[str, str] | None = None,
-        invocation: Invocation | None = None,
+        self, kind: EvidenceKind, *, impl: Path | str | None = None, **options: Unpack[Running]
     ) -> StepResult:
         """Record the E2E compare ("compare": one verifier run) or the layout check ("layout")
         of SPEC.md's baseline config as activation evidence, measured by the ledger (R1)."""
         from ledger.shell import workflows
 
-        return workflows.evidence_from_spec(
-            self, kind, impl=impl, python=python, env=env,
-            invocation=invocation or workflows.Invocation(),
-        )  # fmt: skip
+        return workflows.evidence_from_spec(self, kind, impl=impl, **options)
 
     def write_report_files(self) -> Any:
         """Write OP_tuning_report.md and its SVG chart; return the command that records them.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from attrs import frozen
 
@@ -39,6 +39,14 @@ _FIX_KERNEL = (
     "hand back to pypto-op-orchestrator: accuracy is not frozen until the baseline config "
     "builds and runs (fix the kernel, then record the evidence again)"
 )
+
+
+class Running(TypedDict, total=False):
+    """How a workflow runs the op's commands, and who asks (the OpLedger methods' options)."""
+
+    python: str  # the interpreter the verifier template's {python} stands for
+    env: Mapping[str, str] | None  # the processes' environment (default: this process's)
+    invocation: Invocation
 
 
 @frozen
