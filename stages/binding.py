@@ -12,14 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.domain.configs import canonical_config
+from ledger.domain.configs import filled
+from ledger.domain.keys import knob_defaults
 from ledger.domain.state import Attempt, State
 from ledger.log import codec
-
-
-def filled(config: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """`config` with each default it leaves out, in canonical form."""
-    return canonical_config({**defaults, **config})
 
 
 def binding_problem(
@@ -66,11 +62,6 @@ def expected_impl_digest(state: State, attempt: Attempt) -> str | None:
     return attempt.impl_digest or best_impl_digest(state)
 
 
-def defaults_of(state: State) -> dict[str, Any]:
-    """The knob defaults of the manifest in use (none without a manifest)."""
-    return state.manifest.defaults() if state.manifest is not None else {}
-
-
 def attempt_binding_problem(
     state: State,
     attempt: Attempt,
@@ -86,5 +77,5 @@ def attempt_binding_problem(
         expected_digest=expected_impl_digest(state, attempt),
         measured_config=measured_config,
         measured_digest=measured_digest,
-        defaults=defaults_of(state) if defaults is None else defaults,
+        defaults=knob_defaults(state) if defaults is None else defaults,
     )

@@ -10,25 +10,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.domain.configs import canonical_config
+from ledger.domain.configs import filled
+from ledger.domain.keys import knob_defaults
 from ledger.domain.state import Point, State
 from ledger.errors import BadInput
 from ledger.log import codec
-from stages.binding import best_impl_digest, defaults_of
+from stages.binding import best_impl_digest
 from stages.outcome import refuse
 from stages.pipeline import active_stage
 from stages.refusal import Refusal
 from stages.retry import outcome_of
 
 
-def _filled(config: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    return canonical_config({**defaults, **config})
-
-
 def changed_knobs(state: State, before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
     """The keys whose values differ once the manifest's defaults are filled in (R6)."""
-    defaults = defaults_of(state)
-    old, new = _filled(before, defaults), _filled(after, defaults)
+    defaults = knob_defaults(state)
+    old, new = filled(before, defaults), filled(after, defaults)
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
 

@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_codec import JSON, TEXT
 
-from ledger.domain.configs import canonical_config
-from ledger.domain.keys import _maybe_float, config_key
+from ledger.domain.configs import _maybe_float, canonical_config, config_key
 from ledger.log import codec
 
 # Numbers whose text has an exponent, a point, or neither; keys and strings that look alike.

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.domain.configs import canonical_config, config_key
+from ledger.domain.configs import canonical_config, config_key, filled
 
 SPELLINGS = [128, 128.0, 1.28e2, 12800e-2]
 
@@ -45,3 +45,17 @@ def test_canonical_form_is_idempotent_and_keeps_the_value(number: float) -> None
     once = canonical_config({"k": number})
     assert canonical_config(once) == once
     assert once["k"] == number
+
+
+def test_a_default_spelt_out_or_left_out_is_one_config() -> None:
+    """Filling in the knob defaults is how every comparison sees a config (R6, R9, R11): a
+    config that names a default and one that leaves it out fill to one config and one key; a
+    value the config gives wins over the default."""
+    defaults = {"stitch": 128, "unroll_list": [1]}
+    spelt = {"vec": [1, 16], "stitch": 128.0}
+    left_out = {"vec": [1, 16]}
+    assert filled(spelt, defaults) == filled(left_out, defaults)
+    assert filled(left_out, defaults) == {"stitch": 128, "unroll_list": [1], "vec": [1, 16]}
+    assert config_key(spelt, defaults) == config_key(left_out, defaults)
+    assert config_key(left_out, defaults) != config_key(left_out)
+    assert filled({"stitch": 64}, defaults)["stitch"] == 64

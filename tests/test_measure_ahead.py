@@ -11,7 +11,7 @@ from typing import Any
 
 from tools.measure_ahead import MeasureAhead
 
-Started = Callable[[subprocess.Popen[bytes]], None]
+Started = Callable[[int], None]
 
 
 def test_the_needed_config_runs_first_and_guesses_no_longer_wanted_are_dropped() -> None:
@@ -60,7 +60,7 @@ def test_closing_kills_the_runs_in_flight() -> None:
     def measure(config: dict[str, Any], started: Started) -> None:
         process = subprocess.Popen(["sleep", "30"], start_new_session=True)
         processes.append(process)
-        started(process)
+        started(process.pid)
         process.wait()
 
     ahead = MeasureAhead(2, measure)
@@ -82,7 +82,7 @@ def test_the_pending_config_never_waits_for_a_stale_guess() -> None:
         ran.append(config["n"])
         if config["n"] == 1:  # the guess: a long run
             process = subprocess.Popen(["sleep", "30"], start_new_session=True)
-            started(process)
+            started(process.pid)
             process.wait()
 
     ahead = MeasureAhead(1, measure)

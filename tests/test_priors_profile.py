@@ -1,4 +1,5 @@
-"""SPEC.md front matter (a tiny YAML subset) and the similarity of two ops."""
+"""An op's profile from SPEC.md's front matter (read by the manifest's YAML reader, the one
+reader of SPEC.md) and the similarity of two ops."""
 
 from __future__ import annotations
 
@@ -7,60 +8,43 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.priors.profile import (
-    OpProfile,
-    front_matter,
-    profile,
-    shape_similarity,
-    similarity,
-)
+from ledger.priors.profile import OpProfile, profile, shape_similarity, similarity
+from ledger.shell.priors_load import read_profile
 
-SOFTMAX_SPEC = Path(__file__).parents[1] / "custom" / "softmax" / "SPEC.md"
+SOFTMAX = Path(__file__).parents[1] / "custom" / "softmax"
 
 
 def test_the_example_ops_spec_front_matter_is_read() -> None:
-    matter = front_matter(SOFTMAX_SPEC.read_text("utf-8"))
-    assert matter.problems == ()
-    assert matter.values["supported_dtypes"] == ["fp32"]
-    assert matter.values["p0_shapes"] == [[32, 32, 1, 256]]
-    assert matter.values["tolerance"] == {"rtol": 1.0e-5, "atol": 1.0e-6}
-    softmax = profile("softmax", matter.values)
+    softmax, notes = read_profile(SOFTMAX, "softmax")
+    assert notes == []
     assert softmax == OpProfile(name="softmax", dtypes=("fp32",), shapes=((32, 32, 1, 256),))
 
 
-def test_flow_lists_of_plain_words_block_lists_comments_and_quotes() -> None:
-    text = "\n".join(
-        [
-            "---",
-            "op_name: 'rms_norm'  # the op",
-            "op_family: norm",
-            "supported_dtypes: [fp16, bf16]",
-            "p0_shapes:",
-            "  - [8, 4096]",
-            "  - [1, 4096]",
-            "tolerance: {rtol: 1e-3, atol: 1e-5}",
-            'note: "a # inside quotes"',
-            "nested:",
-            "  child: 1",
-            "cube_k: 4096",
-            "---",
-            "# body",
-            "not: front matter",
-        ]
+def test_flow_lists_of_plain_words_block_lists_comments_and_quotes(tmp_path: Path) -> None:
+    (tmp_path / "SPEC.md").write_text(
+        "\n".join(
+            [
+                "---",
+                "op_name: 'rms_norm'  # the op",
+                "op_family: norm",
+                "supported_dtypes: [fp16, bf16]",
+                "p0_shapes:",
+                "  - [8, 4096]",
+                "  - [1, 4096]",
+                "tolerance: {rtol: 1.0e-3, atol: 1.0e-5}",
+                'note: "a # inside quotes"',
+                "nested:",
+                "  child: 1",
+                "cube_k: 4096",
+                "---",
+                "# body",
+                "not: front matter",
+            ]
+        ),
+        "utf-8",
     )
-    matter = front_matter(text)
-    assert matter.problems == ()
-    assert matter.values == {
-        "op_name": "rms_norm",
-        "op_family": "norm",
-        "supported_dtypes": ["fp16", "bf16"],
-        "p0_shapes": [[8, 4096], [1, 4096]],
-        "tolerance": {"rtol": 1e-3, "atol": 1e-5},
-        "note": "a # inside quotes",
-        "nested": [],
-        "cube_k": 4096,
-    }
-    norm = profile("custom_name", matter.values)
+    norm, notes = read_profile(tmp_path, "custom_name")
+    assert notes == []
     assert norm == OpProfile(
         name="rms_norm",
         family="norm",
@@ -70,12 +54,19 @@ def test_flow_lists_of_plain_words_block_lists_comments_and_quotes() -> None:
     )
 
 
-def test_no_front_matter_unreadable_lines_and_a_missing_fence_are_not_fatal() -> None:
-    assert front_matter("# softmax\n\ntext\n").values == {}
-    broken = front_matter("---\nop_name: x\n: no key\nshapes: [1, 2\n", "S.md")
-    assert broken.values == {"op_name": "x"}
-    assert [p.split(":")[1] for p in broken.problems[:2]] == ["3", "4"]
-    assert broken.problems[-1] == "S.md: front matter has no closing '---'"
+def test_a_missing_spec_no_front_matter_or_broken_yaml_leave_the_name_only(
+    tmp_path: Path,
+) -> None:
+    """Nothing about SPEC.md is fatal for priors: what cannot be read is a note, naming the
+    file and line, and similarity uses the op's name."""
+    missing, notes = read_profile(tmp_path, "op")
+    assert missing == OpProfile(name="op") and "not found" in notes[0]
+    (tmp_path / "SPEC.md").write_text("# op\n\ntext\n", "utf-8")
+    assert read_profile(tmp_path, "op") == (OpProfile(name="op"), [])
+    (tmp_path / "SPEC.md").write_text("---\nop_name: x\nshapes: [1, 2\n---\n", "utf-8")
+    broken, notes = read_profile(tmp_path, "op")
+    assert broken == OpProfile(name="op")
+    assert f"{tmp_path / 'SPEC.md'}:3:" in notes[0] and "not valid YAML" in notes[0]
     assert profile("op", {"p0_shapes": "big", "supported_dtypes": 3}) == OpProfile(name="op")
 
 

@@ -1,6 +1,6 @@
 """A kernel child started as a new process dies with the verifier that started it, though it
-leads its own process group (tools/pypto/tether.py): killing a cancelled verifier's group, as
-measure-ahead does, leaves no simulation running."""
+leads its own process group (`ledger.processes.start(tether=True)`, as the adapter starts it):
+killing a cancelled verifier's group, as measure-ahead does, leaves no simulation running."""
 
 from __future__ import annotations
 
@@ -17,12 +17,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 # The verifier's part: a child in its own session (as runner._run_child starts one), then wait.
 PARENT = """
-import subprocess, sys, time
-from tools.pypto import tether
-child = subprocess.Popen(
-    [sys.executable, "-c", "import time; time.sleep(120)"],
-    start_new_session=True,
-    preexec_fn=tether.to_this_process() if sys.argv[1] == "tethered" else None,
+import sys, time
+from ledger import processes
+child = processes.start(
+    [sys.executable, "-c", "import time; time.sleep(120)"], tether=sys.argv[1] == "tethered"
 )
 print(child.pid, flush=True)
 time.sleep(120)

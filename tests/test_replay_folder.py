@@ -12,7 +12,7 @@ from factories import draft
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.domain.keys import config_key
+from ledger.domain.configs import config_key
 from ledger.domain.replay import evolve, folder, replay
 from ledger.domain.state import State
 from ledger.errors import LedgerError

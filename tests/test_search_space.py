@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from ledger.domain.keys import measured_key
 from ledger.domain.manifest import Knob
+from ledger.domain.state import Best, Measurement, RecordedManifest, State
+from ledger.shell.manifest_file import declared, read_manifest
 from tools import search_space
 from tools.progress import Progress
 from tools.pypto import phase
@@ -78,3 +81,24 @@ def test_the_live_line_shows_the_phase_a_run_reports(
         while "compile, simulate, verify" not in out.getvalue() and time.monotonic() < deadline:
             time.sleep(0.1)
     assert "#3 incore vec_nbuffer_setting: compile, simulate, verify" in out.getvalue()
+
+
+def test_a_mutation_measured_before_is_not_proposed_again() -> None:
+    """The search space skips a config the ledger counts as measured (R9), filed with the
+    manifest's knob defaults filled in: the best leaves the swimlane knobs at their defaults."""
+    softmax = REPO / "custom" / "softmax"
+    space = search_space.load(softmax)
+    manifest = read_manifest(softmax)
+    assert manifest is not None
+    state = State()
+    state.manifest = RecordedManifest(
+        event="e", digest=manifest.digest, source="SPEC.md", declared=declared(manifest)
+    )
+    best = {"vec_tile_shape": [1, 16, 1, 64], "unroll_list": [1]}
+    measured = Measurement(
+        times_us=(25.0,), median_us=25.0, util_pct=None, bubble_pct=None, origin_level="measured"
+    )
+    state.best = Best(config=best, measurement=measured, attempt=None)
+    state.measured_configs[measured_key(state, {**best, "stitch_function_max_num": 256})] = "a1"
+    values = [value for _param, value in space.mutations(state, "stitch_function_max_num")]
+    assert 256 not in values and 512 in values

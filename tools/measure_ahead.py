@@ -24,12 +24,8 @@ finishes by itself within its time limit, into the cache, where the resumed camp
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
-import os
-import signal
-import subprocess
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -37,6 +33,7 @@ from typing import Any
 
 import attrs
 
+from ledger import processes
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Best, State
 from ledger.log import codec
@@ -44,8 +41,9 @@ from ledger.schema.vocabulary import CONFIG_STAGES
 
 from . import search_space
 
-# Runs one config into the cache; calls its argument with each verifier process it starts.
-Measure = Callable[[dict[str, Any], Callable[[subprocess.Popen[bytes]], None]], None]
+# Runs one config into the cache; calls its argument with the process group of each verifier
+# run it starts (ledger/processes.py: the run and everything it started).
+Measure = Callable[[dict[str, Any], Callable[[int], None]], None]
 
 
 class MeasureAhead:
@@ -57,7 +55,7 @@ class MeasureAhead:
         self._changed = threading.Condition()
         self._queue: list[str] = []  # config keys, in the order to run them
         self._configs: dict[str, dict[str, Any]] = {}
-        self._running: dict[str, list[subprocess.Popen[bytes]]] = {}
+        self._running: dict[str, list[int]] = {}  # config key -> process groups
         self._cancelled: set[str] = set()  # running, but killed: its run is not kept
         self._finished: set[str] = set()
         self._closed = False
@@ -124,8 +122,8 @@ class MeasureAhead:
             return
         self._cancelled.add(key)
         self.killed += 1
-        for process in self._running[key]:
-            _kill_group(process)
+        for group in self._running[key]:
+            processes.kill_group(group)
 
     def _work(self) -> None:
         while True:
@@ -150,16 +148,11 @@ class MeasureAhead:
                         self._finished.add(key)
                     self._changed.notify_all()
 
-    def _started(self, key: str, process: subprocess.Popen[bytes]) -> None:
+    def _started(self, key: str, group: int) -> None:
         with self._changed:
-            self._running[key].append(process)
+            self._running[key].append(group)
             if self._closed or key in self._cancelled:
-                _kill_group(process)
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+                processes.kill_group(group)
 
 
 def upcoming(space: search_space.Space, state: State, root: Path, op: str) -> list[dict[str, Any]]:

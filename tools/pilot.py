@@ -7,22 +7,21 @@ a campaign resumes wherever it was interrupted; tools/autopilot.py is its comman
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import ledger
-from ledger.domain import inputs
 from ledger.domain.state import State
-from ledger.errors import EXIT_CODES, HandBack, LedgerError, RetryRefusal, RuleRefusal
+from ledger.errors import HandBack, RetryRefusal, RuleRefusal
 from ledger.log import codec
+from ledger.projections import views
 from ledger.shell import measure as measuring
-from ledger.shell import report_files, runner
-from ledger.shell.api import OpLedger
+from ledger.shell import report_files
+from ledger.shell.api import OpLedger, StepResult
+from ledger.shell.layout_check import adapter_package
 from ledger.shell.manifest_file import read_manifest
-from ledger.shell.op_folder import adapter_package
 from stages import commands as cmd
 from stages.policy import effective_policy
 
@@ -34,7 +33,6 @@ from .pypto import warm as warm_worker
 
 BASE_SKILLS = ("pypto-op-perf-tune", "perf-analyzer")
 CONFIG_STAGES = ("frontend", "swimlane", "incore")
-LAYOUT_TIMEOUT_S = 120.0
 # Recorded with the policy event, so a reviewer sees why the autopilot deviates from the default.
 UTILIZATION_POLICY_REASON = (
     "as in the upstream tune skills, the utilization/bubble limit is judged in incore: in "
@@ -148,54 +146,27 @@ class Autopilot:
             **(self.warm.environment() if self.warm is not None else {}),
         }
 
-    def tune_ledger(self, *args: str, phase: str) -> dict[str, Any]:
-        """Run one `tune-ledger` command as its own process (as an agent would), showing the
-        PyPTO run it starts on the live line; its JSON result, or its refusal raised."""
-        argv = [self.python, "-m", "ledger", "--root", str(self.root), "--json", *args]
+    def workflow(self, phase: str, call: Callable[[dict[str, str]], StepResult]) -> StepResult:
+        """Run one of the API's workflows that run the verifier or the layout check
+        (ledger/shell/workflows.py) in this process, showing the PyPTO run on the live line;
+        the runs' own time counts as PyPTO's, the rest as the ledger's."""
         phase_file = self.ledger.dir / ".tune-ledger-cache" / "pypto-phase"
         phase_file.parent.mkdir(parents=True, exist_ok=True)
         env = {**self.environment(), "TUNE_LEDGER_PROGRESS_FILE": str(phase_file)}
         started = time.monotonic()
-        with self.progress.running(phase, phase_file):
-            done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
-        self.timer.pypto_s += time.monotonic() - started
-        self.timer.runs += 1
-        doc = runner.last_json_object(done.stdout) or {}
-        if done.returncode != 0:
-            error = LedgerError(str(doc.get("error") or done.stderr.strip()[-800:]))
-            error.code = done.returncode if done.returncode in EXIT_CODES else 1
-            raise error
-        return doc
+        ran = 0.0
+        try:
+            with self.progress.running(phase, phase_file):
+                outcome = call(env)
+            ran = _run_seconds(outcome)
+        finally:
+            total = time.monotonic() - started
+            self.timer.pypto_s += ran
+            self.timer.ledger_s += total - ran
+            self.timer.runs += 1
+        return outcome
 
-    def measure(self, config: dict[str, Any], label: str) -> tuple[dict[str, Any], measuring.Ran]:
-        """Run the manifest's verifier on `config` (the command the ledger builds, R11), or
-        read its earlier run from the measurement cache."""
-        manifest = read_manifest(self.ledger.dir)
-        plan = measuring.plan_config(
-            manifest,
-            config,
-            label,
-            None,
-            root=self.root,
-            op=self.op,
-            python=self.python,
-        )
-        phase_file = self.ledger.dir / ".tune-ledger-cache" / "pypto-phase"
-        phase_file.parent.mkdir(parents=True, exist_ok=True)
-        env = {**self.environment(), "TUNE_LEDGER_PROGRESS_FILE": str(phase_file)}
-        started = time.monotonic()
-        with self.progress.running(label, phase_file):
-            ran = measuring.run(plan, manifest, op=self.op, python=self.python, env=env)
-        self.timer.pypto_s += time.monotonic() - started
-        self.timer.runs += 1
-        doc = runner.last_json_object(ran.run.output)
-        if doc is None or not doc.get("outputs"):
-            raise LedgerError(f"the verifier gave no accuracy evidence: {ran.run.output[-800:]}")
-        return doc, ran
-
-    def measure_ahead(
-        self, config: dict[str, Any], on_start: Callable[[subprocess.Popen[bytes]], None]
-    ) -> None:
+    def measure_ahead(self, config: dict[str, Any], on_start: Callable[[int], None]) -> None:
         """A worker's run of `config` into the measurement cache (tools/measure_ahead.py)."""
         manifest = read_manifest(self.ledger.dir)
         plan = measuring.plan_config(
@@ -249,37 +220,25 @@ class Autopilot:
 
     def activate(self, state: State) -> None:
         """Record real accuracy evidence and the layout check, then activate (R1)."""
-        impl = self.ledger.dir / f"{self.op}_impl.py"
-        digest = codec.digest(impl.read_bytes())
-        origin_path = str(impl.relative_to(self.root))
+        digest = codec.digest((self.ledger.dir / f"{self.op}_impl.py").read_bytes())
         # Evidence counts only for the current implementation (R1). Failing evidence for it
         # is not measured again (the run is deterministic): activation hands back, and once
         # someone fixes the kernel its digest changes and fresh evidence is recorded.
         compare_ok = state.compare is not None and state.compare.impl_digest == digest
         layout_ok = state.layout is not None and state.layout.impl_digest == digest
         if not compare_ok:
-            doc, ran = self.measure(self.space.baseline_config, "activation: E2E compare")
-            self.run(
-                cmd.RecordCompare(
-                    outputs=inputs.outputs_from_document(doc, "adapter"),
-                    impl_path=origin_path,
-                    impl_digest=digest,
-                    origin=ran.origin(runner.origin_of_run(ran.run, doc)),
-                )
+            self.workflow(
+                "activation: E2E compare",
+                lambda env: self.ledger.evidence_from_spec("compare", python=self.python, env=env),
             )
             self.say("recorded E2E tensor compare (the manifest's verifier, pass-verify vs golden)")
             return
         if not layout_ok:
-            run = self.layout_check()
-            self.run(
-                cmd.RecordLayout(
-                    exit_code=run.exit_code,
-                    impl_path=origin_path,
-                    impl_digest=digest,
-                    origin=runner.origin_of_run(run),
-                )
+            outcome = self.workflow(
+                "activation: layout check",
+                lambda env: self.ledger.evidence_from_spec("layout", python=self.python, env=env),
             )
-            self.say(f"recorded layout check: exit {run.exit_code}")
+            self.say(f"recorded layout check: exit {outcome.events[-1].data['exit_code']}")
             return
         try:
             self.run(cmd.Activate(impl_digest=digest))
@@ -288,49 +247,22 @@ class Autopilot:
             raise
         self.say("activation passed")
 
-    def layout_check(self) -> runner.CommandRun:
-        """The op's layout check at activation (docs/OP_FOLDER.md), with the adapter importable."""
-        env = self.environment()
-        argv = [
-            self.python,
-            str(self.ledger.dir / "layout_check.py"),
-            "--config",
-            codec.canonical_json(self.space.baseline_config),
-            "--before-tuning",
-        ]
-        started = time.monotonic()
-        done = subprocess.run(
-            argv, capture_output=True, check=False, env=env, timeout=LAYOUT_TIMEOUT_S
-        )
-        output = done.stdout + done.stderr
-        return runner.CommandRun(
-            command=" ".join(argv),
-            exit_code=done.returncode,
-            output=output.decode("utf-8", errors="replace"),
-            output_digest=codec.digest(output),
-            duration_s=round(time.monotonic() - started, 6),
-            timed_out=False,
-        )
-
     def write_target_sheet(self, state: State) -> None:
-        """`tune-ledger target --from-spec`: the ledger measures the baseline itself (R3)."""
-        cube = ["--cube-m", str(self.space.spec.cube_m)] if self.space.spec.cube_m else []
-        sheet = self.tune_ledger(
-            "target",
-            self.op,
-            "--from-spec",
-            "--python",
-            self.python,
-            *cube,
-            phase="target sheet: baseline",
+        """The target sheet from SPEC.md: the ledger measures the baseline itself (R3)."""
+        outcome = self.workflow(
+            "target sheet: baseline",
+            lambda env: self.ledger.target_from_spec(
+                python=self.python, cube_m=self.space.spec.cube_m, env=env
+            ),
         )
+        sheet = next(e.data for e in outcome.events if e.type == "target.set")
         self.say(
             f"target sheet: baseline {sheet['baseline_us']:.2f} µs, target "
             f"{sheet['target_us']:.2f} µs (from SPEC.md, measured by the ledger)"
         )
 
     def verify(self, state: State, attempt_id: str) -> None:
-        """`tune-ledger measure`: the ledger runs the verifier and gives the verdict (R8, R11)."""
+        """`measure`: the ledger runs the verifier and gives the verdict (R8, R11)."""
         attempt = state.attempts[attempt_id]
         change = search_space.describe(attempt)
         label = f"#{attempt.seq} {state.stage} {state.open_point}: {change}"
@@ -344,7 +276,10 @@ class Autopilot:
             with self.progress.running(f"{label} (measure-ahead)", phase_file):
                 self.ahead.wait(attempt.config)
             self.timer.pypto_s += time.monotonic() - started
-        result = self.tune_ledger("measure", self.op, "--python", self.python, phase=label)
+        outcome = self.workflow(
+            label, lambda env: self.ledger.measure(attempt_id, python=self.python, env=env)
+        )
+        result = views.attempt_result(outcome.events)
         best = self.state().best
         self.progress.attempt(
             label,
@@ -438,3 +373,14 @@ class Autopilot:
         self.run(cmd.Stop(reason=reason))
         self.say(f"stopped: {reason}")
         return False
+
+
+def _run_seconds(outcome: StepResult) -> float:
+    """How long the runs the outcome records took now (a run read from the measurement cache
+    took none): the PyPTO side of a workflow's time."""
+    seconds = 0.0
+    for event in outcome.events:
+        origin = event.data.get("origin")
+        if isinstance(origin, dict) and origin.get("cached") is None:
+            seconds += float(origin.get("duration_s") or 0.0)
+    return seconds

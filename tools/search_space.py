@@ -14,13 +14,13 @@ from typing import Any
 
 from attrs import frozen
 
+from ledger.domain.keys import measured_key
 from ledger.domain.knobs import Knob
 from ledger.domain.manifest import Manifest
-from ledger.domain.replay import config_key
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
 from ledger.log import codec
-from ledger.shell.manifest_file import read_manifest
+from ledger.shell.manifest_file import read_front_matter_of, read_manifest
 from stages import commands as cmd
 from stages.target import VEC_LIMIT
 
@@ -69,9 +69,10 @@ class Space:
         best = state.best.config
         knob = self.knobs[point]
         current = best.get(point, knob.default)
+        measured = state.measured_configs  # keyed with the manifest's defaults filled in (R9)
         for value in _neighbours(knob, current, self.spec.shape, vec_limit(state)):
             config = {**best, point: value}
-            if knob.refusal(value) is None and config_key(config) not in state.measured_configs:
+            if knob.refusal(value) is None and measured_key(state, config) not in measured:
                 yield point, value
 
     def relaxation(self, state: State, point: str) -> cmd.Relax | None:
@@ -212,10 +213,7 @@ def load(op_dir: Path) -> Space:
             f"{op_dir}/SPEC.md declares no knobs: the autopilot has nothing to tune",
             hint="declare knobs: {NAME: {stage, kind or domain, default}} (docs/OP_FOLDER.md)",
         )
-    from ledger.domain.manifest import read_front_matter
-
-    front = read_front_matter(Path(manifest.source).read_text(encoding="utf-8"), manifest.source)
-    cube_m = front.get("cube_m")
+    cube_m = (read_front_matter_of(op_dir) or {}).get("cube_m")
     return Space(
         spec=Spec(
             shape=list(manifest.p0_shape),

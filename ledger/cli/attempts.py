@@ -9,7 +9,16 @@ from typing import Any
 
 import click
 
-from ledger.cli.base import Ctx, impl_path, on_disk, one_source, output_options, pass_ctx, run_step
+from ledger.cli.base import (
+    Ctx,
+    impl_path,
+    on_disk,
+    one_source,
+    output_options,
+    pass_ctx,
+    run_step,
+    run_workflow,
+)
 from ledger.domain import inputs
 from ledger.domain.replay import attempt_id
 from ledger.errors import BadInput
@@ -315,34 +324,19 @@ def measure(ctx: Ctx, op: str, attempt: str, dry_run: bool, python: str) -> None
     with provenance "measured" and must name the config and implementation it ran. A
     verifier that cannot start or reports its own error writes nothing (exit 2).
     """
-    from ledger.domain.manifest import Manifest
-    from ledger.shell import measure as measuring
-    from ledger.shell.manifest_file import read_manifest, record_if_changed
-
-    def planned(ledger: OpLedger, manifest: Manifest | None) -> measuring.Plan:
-        attempt_id = _resolve(ledger, attempt)
-        state = ledger.load().state
-        return measuring.plan(state, manifest, attempt_id, root=ctx.root, op=op, python=python)
-
     if dry_run:
-        ledger = ctx.op(op)
-        plan = planned(ledger, read_manifest(ledger.dir))
+        from ledger.shell import measure as measuring
+        from ledger.shell.workflows import measure_plan
+
+        plan = measure_plan(ctx.op(op), attempt, python=python)
         ctx.emit(measuring.dry_run(plan), plan.command_line)
         return
-
-    def build(ledger: OpLedger) -> Any:
-        manifest = read_manifest(ledger.dir)
-        plan = planned(ledger, manifest)
-        ran = measuring.run(plan, manifest, op=op, python=python)
-        command = measuring.result_command(plan, ran)
-        if manifest is not None:
-            # Judge the binding by the manifest measured with, before anything is written;
-            # then record that manifest, so the decider judges it the same way (R11).
-            measuring.refuse_unbound(ledger.load().state, command, manifest.defaults())
-            record_if_changed(ledger, manifest)
-        return command
-
-    run_step(ctx, op, build, _result)
+    run_workflow(
+        ctx,
+        op,
+        lambda ledger, asked: ledger.measure(attempt, python=python, invocation=asked),
+        _result,
+    )
 
 
 COMMANDS = (candidate, try_, verify, fail, abandon, measure)

@@ -24,6 +24,7 @@ from ledger.log import codec
 # imports the events, the store and the stage machines) it imports when it runs.
 if TYPE_CHECKING:
     from ledger.shell.api import OpLedger, StepResult
+    from ledger.shell.workflows import Invocation
 
     Present = Callable[[StepResult], tuple[dict[str, Any], str]]
 
@@ -144,6 +145,23 @@ def run_step(
         outcome = ledger.execute(
             command, key=ctx.key, request=request, command_line=ctx.command_line()
         )
+    extra, human = present(outcome)
+    report_events(ctx, op, outcome, extra, human)
+
+
+def run_workflow(
+    ctx: Ctx, op: str, call: Callable[[OpLedger, Invocation], StepResult], present: Present
+) -> None:
+    """Run one of the API's workflows (it looks up the idempotency key before it runs
+    anything, ledger/shell/workflows.py) and print what happened."""
+    from ledger.shell.workflows import Invocation
+
+    asked = Invocation(
+        key=ctx.key,
+        request=request_of(click.get_current_context()),
+        command_line=ctx.command_line(),
+    )
+    outcome = call(ctx.op(op), asked)
     extra, human = present(outcome)
     report_events(ctx, op, outcome, extra, human)
 

@@ -18,6 +18,7 @@ from ledger.cli.base import (
     output_options,
     pass_ctx,
     run_step,
+    run_workflow,
 )
 from ledger.domain import inputs
 from ledger.errors import BadInput
@@ -113,12 +114,9 @@ def evidence_compare(
 
     def build(ledger: OpLedger) -> Any:
         path = impl_path(ledger, impl)
+        shown = inputs.recorded_path(path, ledger.root)
         digest = inputs.file_digest(path)
-        if from_spec:
-            from ledger.shell import spec_evidence
-
-            checks, origin = spec_evidence.compare(ledger, ctx.root, digest, python)
-        elif from_json or run_cmd:
+        if from_json or run_cmd:
             from ledger.shell import runner  # subprocess: only for evidence read or run
 
             document = (
@@ -130,9 +128,7 @@ def evidence_compare(
             origin = document.origin
         else:
             checks, origin = inputs.parse_outputs(outputs, max_diffs), Origin(level="reported")
-        return cmd.RecordCompare(
-            outputs=checks, impl_path=str(path), impl_digest=digest, origin=origin
-        )
+        return cmd.RecordCompare(outputs=checks, impl_path=shown, impl_digest=digest, origin=origin)
 
     def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
         data = event_data(outcome, "evidence.compare")
@@ -145,6 +141,16 @@ def evidence_compare(
         )
         return {"passed": passed, "impl_digest": data.get("impl_digest")}, human
 
+    if from_spec:
+        run_workflow(
+            ctx,
+            op,
+            lambda ledger, asked: ledger.evidence_from_spec(
+                "compare", impl=impl, python=python, invocation=asked
+            ),
+            present,
+        )
+        return
     run_step(ctx, op, build, present)
 
 
@@ -175,22 +181,16 @@ def evidence_layout(
 
     def build(ledger: OpLedger) -> Any:
         path = impl_path(ledger, impl)
+        shown = inputs.recorded_path(path, ledger.root)
         digest = inputs.file_digest(path)
-        if from_spec:
-            from ledger.shell import runner, spec_evidence
-
-            run = spec_evidence.layout(ledger, ctx.root, python)
-            code, origin = run.exit_code, runner.origin_of_run(run)
-        elif run_cmd is not None:
+        if run_cmd is not None:
             from ledger.shell import runner  # subprocess: only for a check the ledger runs
 
             run = runner.run_command(run_cmd, ctx.root)
             code, origin = run.exit_code, runner.origin_of_run(run)
         else:
             code, origin = int(exit_code or 0), Origin(level="reported")
-        return cmd.RecordLayout(
-            exit_code=code, impl_path=str(path), impl_digest=digest, origin=origin
-        )
+        return cmd.RecordLayout(exit_code=code, impl_path=shown, impl_digest=digest, origin=origin)
 
     def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
         data = event_data(outcome, "evidence.layout")
@@ -200,6 +200,16 @@ def evidence_layout(
             f"layout evidence recorded: exit {code}",
         )
 
+    if from_spec:
+        run_workflow(
+            ctx,
+            op,
+            lambda ledger, asked: ledger.evidence_from_spec(
+                "layout", impl=impl, python=python, invocation=asked
+            ),
+            present,
+        )
+        return
     run_step(ctx, op, build, present)
 
 

@@ -2,7 +2,7 @@
 
 `target --from-spec` takes the P0 shape, the target, its metric and the baseline config from
 SPEC.md's manifest and measures the baseline with the manifest's verifier, so nothing of the
-sheet is retyped by hand (R3, R11).
+sheet is retyped by hand (R3, R11): `OpLedger.target_from_spec` (ledger/shell/workflows.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 import click
 
-from ledger.cli.base import Ctx, event_data, one_source, pass_ctx, run_step
+from ledger.cli.base import Ctx, event_data, one_source, pass_ctx, run_step, run_workflow
 from ledger.domain import inputs
 from ledger.domain.samples import median
 from ledger.domain.units import parse_time_us
@@ -122,7 +122,14 @@ def target(
                 f"--from-spec takes these from SPEC.md's manifest: drop {', '.join(clash)}",
                 hint="edit SPEC.md's front matter to change them",
             )
-        run_step(ctx, op, lambda ledger: _from_spec(ctx, ledger, python, cube_m), _present)
+        run_workflow(
+            ctx,
+            op,
+            lambda ledger, asked: ledger.target_from_spec(
+                python=python, cube_m=cube_m, invocation=asked
+            ),
+            _present,
+        )
         return
     missing = [
         n
@@ -218,53 +225,6 @@ def relax(ctx: Ctx, op: str, what: str, limit: str, basis: str) -> None:
         op,
         lambda _ledger: cmd.Relax(what=what, limit=value, basis=basis),
         lambda _outcome: ({"what": what, "limit": value}, f"{what} tile limit relaxed to {limit}"),
-    )
-
-
-def _from_spec(ctx: Ctx, ledger: OpLedger, python: str, cube_m: int | None) -> cmd.SetTarget:
-    """The target sheet of SPEC.md's manifest, its baseline measured by the verifier (R3)."""
-    from ledger.domain.inputs import file_digest
-    from ledger.shell import measure
-    from ledger.shell.manifest_file import read_manifest, record_if_changed
-
-    manifest = read_manifest(ledger.dir)
-    needed = {
-        "p0_shapes": manifest is not None and manifest.p0_shape is not None,
-        "perf_target": manifest is not None and manifest.target_us is not None,
-        "verifier": manifest is not None and manifest.verifier is not None,
-    }
-    lacking = [name for name, present in needed.items() if not present]
-    if manifest is None or lacking:
-        raise BadInput(
-            f"custom/{ledger.op}/SPEC.md's manifest lacks {', '.join(lacking)}",
-            rule="R3",
-            hint="declare p0_shapes, perf_target {time_us, metric} and verifier in SPEC.md's "
-            "front matter (docs/DESIGN.md §4), or give --shape, --target and the baseline",
-        )
-    state = ledger.load().state
-    impl = ledger.dir / f"{ledger.op}_impl.py"
-    digest = state.activation_digest or (file_digest(impl) if impl.is_file() else None)
-    plan, ran = measure.run_baseline(
-        manifest, measure.BASELINE, digest, root=ctx.root, op=ledger.op, python=python
-    )
-    document = measure.baseline_document(plan, ran)
-    measure.refuse_unbound_baseline("the baseline", manifest, digest, document.doc)
-    samples = runner.times_of(document.doc, document.source)
-    record_if_changed(ledger, manifest)  # what the sheet was measured with, once it is sound
-    assert manifest.target_us is not None and manifest.p0_shape is not None  # checked above
-    return cmd.SetTarget(
-        baseline_us=median(samples),
-        shape=inputs.shape_text(manifest.p0_shape),
-        target_us=manifest.target_us,
-        target_source="spec",
-        source_ref=f"SPEC.md perf_target (manifest {manifest.digest})",
-        config=manifest.baseline_config,
-        origin=document.origin,
-        metric=manifest.metric or "time",
-        cube_m=cube_m,
-        baseline_samples_us=samples,
-        util_pct=runner.percent_of(document.doc, "util_pct"),
-        bubble_pct=runner.percent_of(document.doc, "bubble_pct"),
     )
 
 

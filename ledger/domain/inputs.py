@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,15 @@ def file_digest(path: Path) -> str:
             f"cannot read the implementation {path}: {e.strerror}",
             hint="pass --impl PATH to the kernel file under tuning",
         ) from e
+
+
+def recorded_path(path: Path, root: Path) -> str:
+    """How a file is named in an event: relative to the root when it lies under it (nothing
+    machine-specific is recorded), else as given."""
+    absolute, base = os.path.abspath(path), os.path.abspath(root)
+    if os.path.commonpath([absolute, base]) == base:
+        return Path(os.path.relpath(absolute, base)).as_posix()
+    return os.fspath(path)
 
 
 def parse_shape(text: str, what: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from attrs import frozen
 
-from ledger.domain.configs import canonical_config
+from ledger.domain.configs import canonical_config, filled
 from ledger.domain.knobs import (
     KNOB_KINDS,
     Knob,
@@ -92,7 +92,7 @@ class Manifest(SharedValue):
 
     def filled(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """`config` with every knob it leaves out set to the knob's default, canonical."""
-        return canonical_config({**self.defaults(), **config})
+        return filled(config, self.defaults())
 
 
 def parse_manifest(text: str, source: str = "SPEC.md") -> Manifest:

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from ledger.domain import fold_conflicts as conflicts
 from ledger.domain import fold_gates as gates
 from ledger.domain import fold_records as records
-from ledger.domain.keys import ATTEMPT_ID_LEN, attempt_id, config_key, measured_key
+from ledger.domain.configs import config_key
+from ledger.domain.keys import ATTEMPT_ID_LEN, attempt_id, measured_key
 from ledger.domain.samples import median
 from ledger.domain.state import Attempt, Best, Measurement, State
 from ledger.log.chain import paused_gc

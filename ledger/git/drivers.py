@@ -12,7 +12,6 @@ import contextlib
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from attrs import frozen
 
+from ledger import processes
 from ledger.errors import BadInput, LedgerError
 from ledger.git import memory_render, merge
 from ledger.projections import splice
@@ -155,9 +155,9 @@ def merge_text(
             ["merge-file", "-p", *marker, "-L", "ours", "-L", "base", "-L", "theirs", *paths],
             check=False,
         )
-    if done.returncode < 0 or done.returncode > 127:
-        raise LedgerError(f"git merge-file failed: {done.stderr.decode(errors='replace')}")
-    return done.stdout, done.returncode
+    if done.exit_code < 0 or done.exit_code > 127:
+        raise LedgerError(f"git merge-file failed: {done.errors.decode(errors='replace')}")
+    return done.output, done.exit_code
 
 
 # --- git-setup ---------------------------------------------------------------------------------
@@ -188,7 +188,7 @@ def git_setup(root: Path, command: str | None = None) -> Setup:
     """
     command = command or driver_command()
     toplevel = _git(["rev-parse", "--show-toplevel"], cwd=root, check=False)
-    if toplevel.returncode != 0:
+    if toplevel.exit_code != 0:
         raise BadInput(
             f"{root} is not inside a git repository",
             hint="run `git init` first, or give --root inside the repository",
@@ -216,7 +216,7 @@ def git_setup(root: Path, command: str | None = None) -> Setup:
     }
     for key, value in settings.items():
         current = _git(["config", "--local", "--get", key], cwd=root, check=False)
-        if current.returncode == 0 and current.stdout.decode().rstrip("\n") == value:
+        if current.exit_code == 0 and current.output.decode().rstrip("\n") == value:
             unchanged.append(f"git config {key}")
             continue
         _git(["config", "--local", key, value], cwd=root)
@@ -256,8 +256,8 @@ def _setup_warnings(root: Path, command: str) -> list[str]:
         ("custom/OP/MEMORY.md", MEMORY_DRIVER),
     ):
         found = _git(["check-attr", "merge", "--", sample], cwd=root, check=False)
-        value = found.stdout.decode().rstrip("\n").rpartition(": ")[2]
-        if found.returncode == 0 and value != driver:
+        value = found.output.decode().rstrip("\n").rpartition(": ")[2]
+        if found.exit_code == 0 and value != driver:
             warnings.append(
                 f"git resolves the merge attribute of {sample} to {value!r}, not "
                 f"{driver!r}: another attributes file (.git/info/attributes, a "
@@ -266,22 +266,22 @@ def _setup_warnings(root: Path, command: str) -> list[str]:
     return warnings
 
 
-def _git(
-    args: Sequence[str], *, cwd: Path | None = None, check: bool = True
-) -> subprocess.CompletedProcess[bytes]:
+def _git(args: Sequence[str], *, cwd: Path | None = None, check: bool = True) -> processes.Finished:
     try:
-        done = subprocess.run(
+        done = processes.run(
             ["git", *args],
             cwd=cwd,
-            capture_output=True,
-            timeout=_GIT_TIMEOUT_S,
-            check=False,
             env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+            limits=processes.Limits(wall_s=_GIT_TIMEOUT_S),
+            separate_stderr=True,
         )
     except FileNotFoundError as e:
         raise BadInput("git is not installed (or not on PATH)") from e
-    if check and done.returncode != 0:
+    if done.timed_out or done.output_truncated:
+        what = f"ran over {_GIT_TIMEOUT_S:g} s" if done.timed_out else "printed too much"
+        raise LedgerError(f"git {' '.join(args)} {what}")
+    if check and done.exit_code != 0:
         raise LedgerError(
-            f"git {' '.join(args)} failed: {done.stderr.decode(errors='replace').strip()}"
+            f"git {' '.join(args)} failed: {done.errors.decode(errors='replace').strip()}"
         )
     return done

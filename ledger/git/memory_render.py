@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import re
-import subprocess
 from pathlib import Path, PurePosixPath
 
+from ledger import processes
 from ledger.domain.replay import replay
 from ledger.errors import LedgerError
 from ledger.log import chain
@@ -57,15 +57,16 @@ def _take_stash(ledger_path: str) -> bytes | None:
 
 def _git_dir() -> Path | None:
     try:
-        done = subprocess.run(
+        done = processes.run(
             ["git", "rev-parse", "--absolute-git-dir"],
-            capture_output=True,
-            timeout=60,
-            check=False,
+            limits=processes.Limits(wall_s=60.0),
+            separate_stderr=True,
         )
-    except (OSError, subprocess.SubprocessError):
+    except OSError:
         return None
-    return Path(done.stdout.decode().strip()) if done.returncode == 0 else None
+    if done.exit_code != 0 or done.timed_out:
+        return None
+    return Path(done.output.decode().strip())
 
 
 def _ids(data: bytes, name: str) -> set[str]:

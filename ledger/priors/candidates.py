@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ledger.domain.keys import config_key, measured_key
+from ledger.domain.configs import config_key
+from ledger.domain.keys import measured_key
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.log import codec

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.domain.configs import canonical_config
+from ledger.domain.configs import canonical_config, filled
 from ledger.domain.knobs import Knob
 from ledger.domain.state import State
 from ledger.log import codec
@@ -80,7 +80,7 @@ def no_change(state: State, config: Mapping[str, Any]) -> str | None:
     if manifest is None or best is None:
         return None
     defaults = manifest.defaults()
-    if canonical_config({**defaults, **config}) != canonical_config({**defaults, **best.config}):
+    if filled(config, defaults) != filled(best.config, defaults):
         return None
     spelt = sorted(
         k
@@ -103,6 +103,6 @@ def equals_defaults(state: State, config: Mapping[str, Any]) -> str | None:
     if manifest is None:
         return None
     defaults = manifest.defaults()
-    if canonical_config({**defaults, **config}) != canonical_config(defaults):
+    if filled(config, defaults) != filled(defaults):
         return None
     return f"equal to the defaults of the op manifest ({manifest.source})"

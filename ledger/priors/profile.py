@@ -1,15 +1,13 @@
 """What an op is, for priors: its family, dtypes and P0 shapes from SPEC.md, and how alike two are.
 
-SPEC.md's YAML front matter is read by a deliberately tiny parser (no PyYAML dependency): top-level
-`key: value` lines whose value is JSON, a YAML flow collection of plain scalars
-(`[fp16, bf16]`, `{rtol: 1e-3}`) or a plain scalar, and block lists of scalars (`- fp32`).
-That covers the keys priors use (op_name, op_family, supported_dtypes, p0_shapes); anything
-else is ignored, and a line it cannot read is reported, never fatal.
+The values come from SPEC.md's front matter as the manifest's reader parses it (YAML:
+ledger/domain/manifest.py, through ledger/shell/manifest_file.py), the one reader of that file;
+priors use keys the manifest does not declare (op_family, supported_dtypes, cube_m), and a
+value of an unexpected type stays unknown.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -19,7 +17,6 @@ from attrs import frozen
 
 from ledger.schema.shared_methods import SharedValue
 
-FENCE = "---"
 # Keys read from the front matter, in order of preference.
 FAMILY_KEYS = ("op_family", "family", "category")
 DTYPE_KEYS = ("supported_dtypes", "dtypes", "dtype")
@@ -28,15 +25,6 @@ SHAPE_KEYS = ("p0_shapes", "shapes")
 WEIGHTS: Mapping[str, float] = {"family": 0.4, "dtype": 0.25, "shape": 0.35}
 # An aspect unknown on either side counts as half alike: no evidence either way.
 UNKNOWN = 0.5
-_KEY_LINE = re.compile(r"^([A-Za-z_][\w.-]*)\s*:(?:\s+(.*)|\s*)$")
-
-
-@frozen(repr=False, eq=False)
-class FrontMatter(SharedValue):
-    """The values read from a front matter, and the lines that could not be read."""
-
-    values: dict[str, Any]
-    problems: tuple[str, ...] = ()
 
 
 @frozen(repr=False, eq=False)
@@ -49,136 +37,6 @@ class OpProfile(SharedValue):
     shapes: tuple[tuple[int, ...], ...] = ()
     cube_m: int | None = None  # M of the cube tile table, when the SPEC gives it
     cube_k: int | None = None  # the full K dimension, for the table's "K"
-
-
-# --- the tiny front-matter parser -----------------------------------------------------------
-
-
-def front_matter(text: str, where: str = "SPEC.md") -> FrontMatter:
-    """The top-level keys of the `---` fenced front matter at the start of `text`."""
-    lines = text.lstrip("\ufeff").splitlines()
-    if not lines or lines[0].strip() != FENCE:
-        return FrontMatter(values={})
-    values: dict[str, Any] = {}
-    problems: list[str] = []
-    current: str | None = None  # a key whose value is a following block list
-    for number, raw in enumerate(lines[1:], start=2):
-        line = _strip_comment(raw).rstrip()
-        if line.strip() in (FENCE, "..."):
-            return FrontMatter(values=values, problems=tuple(problems))
-        if not line.strip():
-            continue
-        if line[0] in " \t-":
-            item = line.strip()
-            if current is not None and item.startswith("-"):
-                values[current].append(_value(item[1:].strip()))
-            continue  # nested mappings are not needed by priors
-        match = _KEY_LINE.match(line)
-        if match is None:
-            problems.append(f"{where}:{number}: front matter line not read: {raw.strip()!r}")
-            current = None
-            continue
-        key, rest = match.group(1), (match.group(2) or "").strip()
-        if rest:
-            try:
-                values[key] = _value(rest)
-            except ValueError as e:
-                problems.append(f"{where}:{number}: {key}: {e}")
-            current = None
-        else:
-            values[key] = []
-            current = key
-    problems.append(f"{where}: front matter has no closing {FENCE!r}")
-    return FrontMatter(values=values, problems=tuple(problems))
-
-
-def _strip_comment(line: str) -> str:
-    """The line without a ` # comment` that lies outside quotes."""
-    quote: str | None = None
-    for index, char in enumerate(line):
-        if quote:
-            if char == quote:
-                quote = None
-        elif char in "'\"":
-            quote = char
-        elif char == "#" and (index == 0 or line[index - 1] in " \t"):
-            return line[:index]
-    return line
-
-
-def _value(text: str) -> Any:
-    """A JSON value, else a YAML flow collection or plain scalar; ValueError when malformed."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    if text[:1] in "[{":
-        value, end = _flow(text, 0)
-        if text[end:].strip():
-            raise ValueError(f"unexpected text after the value: {text[end:].strip()!r}")
-        return value
-    return _scalar(text)
-
-
-def _flow(text: str, start: int) -> tuple[Any, int]:
-    """Parse a flow collection or scalar at `start`; return it and the index after it."""
-    index = _skip_space(text, start)
-    if index >= len(text):
-        raise ValueError("unexpected end of the value")
-    opener = text[index]
-    if opener not in "[{":
-        end = index
-        while end < len(text) and text[end] not in ",]}":
-            end += 1
-        token = text[index:end].strip()
-        return _scalar(token), end
-    closer = "]" if opener == "[" else "}"
-    items: list[Any] = []
-    mapping: dict[str, Any] = {}
-    index += 1
-    while True:
-        index = _skip_space(text, index)
-        if index < len(text) and text[index] == closer:
-            return (items if opener == "[" else mapping), index + 1
-        if opener == "[":
-            item, index = _flow(text, index)
-            items.append(item)
-        else:
-            colon = text.find(":", index)
-            if colon < 0:
-                raise ValueError(f"a mapping entry without ':' in {text!r}")
-            key = _scalar(text[index:colon].strip())
-            mapping[str(key)], index = _flow(text, colon + 1)
-        index = _skip_space(text, index)
-        if index < len(text) and text[index] == ",":
-            index += 1
-        elif index >= len(text) or text[index] != closer:
-            raise ValueError(f"expected ',' or {closer!r} in {text!r}")
-
-
-def _skip_space(text: str, index: int) -> int:
-    while index < len(text) and text[index] in " \t":
-        index += 1
-    return index
-
-
-def _scalar(token: str) -> Any:
-    if len(token) >= 2 and token[0] == token[-1] and token[0] in "'\"":
-        return token[1:-1]
-    lowered = token.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered in ("null", "~", ""):
-        return None
-    for kind in (int, float):
-        try:
-            number = kind(token)
-        except ValueError:
-            continue
-        if isinstance(number, float) and not math.isfinite(number):
-            return token
-        return number
-    return token
 
 
 # --- profiles ------------------------------------------------------------------------------

@@ -27,7 +27,10 @@ from ledger.shell import rollback, state_snapshot
 # (`priors`, `log`, a `status` whose cache missed) needs neither, and every module is paid for
 # by each process (issue 19 times whole commands beside `python -c "import click"`).
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from ledger.schema.events import Payload
+    from ledger.shell.workflows import EvidenceKind, Running
     from stages import Decision, Refusal
 
 # Appends retried after another writer got in first; more means a livelock, which is a bug.
@@ -296,6 +299,36 @@ class OpLedger:
     def rolled_back(self) -> rollback.Rollback | None:
         """The rollback of the ledger behind MEMORY.md's back, if any (reads only warn)."""
         return rollback.find(self.store, self.memory_path, self.load().state)
+
+    # The workflows that run the op's own commands (ledger/shell/workflows.py), imported when
+    # called: a command that runs nothing does not load the process runner and its readers.
+    # `options`: the verifier's interpreter (`python`), its environment (`env`), and the
+    # idempotency key, request and command line (`invocation`).
+
+    def measure(self, attempt: str | None = None, **options: Unpack[Running]) -> StepResult:
+        """Run SPEC.md's verifier on an attempt's config (None: the pending one) and record
+        the result: a verdict, a failure, or a harness error that writes nothing (R8, R11)."""
+        from ledger.shell import workflows
+
+        return workflows.measure(self, attempt, **options)
+
+    def target_from_spec(
+        self, *, cube_m: int | None = None, **options: Unpack[Running]
+    ) -> StepResult:
+        """Write the target sheet from SPEC.md's manifest, its baseline measured by the
+        manifest's verifier (R3, R11)."""
+        from ledger.shell import workflows
+
+        return workflows.target_from_spec(self, cube_m=cube_m, **options)
+
+    def evidence_from_spec(
+        self, kind: EvidenceKind, *, impl: Path | str | None = None, **options: Unpack[Running]
+    ) -> StepResult:
+        """Record the E2E compare ("compare": one verifier run) or the layout check ("layout")
+        of SPEC.md's baseline config as activation evidence, measured by the ledger (R1)."""
+        from ledger.shell import workflows
+
+        return workflows.evidence_from_spec(self, kind, impl=impl, **options)
 
     def write_report_files(self) -> Any:
         """Write OP_tuning_report.md and its SVG chart; return the command that records them.

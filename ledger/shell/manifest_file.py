@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.domain.manifest import Manifest, parse_manifest
+from ledger.domain.manifest import Manifest, parse_manifest, read_front_matter
 from ledger.errors import BadInput
 
 if TYPE_CHECKING:
@@ -21,6 +21,19 @@ def spec_path(op_dir: Path) -> Path:
 def read_manifest(op_dir: Path) -> Manifest | None:
     """The manifest of SPEC.md's front matter; None when the op has no SPEC.md or its SPEC.md
     has no front matter (an op without a manifest keeps the protocol's generic behaviour)."""
+    found = _spec_text(op_dir)
+    return None if found is None else parse_manifest(found[0], found[1])
+
+
+def read_front_matter_of(op_dir: Path) -> dict[str, Any] | None:
+    """SPEC.md's whole front matter as plain data (priors read keys the manifest does not
+    declare); None when there is no SPEC.md or no front matter. BadInput names file:line."""
+    found = _spec_text(op_dir)
+    return None if found is None else read_front_matter(found[0], found[1])
+
+
+def _spec_text(op_dir: Path) -> tuple[str, str] | None:
+    """SPEC.md's text and name when it has a front matter (the only reader of the file)."""
     path = spec_path(op_dir)
     try:
         text = path.read_text(encoding="utf-8")
@@ -30,7 +43,7 @@ def read_manifest(op_dir: Path) -> Manifest | None:
         raise BadInput(f"cannot read {path}: {e}", hint="SPEC.md must be a UTF-8 text file") from e
     if not text.startswith("---"):
         return None
-    return parse_manifest(text, str(path))
+    return text, str(path)
 
 
 def declared(manifest: Manifest) -> dict[str, Any]:

@@ -17,13 +17,9 @@ What comes back is sorted three ways (R11):
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +27,7 @@ from typing import Any
 import attrs
 from attrs import frozen
 
+from ledger import processes
 from ledger.domain.configs import canonical_config
 from ledger.domain.manifest import Manifest, Verifier
 from ledger.domain.state import State
@@ -159,7 +156,7 @@ def run(
     op: str,
     python: str = sys.executable,
     env: Mapping[str, str] | None = None,
-    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> Ran:
     """The plan's result: read from the measurement cache when this config ran before with
     everything else equal, else run (`execute`) and kept in the cache when the simulator
@@ -195,20 +192,17 @@ def run(
 def execute(
     plan: Plan,
     env: Mapping[str, str] | None = None,
-    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> Ran:
     """Run the plan's argv (no shell) in its own process group under the wall-time limit, in
-    `env` (default: this process's environment); `on_start` is handed the process (to kill it)."""
-    started = time.monotonic()
+    `env` (default: this process's environment); `on_start` is handed the group (to kill it)."""
     try:
-        process = subprocess.Popen(
+        done = processes.run(
             plan.argv,
             cwd=plan.cwd,
-            env=None if env is None else dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            env=env,
+            limits=processes.Limits(wall_s=plan.timeout_s),
+            on_start=on_start,
         )
     except FileNotFoundError as e:
         raise harness.harness_error(
@@ -220,30 +214,9 @@ def execute(
         raise harness.harness_error(
             f"the verifier {plan.argv[0]!r} is not executable ({e})", _FIX, pending=plan.pending
         ) from e
-    if on_start is not None:
-        on_start(process)
-    timed_out = False
-    try:
-        out, _ = process.communicate(timeout=plan.timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(process)
-        out, _ = process.communicate()
-    code = process.returncode
-    run = runner.CommandRun(
-        command=plan.command_line,
-        exit_code=-9 if timed_out else code,
-        output=out.decode("utf-8", errors="replace"),
-        output_digest=codec.digest(out),
-        duration_s=round(time.monotonic() - started, 6),
-        timed_out=timed_out,
-    )
-    return Ran(run=run, signal=-code if code < 0 and not timed_out else None)
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+    code = done.exit_code
+    killed = code < 0 and not done.timed_out
+    return Ran(run=runner.command_run(done, plan.command_line), signal=-code if killed else None)
 
 
 def result_command(plan: Plan, ran: Ran) -> cmd.Verify | cmd.Fail:
@@ -262,13 +235,14 @@ def run_baseline(
     root: Path,
     op: str,
     python: str,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[Plan, Ran]:
     """Run the verifier on the manifest's baseline config (the target sheet's baseline, the
-    activation compare), through the measurement cache."""
+    activation compare), through the measurement cache, in `env` (default: this process's)."""
     plan = plan_config(
         manifest, manifest.baseline_config, label, impl_digest, root=root, op=op, python=python
     )
-    return plan, run(plan, manifest, op=op, python=python)
+    return plan, run(plan, manifest, op=op, python=python, env=env)
 
 
 def baseline_document(plan: Plan, ran: Ran) -> runner.Document:

@@ -30,7 +30,6 @@ import itertools
 import json
 import os
 import socket
-import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -38,7 +37,7 @@ from typing import Any
 
 from attrs import frozen
 
-from ledger import __version__
+from ledger import __version__, processes
 from ledger.domain.manifest import Manifest
 from ledger.errors import LedgerError
 from ledger.log import codec
@@ -297,19 +296,18 @@ def _probe(
     python: str, module: str, cwd: Path, env: Mapping[str, str] | None
 ) -> dict[str, Any] | None:
     try:
-        done = subprocess.run(
+        done = processes.run(
             [python, "-c", _PROBE, module],
             cwd=cwd,
-            env=None if env is None else dict(env),
-            capture_output=True,
-            timeout=PROBE_TIMEOUT_S,
-            check=False,
+            env=env,
+            limits=processes.Limits(wall_s=PROBE_TIMEOUT_S),
+            separate_stderr=True,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return None
-    if done.returncode != 0:
+    if done.timed_out or done.exit_code != 0:
         return None
-    found = runner.last_json_object(done.stdout.decode("utf-8", errors="replace"))
+    found = runner.last_json_object(done.text())
     return found
 
 

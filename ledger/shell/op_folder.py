@@ -7,22 +7,17 @@ its layout check as a process; never imports pypto or torch.
 from __future__ import annotations
 
 import ast
-import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from attrs import frozen
 
 from ledger.domain.manifest import parse_manifest, read_front_matter
 from ledger.errors import BadInput
-from ledger.log import codec
 from ledger.schema.shared_methods import SharedValue
+from ledger.shell import layout_check
 
 IMPL_NAMES = ("INPUT_NAMES", "OUTPUT_NAMES", "DTYPES", "resolve_config", "build_kernel")
 GOLDEN_NAMES = ("make_inputs", "golden")
-LAYOUT_TIMEOUT_S = 120.0
 
 
 @frozen(repr=False, eq=False)
@@ -36,17 +31,6 @@ class Violation(SharedValue):
     def line(self) -> str:
         """The violation as one line of text."""
         return f"{self.file}: {self.problem} (fix: {self.fix})"
-
-
-def adapter_package() -> tuple[str, Path] | None:
-    """The importable package holding the PyPTO adapter (the wheel's, else this checkout's)
-    and the folder to put on PYTHONPATH for it; top-level lookups import nothing."""
-    for name in ("tune_ledger_tools", "tools"):
-        found = importlib.util.find_spec(name)
-        for folder in list(found.submodule_search_locations or []) if found else []:
-            if (Path(folder) / "pypto" / "run.py").is_file():
-                return name, Path(folder).resolve().parent
-    return None
 
 
 def _defined(path: Path) -> set[str]:
@@ -117,7 +101,7 @@ def check(op_dir: Path, op: str, run_layout: bool = True) -> list[Violation]:
             )
         )
     elif run_layout and not found:
-        found += _layout_violations(rel, layout, manifest.filled(manifest.baseline_config))
+        found += _layout_violations(rel, op_dir, manifest.filled(manifest.baseline_config))
     return found
 
 
@@ -154,45 +138,29 @@ def _manifest_violations(
     return found
 
 
-def _layout_violations(rel: str, layout: Path, config: dict[str, object]) -> list[Violation]:
+def _layout_violations(rel: str, op_dir: Path, config: dict[str, object]) -> list[Violation]:
     """Run the layout check as activation does; a non-zero exit is a violation."""
-    package = adapter_package()
-    paths = [str(package[1])] if package else []
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")])}
-    try:
-        done = subprocess.run(
-            [
-                sys.executable,
-                str(layout),
-                "--config",
-                codec.canonical_json(config),
-                "--before-tuning",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=LAYOUT_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-            env=env,
-        )
-    except subprocess.TimeoutExpired:
+    done = layout_check.run(op_dir, config)
+    if done.timed_out:
         return [
             Violation(
                 f"{rel}/layout_check.py",
-                f"ran over {LAYOUT_TIMEOUT_S:g} s",
+                f"ran over {layout_check.TIMEOUT_S:g} s",
                 "make it a static check",
             )
         ]
-    if done.returncode == 0:
+    output = done.text()  # stdout and stderr, as they came
+    if done.exit_code == 0:
         return []
-    failing = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
-    last_lines = (done.stdout + done.stderr).strip().splitlines()[-1:]
+    failing = [line for line in output.splitlines() if line.startswith("FAIL")]
+    last_lines = output.strip().splitlines()[-1:]
     detail = "; ".join(failing) or (last_lines[0] if last_lines else "no output")
+    package = layout_check.adapter_package()
     importable = package[0] if package else "none; pip install 'tune-ledger[pypto]'"
     return [
         Violation(
             f"{rel}/layout_check.py",
-            f"exits {done.returncode} on the baseline config: {detail}",
+            f"exits {done.exit_code} on the baseline config: {detail}",
             "fix the kernel for the failing rule"
             if failing
             else f"make the adapter importable (adapter package: {importable})",

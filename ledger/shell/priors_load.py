@@ -17,22 +17,22 @@ from attrs import frozen
 
 from ledger.domain.replay import evolve
 from ledger.domain.state import State
-from ledger.errors import LedgerError
+from ledger.errors import BadInput, LedgerError
 from ledger.log.files import LEDGER_NAME
 from ledger.log.store import FileStore
 from ledger.priors.focus import applicable_keys, resolve_focus
 from ledger.priors.knowledge import Knowledge, builtin_priors, parse_knowledge
 from ledger.priors.prior import Prior
-from ledger.priors.profile import OpProfile, front_matter, profile
+from ledger.priors.profile import OpProfile, profile
 from ledger.priors.rank import Proposal, propose
 from ledger.priors.scan import ScanResult, scan_paths
 from ledger.priors.sources import OtherOp, ledger_priors, source_priors
 from ledger.schema.shared_methods import SharedValue
 from ledger.shell.api import OpLedger
+from ledger.shell.manifest_file import read_front_matter_of, spec_path
 from stages.target import vec_limit
 
 KNOWLEDGE_FILE = "data/priors.json"
-SPEC_FILE = "SPEC.md"
 
 
 @frozen(repr=False, eq=False)
@@ -60,16 +60,16 @@ def load_knowledge() -> Knowledge:
 
 
 def read_profile(op_dir: Path, name: str) -> tuple[OpProfile, list[str]]:
-    """The op's profile from op_dir/SPEC.md; a missing or unreadable SPEC gives the name only."""
-    spec = op_dir / SPEC_FILE
-    try:
-        text = spec.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    """The op's profile from op_dir/SPEC.md's front matter; a missing or unreadable SPEC.md
+    gives the name only, with a note."""
+    spec = spec_path(op_dir)
+    if not spec.exists():
         return OpProfile(name=name), [f"{spec}: not found; similarity uses the op name only"]
-    except (OSError, UnicodeDecodeError) as e:
-        return OpProfile(name=name), [f"{spec}: not read ({e}); similarity uses the name only"]
-    matter = front_matter(text, str(spec))
-    return profile(name, matter.values), list(matter.problems)
+    try:
+        values = read_front_matter_of(op_dir)
+    except BadInput as e:
+        return OpProfile(name=name), [f"{e.message}; similarity uses the op name only"]
+    return profile(name, values or {}), []
 
 
 def ledger_folders(root: Path, op: str, extra: Iterable[Path]) -> list[Path]:

@@ -11,15 +11,15 @@ from __future__ import annotations
 import math
 import os
 import shlex
-import subprocess
 import sys
-import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 from attrs import frozen
 
+from ledger import processes
 from ledger.domain import inputs
 from ledger.errors import BadInput
 from ledger.log import codec
@@ -50,27 +50,29 @@ class Document:
     source: str
 
 
-def run_command(command: str, cwd: Path, timeout_s: float | None = None) -> CommandRun:
+def run_command(
+    command: str, cwd: Path, timeout_s: float | None = None, env: Mapping[str, str] | None = None
+) -> CommandRun:
     """Run `command` through the shell in `cwd` and record what really happened (R11)."""
-    started = time.monotonic()
     try:
-        done = subprocess.run(
-            command, shell=True, cwd=cwd, capture_output=True, timeout=timeout_s, check=False
+        done = processes.run(
+            ("/bin/sh", "-c", command), cwd=cwd, env=env, limits=processes.Limits(wall_s=timeout_s)
         )
-        out, exit_code, timed_out = done.stdout + done.stderr, done.returncode, False
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"") + (e.stderr or b"")
-        exit_code, timed_out = -9, True
     except OSError as e:
         raise BadInput(f"cannot run {command!r}: {e}") from e
-    duration = time.monotonic() - started
+    return command_run(done, command)
+
+
+def command_run(done: processes.Finished, command: str | None = None) -> CommandRun:
+    """The record of a finished run (`command`: how it is shown, default its argv quoted); a
+    run killed at its wall time has exit code -9."""
     return CommandRun(
-        command=command,
-        exit_code=exit_code,
-        output=out.decode("utf-8", errors="replace"),
-        output_digest=codec.digest(out),
-        duration_s=round(duration, 6),
-        timed_out=timed_out,
+        command=done.command if command is None else command,
+        exit_code=-9 if done.timed_out else done.exit_code,
+        output=done.text(),
+        output_digest=done.output_digest,
+        duration_s=done.duration_s,
+        timed_out=done.timed_out,
     )
 
 
@@ -206,10 +208,11 @@ def _is_pypto_folder(directory: str) -> bool:
 def _parsed_pypto_folder(directory: str, root: Path) -> Document:
     # The adapter is the shell's tool (tools/pypto), run as a process: the ledger never imports
     # pypto. Its document names the artefacts' digests; the one recorded is its own bytes'.
-    command = shlex.join(
-        [sys.executable, "-m", "tools.pypto.run", "--perf-dir", os.fspath(directory), "--json"]
-    )
-    run = run_command(command, root)
+    argv = [sys.executable, "-m", "tools.pypto.run", "--perf-dir", os.fspath(directory), "--json"]
+    try:
+        run = command_run(processes.run(argv, cwd=root))
+    except OSError as e:
+        raise BadInput(f"cannot run {shlex.join(argv)!r}: {e}") from e
     doc = last_json_object(run.output)
     if doc is None or reported_error(doc) is not None:
         raise BadInput(

@@ -13,7 +13,7 @@ from pathlib import Path
 from string import Template
 
 from ledger.errors import BadInput
-from ledger.shell.op_folder import adapter_package
+from ledger.shell.layout_check import adapter_package
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # The templates are kernel code (they import pypto and torch), so they ship with the adapter,

@@ -28,7 +28,6 @@ import hashlib
 import inspect
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from importlib import metadata
@@ -233,6 +232,8 @@ def _locked(path: Path) -> Iterator[None]:
 def _build_calculator(sources: Path, target: Path) -> None:
     import torch
 
+    from ledger import processes  # once per machine: not paid by every kernel's child
+
     cmake = shutil.which("cmake")
     if cmake is None:
         raise RuntimeError(
@@ -260,11 +261,11 @@ def _build_calculator(sources: Path, target: Path) -> None:
             [cmake, "--install", os.fspath(build), "--prefix", os.fspath(install)],
         ]
         for command in commands:
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
+            done = processes.run(command)
+            if done.exit_code != 0:
                 raise RuntimeError(
                     f"building pypto's calculator failed: {' '.join(command)}\n"
-                    f"{(done.stdout + done.stderr)[-2000:]}"
+                    f"{done.text()[-2000:]}"
                 )
         if not (install / CALCULATOR_LIB).is_file():
             raise RuntimeError(f"the calculator build produced no {CALCULATOR_LIB}")

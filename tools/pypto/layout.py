@@ -61,7 +61,7 @@ def knob_defaults(spec: Path) -> dict[str, Any]:
         manifest = parse_manifest(spec.read_text(encoding="utf-8"), str(spec))
     except BadInput as e:
         raise OpFolderError(str(e)) from e
-    return {**manifest.defaults(), **manifest.baseline_config}
+    return manifest.filled(manifest.baseline_config)
 
 
 def check(

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ledger.domain.configs import filled
+
 # Each rule's one-line statement, shown by `--rules` and in docs/OP_FOLDER.md.
 RULES: dict[str, str] = {
     "LC0": "the impl defines exactly one @...jit kernel",
@@ -259,7 +261,7 @@ def check_config(
     config: dict[str, Any], defaults: dict[str, Any], out: Findings, before_tuning: bool
 ) -> None:
     """LC5/LC6 on the config the kernel will run: `config` over the manifest's defaults."""
-    merged = {**defaults, **config}
+    merged = filled(config, defaults)
     tile = merged.get("vec_tile_shape")
     rank = (
         len(defaults["vec_tile_shape"])

@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -26,7 +25,9 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-from . import artefacts, classify, device, host_verify_patch, numerics, phase, tether, warm
+from ledger import processes
+
+from . import artefacts, classify, device, host_verify_patch, numerics, phase, warm
 from .metrics import ArtefactError
 from .spec import OpSpec, SpecError, load_spec
 
@@ -35,7 +36,6 @@ TOOLS = {device.SIM: "pypto-sim", device.NPU: "pypto-npu"}
 SCHEMA_VERSION = 1
 TIME_METRIC = "max_work_time_us"
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_DEVICE = 0, 2, 3, 4
-POLL_S = 0.1
 LAYOUT_TIMEOUT_S = 120
 OUTPUT_TAIL = 4000
 
@@ -161,31 +161,16 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
             home=home,
         )
     if process is None:
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                argv,
-                cwd=work,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=tether.to_this_process(),  # gone with the verifier (measure-ahead)
-            )  # its own process group: the limits cover its children
-    timed_out = over_memory = False
-    peak = 0.0
+        process = processes.start(
+            argv,
+            cwd=work,
+            env=env,
+            log=log_path,
+            tether=True,  # gone with the verifier (measure-ahead cancels the verifier's group)
+        )  # its own process group: the limits cover its children
+    limits = processes.Limits(wall_s=request.limits.wall_s, memory_mb=request.limits.memory_mb)
     try:
-        while process.poll() is None:
-            rss = _group_rss_mb(process.pid)
-            peak = max(peak, rss)
-            if rss > request.limits.memory_mb:
-                over_memory = True
-            elif time.monotonic() - started > request.limits.wall_s:
-                timed_out = True
-            if over_memory or timed_out:
-                _kill_group(process)
-                break
-            time.sleep(POLL_S)
+        watched = processes.watch(process, limits, started)
         process.wait()
     except warm.WarmLost as e:
         # No exit status to classify: the run is not trusted, and runs again as a process.
@@ -197,16 +182,16 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
         result_path.unlink(missing_ok=True)
         again = _run_child(spec, request, work)
         return attrs.evolve(again, how=f"{again.how} ({e})")
-    _kill_group(process)  # helpers the child left behind (none expected)
+    processes.kill_group(process.pid)  # helpers the child left behind (none expected)
     wall = time.monotonic() - started
     result = json.loads(result_path.read_text()) if result_path.is_file() else None
     tail = log_path.read_bytes()[-OUTPUT_TAIL:].decode("utf-8", errors="replace")
     return ChildRun(
         result=result,
         returncode=process.returncode,
-        timed_out=timed_out,
-        over_memory=over_memory,
-        peak_rss_mb=round(peak, 1),
+        timed_out=watched.timed_out,
+        over_memory=watched.over_memory,
+        peak_rss_mb=round(watched.peak_rss_mb, 1),
         wall_s=round(wall, 3),
         output_tail=tail,
         how=how,
@@ -241,35 +226,6 @@ def child_environment(
     if home is not None:
         env["HOME"] = os.fspath(home)
     return env
-
-
-def _group_members(pgid: int) -> dict[int, int]:
-    """{pid: resident pages} of every process in the process group `pgid`."""
-    members = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # the process ended meanwhile
-        # After the command name: fields[2] is the process group, fields[21] the RSS in pages.
-        if int(fields[2]) == pgid:
-            members[int(entry.name)] = int(fields[21])
-    return members
-
-
-def _group_rss_mb(pgid: int) -> float:
-    """Resident memory of the child and everything it started, in MB."""
-    return sum(_group_members(pgid).values()) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def _kill_group(process: subprocess.Popen[bytes] | warm.WarmRun) -> None:
-    """SIGKILL the processes left in the group this module started (its leader is `process`)."""
-    for pid in _group_members(process.pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
 
 
 def _document(spec: OpSpec, request: Request, child: ChildRun, work: Path) -> dict[str, Any]:
@@ -471,39 +427,36 @@ def run_layout_check(spec: OpSpec, request: Request) -> tuple[int, str]:
         )
         if forked is not None:
             try:
-                code = forked.wait(timeout=LAYOUT_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                warm.kill_group(forked.pid)
-                raise  # as subprocess.run does
+                watched = processes.watch(
+                    forked, processes.Limits(wall_s=LAYOUT_TIMEOUT_S), time.monotonic()
+                )
             except warm.WarmLost:
                 warm.kill_group(forked.pid)
             else:
+                if watched.timed_out:
+                    raise subprocess.TimeoutExpired(argv, LAYOUT_TIMEOUT_S)  # as a new process
                 output = (stdout.read_bytes() + stderr.read_bytes()).decode(errors="replace")
                 # As text=True reads it (universal newlines).
                 output = output.replace("\r\n", "\n").replace("\r", "\n")
-                return code, output[-OUTPUT_TAIL:]
-    done = subprocess.run(
-        argv,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=LAYOUT_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-        env=env,
+                return int(forked.wait()), output[-OUTPUT_TAIL:]
+    done = processes.run(
+        argv, env=env, limits=processes.Limits(wall_s=LAYOUT_TIMEOUT_S), separate_stderr=True
     )
-    return done.returncode, (done.stdout + done.stderr)[-OUTPUT_TAIL:]
+    if done.timed_out:
+        raise subprocess.TimeoutExpired(argv, LAYOUT_TIMEOUT_S)  # as subprocess.run does
+    output = (done.output + done.errors).decode(errors="replace")
+    output = output.replace("\r\n", "\n").replace("\r", "\n")
+    return done.exit_code, output[-OUTPUT_TAIL:]
 
 
 def _pypto_version(python: str) -> str | None:
     """pypto's version as installed for `python` (read from metadata, without importing it)."""
-    done = subprocess.run(
+    done = processes.run(
         [python, "-c", "from importlib import metadata; print(metadata.version('pypto'))"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
+        limits=processes.Limits(wall_s=60),
+        separate_stderr=True,
     )
-    return done.stdout.strip() or None
+    return done.output.decode(errors="replace").strip() or None
 
 
 def parse_perf_dir(

@@ -54,6 +54,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ledger import processes
+
 ENV = "TUNE_LEDGER_PYPTO_WARM"
 # Variables a fork gets from its job like every other, and that nothing reads at import (so the
 # worker's values cannot have shaped what it imported): not compared. Every other variable of
@@ -267,15 +269,14 @@ def start(python: str, environ: Mapping[str, str], preload: tuple[str, ...] = PR
     runner.child_environment), importing `preload`; it ends when the returned Worker is
     closed or this process ends (its stdin closes)."""
     folder = Path(tempfile.mkdtemp(prefix="tl-warm-"))  # short: socket paths are limited
-    with open(folder / "worker.log", "wb") as log:
-        process = subprocess.Popen(
-            [python, "-m", f"{__package__}.warm", os.fspath(folder / "socket"), *preload],
-            cwd=folder,
-            env=dict(environ),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
+    # Its stdin is its lifeline: the worker ends once that pipe closes (this process ended).
+    process = processes.start(
+        [python, "-m", f"{__package__}.warm", os.fspath(folder / "socket"), *preload],
+        cwd=folder,
+        env=environ,
+        log=folder / "worker.log",
+        stdin_pipe=True,
+    )
     deadline = time.monotonic() + 10.0
     while not (folder / "socket").exists() and process.poll() is None:
         if time.monotonic() > deadline:
@@ -296,8 +297,11 @@ class _Server:
         # each fork's files go to its run's home (`_hand_over_logs`).
         os.environ["HOME"] = os.fspath(self.home)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(address)
+        # Listening before the name appears: the starter takes the name as "ready", and a
+        # connect between bind and listen would be refused (a cold run on a loaded host).
+        self.listener.bind(f"{address}.new")
         self.listener.listen(64)
+        os.rename(f"{address}.new", address)
         self.connections: dict[socket.socket, Any] = {}  # waiting for their job
         self.runs: dict[int, tuple[socket.socket, Any, str | None]] = {}  # pid -> conn, home
         self.greeting = b""
