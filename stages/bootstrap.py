@@ -14,8 +14,8 @@ sort and IEEE arithmetic only:
 - Resamples: first `resamples` rows of len(best) indices into best's sorted samples, row by
   row, then as many rows of len(attempt) indices into the attempt's.
 - A row's median: its middle value, or (a + b) / 2 of its two middle values.
-- The interval: the ratios median(attempt row) / median(best row), sorted, at the quantiles
-  (1 - confidence) / 2 and (1 + confidence) / 2 by linear interpolation (Hyndman and Fan's
+- The interval: the ratios median(attempt row i) / median(best row i), sorted, at the
+  quantiles q = (1 - confidence) / 2 and 1 - q by linear interpolation (Hyndman and Fan's
   type 7, NumPy's default), with the arithmetic NumPy uses (`linear_quantile`).
 
 That is what `numpy.random.default_rng(seed).integers(0, n, size)`, `numpy.median` and
