@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from ledger.log.store import FileStore
 from ledger.shell import audit
 from stages.bootstrap import DrawStream, bootstrap_interval, linear_quantile, uniform_indices
+from stages.verdict import seed_of
 
 GOLDEN_LEDGER = Path(__file__).parent / "data" / "ledger" / "v1-bootstrap.jsonl"
 
@@ -174,3 +175,14 @@ def test_the_golden_bootstrap_ledger_audits_clean(tmp_path: Path) -> None:
 def test_the_current_code_writes_the_golden_bootstrap_ledger() -> None:
     """The same campaign, decided now, records the very intervals the old draw recorded."""
     assert golden_bootstrap.build() == GOLDEN_LEDGER.read_bytes()
+
+
+def test_each_recorded_seed_is_its_attempt_ids_first_hex_digits(tmp_path: Path) -> None:
+    """The seed is read from the recorded attempt id (a content id), nothing else: audit
+    re-derives it from the ledger alone."""
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(GOLDEN_LEDGER, path)
+    events = FileStore(path).read().events
+    verdicts = [e.data for e in events if e.type == "attempt.verdict"]
+    assert [v["seed"] for v in verdicts] == [int(v["attempt"][:8], 16) for v in verdicts]
+    assert seed_of("22a59424f91c") == 0x22A59424
