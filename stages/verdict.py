@@ -1,9 +1,9 @@
 """R8 Regression loop: the ledger's verdict on a measured attempt, judged against noise.
 
 With repeated samples on both sides, a seeded bootstrap confidence interval of the ratio
-median(attempt) / median(best) decides; with one value on either side (deterministic
-simulators), a relative threshold. Samples are sorted before resampling, so the verdict does not
-depend on their order, and the seed comes from the attempt id, so audit re-derives it exactly.
+median(attempt) / median(best) decides (stages/bootstrap.py: the same interval on any NumPy);
+with one value on either side (deterministic simulators), a relative threshold. The seed comes
+from the attempt id, a recorded value, so audit re-derives the verdict exactly.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ledger.schema.events import (
 )
 from ledger.schema.shared_methods import SharedValue
 from stages.binding import attempt_binding_problem
+from stages.bootstrap import bootstrap_interval
 from stages.commands import Abandon, Fail, Verify
 from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.policy import NOISE_KEYS, effective_policy, requires_measured, verdict_policy
@@ -59,24 +60,6 @@ def seed_of(attempt_id: str) -> int:
         return int(attempt_id[:8], 16)
     except ValueError:  # not a content id (hand-built tests): hash it instead
         return int(codec.digest(attempt_id.encode("utf-8"))[:8], 16)
-
-
-def bootstrap_interval(
-    best: Sequence[float], attempt: Sequence[float], resamples: int, confidence: float, seed: int
-) -> tuple[float, float]:
-    """The seeded bootstrap interval of median(attempt) / median(best) (R8)."""
-    import numpy as np  # imported here: only repeated samples need it, and it is slow to load
-
-    rng = np.random.default_rng(seed)
-    # Sorted first: resampling draws indices, so the interval must not depend on input order.
-    best_arr = np.sort(np.asarray(best, dtype=float))
-    attempt_arr = np.sort(np.asarray(attempt, dtype=float))
-    best_idx = rng.integers(0, len(best_arr), size=(resamples, len(best_arr)))
-    attempt_idx = rng.integers(0, len(attempt_arr), size=(resamples, len(attempt_arr)))
-    ratios = np.median(attempt_arr[attempt_idx], axis=1) / np.median(best_arr[best_idx], axis=1)
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(ratios, [tail, 1.0 - tail])
-    return float(low), float(high)
 
 
 def compute_verdict(

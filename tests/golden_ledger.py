@@ -42,23 +42,31 @@ def _ok(name: str = "y", diff: float = 2e-9) -> tuple[OutputCheck, ...]:
     return (OutputCheck(name=name, all_close=True, max_diff=diff),)
 
 
-def build() -> bytes:
-    """The golden ledger's bytes."""
-    store = MemoryStore(name="golden/events.jsonl")
+class Writer:
+    """A golden ledger in memory: each command decided on the replayed log and appended."""
 
-    def run(command: object) -> list[str]:
-        state = replay(store.read().events)
-        result = decide(state, command)
-        payloads = result.events
+    def __init__(self, name: str) -> None:
+        self.store = MemoryStore(name=name)
+
+    def run(self, command: object) -> list[str]:
+        """Decide `command` and append its events (a hand-back's too); their ids."""
+        result = decide(replay(self.store.read().events), command)
         if isinstance(result, Refusal) and not result.events:
             raise AssertionError(f"refused: {result}")
-        appended = store.append(
-            [Draft(p, PROVENANCE) for p in payloads], expected_head=store.read().head
+        appended = self.store.append(
+            [Draft(p, PROVENANCE) for p in result.events], expected_head=self.store.read().head
         )
         return [e.id for e in appended.events]
 
-    def start(command: object) -> str:
-        return attempt_id(run(command)[0])
+    def start(self, command: object) -> str:
+        """Start an attempt; its id."""
+        return attempt_id(self.run(command)[0])
+
+
+def build() -> bytes:
+    """The golden ledger's bytes."""
+    writer = Writer("golden/events.jsonl")
+    store, run, start = writer.store, writer.run, writer.start
 
     run(cmd.Init(op="golden"))
     run(

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The project's checks, in the order that fails fastest: lint, format, layers and types first
 # (they need only the `test` extra), then the `pypto` extra (torch: the slow install) with the
-# same interpreter's pip, then every test, the slow ones (real processes, real PyPTO) included.
-# Extra arguments go to pytest. $PYTHON picks the interpreter (default .venv/bin/python).
+# same interpreter's pip, then every test, the slow ones (real processes, real PyPTO) included,
+# then the verdict tests again on the oldest NumPy we support (tools/oldest_numpy.sh).
+# Extra arguments go to the full pytest run. $PYTHON picks the interpreter (default
+# .venv/bin/python).
 #
 # The same fast checks can run before each commit (.pre-commit-config.yaml, local hooks in the
 # project's environment, nothing fetched):
@@ -19,3 +21,4 @@ py=${PYTHON:-.venv/bin/python}
 "$py" -m pip install -q -e '.[pypto]'
 # -rs names skips.
 "$py" -m pytest -rs "$@"
+bash tools/oldest_numpy.sh
