@@ -43,7 +43,7 @@ th, td {{ border: 1px solid {BORDER}; padding: 3px 7px; text-align: left;
 thead th {{ background: {TEXT_COLORS["header text"][1]}; position: sticky; top: 0; }}
 td.num {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }}
 code {{ font-size: 0.95em; overflow-wrap: anywhere; }}
-code.id {{ white-space: nowrap; }}
+code.id, .time {{ white-space: nowrap; }}
 .muted {{ color: {TEXT_COLORS["muted"][0]}; }}
 .clean {{ color: {TEXT_COLORS["clean"][0]}; font-weight: bold; }}
 .problem {{ color: {TEXT_COLORS["problem"][0]}; font-weight: bold; }}

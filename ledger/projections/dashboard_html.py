@@ -66,7 +66,7 @@ def _fields(rows: Sequence[tuple[str, str]]) -> str:
 
 
 def _time(value: float | None) -> str:
-    return t(fmt_time_us(value)) if value is not None else NONE
+    return f'<span class="time">{t(fmt_time_us(value))}</span>' if value is not None else NONE
 
 
 def _list(items: Sequence[str], empty: str) -> str:
