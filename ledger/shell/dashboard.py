@@ -134,7 +134,7 @@ def summary_line(site: Site) -> str:
     damaged = sum(1 for v in site.views if v.health == "damaged")
     findings = sum(1 for v in site.views if v.health == "findings")
     return (
-        f"dashboard of {len(site.views)} op(s) written: {site.index} "
+        f"dashboard of {len(site.views)} op(s) written: {site.index.resolve()} "
         f"({damaged} damaged, {findings} with audit findings)"
     )
 

@@ -5,13 +5,15 @@
 SYNTHETIC BENCH DATA: each op is a seeded synthetic campaign (tools/bench/campaign.py) of 30
 to 300 attempts, the size DESIGN §0 plans for, written under /tmp with its MEMORY.md rendered,
 so audit finds every op clean. The dashboard audits every op itself and then renders it, so
-its time is audit's plus the rendering; the two commands run alternately, as processes.
+its time is audit's plus the rendering; the two commands run alternately, as processes, and
+each run's CPU time is kept beside its wall time (the steadier figure on a shared machine).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import sys
 from collections.abc import Sequence
@@ -65,6 +67,16 @@ def cached_ops(count: int, cache: Path = DEFAULT_CACHE) -> tuple[Path, dict[str,
     return root, totals
 
 
+def cpu_and_wall(argv: Sequence[str]) -> tuple[float, float]:
+    """The CPU seconds (user + system) and wall seconds of one process run to success: on a
+    machine others share, the CPU time is the steadier of the two."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = process_time(argv)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall
+
+
 def bench_dashboard(count: int, repeats: int = 3, cache: Path = DEFAULT_CACHE) -> dict[str, Any]:
     """Seconds of `dashboard` and of `audit --all` over the same `count` ops, and their ratio."""
     root, totals = cached_ops(count, cache)
@@ -74,10 +86,18 @@ def bench_dashboard(count: int, repeats: int = 3, cache: Path = DEFAULT_CACHE) -
     dashboard = [*command, "dashboard", "--out", str(out)]
     audit = [*command, "audit", "--all"]
     process_time(dashboard)  # compiles modules and writes the site once: not measured
+    runs: dict[str, list[tuple[float, float]]] = {"dashboard": [], "audit": []}
+
+    def measure(name: str, argv: list[str]) -> float:
+        cpu, wall = cpu_and_wall(argv)
+        runs[name].append((cpu, wall))
+        return wall
+
     site, audited = alternate(
-        lambda: process_time(dashboard), lambda: process_time(audit), repeats=repeats
+        lambda: measure("dashboard", dashboard), lambda: measure("audit", audit), repeats=repeats
     )
     value, reference = summary(site)["median"], summary(audited)["median"]
+    cpu = {name: summary([c for c, _ in taken]) for name, taken in runs.items()}
     return figure(
         what=f"`tune-ledger dashboard` over {count} synthetic ops ({totals['attempts']} "
         f"attempts, {totals['events']} events), seconds",
@@ -90,6 +110,8 @@ def bench_dashboard(count: int, repeats: int = 3, cache: Path = DEFAULT_CACHE) -
         goal="the dashboard audits every op and renders it: audit's time plus rendering",
         met=None,
         noise={"dashboard": summary(site), "audit": summary(audited)},
+        cpu_s=cpu,
+        cpu_ratio=cpu["dashboard"]["median"] / cpu["audit"]["median"],
         synthetic=True,
         site_bytes=sum(p.stat().st_size for p in out.rglob("*.html")),
     )
