@@ -232,3 +232,28 @@ def test_the_bench_makes_ops_of_every_planned_size_that_audit_finds_clean(tmp_pa
     sizes = [v.summary.attempts for v in result.views if v.summary is not None]
     assert sizes == [attempts_of(n) for n in range(3)] and totals["attempts"] == sum(sizes)
     assert all(MIN_ATTEMPTS <= attempts_of(n) <= MAX_ATTEMPTS for n in range(200))
+
+
+def test_a_folder_that_is_no_op_and_a_linked_op_are_rows_with_their_refusal(
+    tmp_path: Path,
+) -> None:
+    """A folder under custom/ whose name no op may have, and an op folder that is a link, are
+    rows with the refusal (exit 2) every command gives them; neither is read nor gets a page."""
+    write_op(tmp_path, "good", small_campaign("good"))
+    elsewhere = tmp_path / "elsewhere"
+    write_op(elsewhere, "linked", small_campaign("linked"))
+    (tmp_path / "custom" / "linked").symlink_to(elsewhere / "custom" / "linked")
+    (tmp_path / "custom" / "no op").mkdir()
+    (tmp_path / "custom" / "no op" / "events.jsonl").write_text("")
+    result = site.build(tmp_path, tmp_path / "site")
+    rows = {v.op: v for v in result.views}
+    assert (rows["good"].health, rows["linked"].health, rows["no op"].health) == (
+        "clean",
+        "damaged",
+        "damaged",
+    )
+    assert rows["linked"].code == 2 and "symbolic link" in rows["linked"].problems[0]
+    assert rows["no op"].code == 2 and "not allowed" in rows["no op"].problems[0]
+    pages = sorted(p.name for p in (tmp_path / "site" / "ops").iterdir())
+    assert pages == ["good.html"]
+    assert not result.clean

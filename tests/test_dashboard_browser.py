@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pytest
 from dashboard_ops import HOSTILE, api_campaign, write_repository
@@ -125,7 +126,7 @@ def visit(playwright_browser: Any) -> Iterator[Visit]:
     yield tab
     context.close()
     assert tab.errors == [], tab.errors
-    assert tab.requests and all(url.startswith("file://") for url in tab.requests), tab.requests
+    assert all(url.startswith("file://") for url in tab.requests), tab.requests
 
 
 def ops_of(root: Path) -> list[str]:
@@ -135,7 +136,9 @@ def ops_of(root: Path) -> list[str]:
 def test_the_index_lists_every_op_with_its_best(repository: Path, visit: Visit) -> None:
     """Each op has a row; each readable op's row shows the best `status` reports, the damaged
     one says so with audit's message."""
-    page = visit.open(repository / site.DEFAULT_OUT / "index.html")
+    index = repository / site.DEFAULT_OUT / "index.html"
+    page = visit.open(index)
+    assert visit.requests == [index.as_uri()]  # the page alone: no style, font or script fetched
     visit.screenshot("index")
     rows = {
         row.query_selector("th").inner_text(): row.inner_text()
@@ -179,6 +182,11 @@ def test_each_op_page_opens_from_the_index(repository: Path, visit: Visit) -> No
         page.click(f"#ops tbody th a:text-is('{op}')")
         assert page.url.startswith("file://") and page.url.endswith(f"/ops/{op}.html")
         assert page.inner_text("h1") == op
+        links = page.eval_on_selector_all(
+            "h2:text-is('Files') + table a", "links => links.map(a => a.href)"
+        )
+        assert [url.split("/")[-1] for url in links] == ["MEMORY.md", "events.jsonl"]
+        assert all(Path(unquote(urlparse(url).path)).is_file() for url in links), links
         visit.screenshot(f"op-{op}")
         if op == "softmax":
             visit.screenshot("op-softmax-full", full=True)
