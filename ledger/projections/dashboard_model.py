@@ -191,9 +191,7 @@ def op_page(view: OpView, state: State | None, report: Mapping[str, Any]) -> OpP
         return OpPage(view, None, None, (), (), (), (), (), (), (), None)
     walk = steps(state)
     rows = tuple(_attempt_row(step) for step in walk)
-    adopted = tuple(
-        r for r, s in zip(rows, walk, strict=True) if r.outcome in ("adopt", "target-reached")
-    )
+    adopted = tuple(r for r in rows if r.outcome in ("adopt", "target-reached"))
     failed = tuple(r for r, s in zip(rows, walk, strict=True) if is_failed(s.attempt))
     decisions = (
         *(str(d) for d in report.get("decisions", ())),
