@@ -20,7 +20,7 @@ from ledger.mcp.steps import StepTools
 # Not the optimizer agent's to call (the reasons are in ledger/mcp/server.py's docstring).
 NOT_FOR_AGENTS = {
     "accept-rollback", "normalize", "git-setup", "merge-driver", "memory-merge-driver",
-    "agent-setup", "mcp",
+    "agent-setup", "mcp", "dashboard",
 }  # fmt: skip
 # Options a tool names differently, or leaves out (with the reason in server.py).
 RENAMED = {"set": "change", "run": "run", "all": None}

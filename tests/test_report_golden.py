@@ -81,9 +81,10 @@ def test_the_chart_has_stage_boundaries_a_marked_clip_and_a_log_axis() -> None:
     assert stages is not None
     assert [t.text for t in stages.iter(f"{SVG}text")] == ["frontend", "swimlane", "incore"]
     assert len(list(stages.iter(f"{SVG}line"))) == 2  # before swimlane and before incore
-    clipped = [p for p in root.iter(f"{SVG}path") if p.find(f"{SVG}title") is not None]
-    assert [p.find(f"{SVG}title").text for p in clipped] == [  # type: ignore[union-attr]
-        "400.00 µs: above the plot"
+    titles = [t.text or "" for t in root.iter(f"{SVG}title")]
+    assert [t for t in titles if t.endswith("above the plot")] == [
+        "attempt 2 (e408f012bf50): rollback, 400.00 µs; frontend / F-1; candidate from prior "
+        "kernel; above the plot"
     ]
     assert root.find(f".//{SVG}path[@id='legend-clipped']") is not None
     legend = [t.text for t in root.find(f".//{SVG}g[@id='legend']").iter(f"{SVG}text")]  # type: ignore[union-attr]
@@ -106,7 +107,7 @@ def test_line_labels_lie_right_of_the_plot() -> None:
 def report_chart_right() -> float:
     from ledger.projections import report_chart
 
-    return float(report_chart.LEFT + report_chart.PLOT_W)
+    return float(report_chart.LEFT + report_chart.REPORT_SIZE.plot_w)
 
 
 def test_a_linear_axis_when_the_times_stay_within_10x() -> None:
@@ -116,3 +117,36 @@ def test_a_linear_axis_when_the_times_stay_within_10x() -> None:
     svg = report.render_report(state, None, effective_policy(state))[1]
     assert "(log scale)" not in svg
     assert "legend-clipped" not in svg
+
+
+def test_every_mark_names_its_attempt_in_a_title_shown_on_hover() -> None:
+    """Each attempt's mark (dot, clip or ×) carries a <title> naming that attempt, so a
+    browser shows which attempt it is on hover; the chart itself is an image with a name."""
+    state = campaign().replayed()
+    root = ET.fromstring(rendered()[1])
+    assert root.get("role") == "img" and root.get("aria-labelledby") == "chart-title"
+    marks = [
+        mark
+        for group in root.iter(f"{SVG}g")
+        if (group.get("id") or "").startswith("attempts-")
+        for mark in group
+    ]
+    named = sorted(
+        (mark.find(f"{SVG}title").text or "").split(" (")[0]  # type: ignore[union-attr]
+        for mark in marks
+    )
+    assert named == sorted(f"attempt {a.seq}" for a in state.attempts.values())
+
+
+def test_a_larger_size_keeps_every_mark_inside_the_plot() -> None:
+    """The dashboard's larger chart scales the plot, not the margins: marks stay inside."""
+    from ledger.projections import report_chart
+    from ledger.projections.timeline import steps
+
+    state = campaign().replayed()
+    size = report_chart.ChartSize(1200, 560)
+    root = ET.fromstring(report_chart.chart_svg(state, steps(state), size))
+    assert (root.get("width"), root.get("height")) == ("1200", "560")
+    xs = [float(c.get("cx", "0")) for c in root.iter(f"{SVG}circle")]
+    assert min(xs) > report_chart.LEFT and max(xs) <= report_chart.LEFT + size.plot_w
+    assert max(xs) > report_chart.LEFT + report_chart.REPORT_SIZE.plot_w  # it did grow

@@ -10,6 +10,8 @@ are not the optimizer agent's to call:
   chore for the person who merged, never part of tuning.
 - `git-setup`, `merge-driver`, `memory-merge-driver`: git's configuration and git's own calls.
 - `agent-setup` and `mcp`: they install and run this server, before an agent exists.
+- `dashboard`: writes a static site of every op for the people who review them; nothing an
+  agent tuning one op reads (`status`, `log` and `report` are its views).
 - `audit --all` and `check --all`: the tools take one op; call them once per op.
 """
 

@@ -4,42 +4,68 @@ Each measured attempt is a dot coloured by its outcome, with the best-so-far lin
 baseline and the target, the boundaries of the stages, and a marked clip for times above the
 plot; the time axis is logarithmic when the times span more than 10x (report_scale.py). The
 line labels sit right of the plot and the stage names above it, so no label covers a point.
-Coordinates have a fixed format, so the same attempts give the same bytes (the report is
-committed to git).
+Each mark carries a `<title>` (a browser shows it on hover) naming the attempt, its outcome,
+time and change. The report draws it at `REPORT_SIZE`, the dashboard larger (`chart_svg`'s
+`size`). Coordinates have a fixed format, so the same attempts give the same bytes (the report
+is committed to git).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from attrs import frozen
+
 from ledger.domain.state import Measurement, State
-from ledger.projections.formatting import fmt_num, fmt_time_us
+from ledger.log.codec import canonical_json
+from ledger.projections.formatting import fmt_num, fmt_time_us, one_line, truncate
 from ledger.projections.report_scale import Scale, nice_step, scale_for
-from ledger.projections.timeline import Step, best_after
+from ledger.projections.timeline import Step, best_after, outcome
 
 Axis = Callable[[float], float]
 
-# Chart geometry, in SVG user units: the right margin holds the baseline and target labels
+# Chart margins, in SVG user units: the right one holds the baseline and target labels
 # (about 6.5 units per character at font-size 11), the top one the legend and stage names.
-WIDTH, HEIGHT = 900, 440
 LEFT, RIGHT, TOP, BOTTOM = 84, 150, 84, 52
 CHAR_W = 7  # about 7 units per character at font-size 12
 LEGEND_CHAR_W = 6.3  # the legend's labels, measured on the rendered chart (DejaVu Sans)
 LABEL_GAP = 13  # the least vertical distance between two line labels
-PLOT_W = WIDTH - LEFT - RIGHT
-PLOT_H = HEIGHT - TOP - BOTTOM
+HOVER_CHANGE = 120  # characters of an attempt's change in its mark's title
+# Colours on the white background: text (the baseline, target and stage labels) at least
+# 4.5:1, marks and lines at least 3:1 (WCAG 1.4.3 and 1.4.11; tests/test_dashboard_html.py).
 COLORS = {
     "adopt": "#2ca02c",
     "target-reached": "#2ca02c",
     "no-gain": "#7f7f7f",
-    "rollback": "#ff7f0e",
+    "rollback": "#e66100",
     "failed": "#d62728",
     "best": "#1f77b4",
     "target": "#d62728",
-    "baseline": "#7f7f7f",
+    "baseline": "#666666",
     "clipped": "#000000",
-    "stage": "#9467bd",
+    "stage": "#6a3d9a",
 }
+
+
+@frozen
+class ChartSize:
+    """The chart's width and height in SVG user units; the margins are fixed."""
+
+    width: int
+    height: int
+
+    @property
+    def plot_w(self) -> int:
+        """The plot's width, between the left and right margins."""
+        return self.width - LEFT - RIGHT
+
+    @property
+    def plot_h(self) -> int:
+        """The plot's height, between the top and bottom margins."""
+        return self.height - TOP - BOTTOM
+
+
+REPORT_SIZE = ChartSize(900, 440)
 
 
 def _f(value: float) -> str:
@@ -65,25 +91,31 @@ def quoteattr(text: str) -> str:
 
 
 def render_chart(state: State, walk: Sequence[Step]) -> str:
-    """The SVG chart: each attempt's time, the best so far, the baseline, the target and the
-    stage boundaries."""
+    """The report's SVG file: `chart_svg` at the report's size, as a standalone document."""
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + chart_svg(state, walk, REPORT_SIZE)
+
+
+def chart_svg(state: State, walk: Sequence[Step], size: ChartSize) -> str:
+    """The `<svg>` element of the chart at `size`: each attempt's time, the best so far, the
+    baseline, the target and the stage boundaries (a page may hold it inline)."""
     op = state.op or "op"
     sheet = state.target
     times = [m.median_us for m in (_plotted(s) for s in walk) if m is not None]
     scale = scale_for(sheet.baseline_us, sheet.target_us, times) if sheet else None
     note = " (log scale)" if scale is not None and scale.log else ""
+    width, height = size.width, size.height
     out = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
-        f"<title>{escape(op)}: time per attempt, best so far and target</title>",
-        f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12" '
+        'role="img" aria-labelledby="chart-title">',
+        f'<title id="chart-title">{escape(op)}: time per attempt, best so far and target</title>',
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
         f'<text x="{LEFT}" y="24" font-size="15" font-weight="bold">'
         f"{escape(op)}: time per attempt (µs){note}</text>",
     ]
     if sheet is None or scale is None:
         out.append(
-            f'<text x="{LEFT}" y="{TOP + PLOT_H // 2}">No target sheet yet: nothing to '
+            f'<text x="{LEFT}" y="{TOP + size.plot_h // 2}">No target sheet yet: nothing to '
             "chart.</text>"
         )
         out.append("</svg>")
@@ -91,20 +123,36 @@ def render_chart(state: State, walk: Sequence[Step]) -> str:
     count = max(len(walk), 1)
 
     def x(index: float) -> float:
-        return LEFT + PLOT_W * index / count
+        return LEFT + size.plot_w * index / count
 
     def y(time_us: float) -> float:
-        return TOP + PLOT_H * (1.0 - scale.fraction(time_us))
+        return TOP + size.plot_h * (1.0 - scale.fraction(time_us))
 
-    out.extend(_axes(scale, count, x, y))
-    out.extend(_stages(walk, x))
+    out.extend(_axes(scale, count, size, x, y))
+    out.extend(_stages(walk, size, x))
     out.append(_best_line(sheet.baseline_us, walk, x, y))
-    points, clipped = _points(walk, scale, x, y)
+    points, clipped = _points(walk, scale, size, x, y)
     out.extend(points)
-    out.extend(_line_labels(sheet.baseline_us, sheet.target_us, y))
-    out.extend(_legend(clipped))
+    out.extend(_line_labels(sheet.baseline_us, sheet.target_us, size, y))
+    out.extend(_legend(clipped, size))
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def hover_text(step: Step) -> str:
+    """What a mark's title says: the attempt, its outcome and time, where and what it changed."""
+    attempt = step.attempt
+    m = attempt.measurement
+    time = f", {fmt_time_us(m.median_us)}" if m is not None else ""
+    where = one_line(attempt.stage + (f" / {attempt.point}" if attempt.point else ""))
+    if attempt.kind == "mutation":
+        change = f"{attempt.param}={canonical_json(attempt.value)}"
+    elif attempt.kind == "algorithm":
+        change = f"algorithm: {attempt.description or ''}"
+    else:
+        change = f"candidate from {attempt.prior or 'an unknown prior'}"
+    change = truncate(one_line(change), HOVER_CHANGE)
+    return f"attempt {attempt.seq} ({attempt.id}): {outcome(attempt)}{time}; {where}; {change}"
 
 
 def _plotted(step: Step) -> Measurement | None:
@@ -113,16 +161,16 @@ def _plotted(step: Step) -> Measurement | None:
     return a.measurement if a.failure is None and a.verdict is not None else None
 
 
-def _axes(scale: Scale, count: int, x: Axis, y: Axis) -> list[str]:
+def _axes(scale: Scale, count: int, size: ChartSize, x: Axis, y: Axis) -> list[str]:
+    bottom, right = TOP + size.plot_h, LEFT + size.plot_w
     lines = [
-        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + PLOT_H}" stroke="#000000"/>',
-        f'<line x1="{LEFT}" y1="{TOP + PLOT_H}" x2="{LEFT + PLOT_W}" y2="{TOP + PLOT_H}" '
-        'stroke="#000000"/>',
+        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{bottom}" stroke="#000000"/>',
+        f'<line x1="{LEFT}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#000000"/>',
     ]
     decimals = scale.decimals()
     for value in scale.ticks:
         lines.append(
-            f'<line x1="{LEFT}" y1="{_f(y(value))}" x2="{LEFT + PLOT_W}" '
+            f'<line x1="{LEFT}" y1="{_f(y(value))}" x2="{right}" '
             f'y2="{_f(y(value))}" stroke="#e0e0e0"/>'
         )
         lines.append(
@@ -132,16 +180,16 @@ def _axes(scale: Scale, count: int, x: Axis, y: Axis) -> list[str]:
     x_step = max(1, int(nice_step(float(count), 8))) if count > 1 else 1
     for index in range(0, count + 1, x_step):
         lines.append(
-            f'<text x="{_f(x(index))}" y="{TOP + PLOT_H + 18}" text-anchor="middle">{index}</text>'
+            f'<text x="{_f(x(index))}" y="{bottom + 18}" text-anchor="middle">{index}</text>'
         )
     lines.append(
-        f'<text x="{LEFT + PLOT_W // 2}" y="{HEIGHT - 12}" text-anchor="middle">'
+        f'<text x="{LEFT + size.plot_w // 2}" y="{size.height - 12}" text-anchor="middle">'
         "attempt (0 = baseline)</text>"
     )
     return lines
 
 
-def _stages(walk: Sequence[Step], x: Axis) -> list[str]:
+def _stages(walk: Sequence[Step], size: ChartSize, x: Axis) -> list[str]:
     """A dashed line before the first attempt of each stage after the first, and each stage's
     name above the plot, shortened to the width its attempts take."""
     spans: list[tuple[str, int, int]] = []  # stage, first index, last index (1-based)
@@ -157,7 +205,7 @@ def _stages(walk: Sequence[Step], x: Axis) -> list[str]:
         left, right = x(first - 0.5), x(last + 0.5)
         if number > 0:
             out.append(
-                f'<line x1="{_f(left)}" y1="{TOP}" x2="{_f(left)}" y2="{TOP + PLOT_H}" '
+                f'<line x1="{_f(left)}" y1="{TOP}" x2="{_f(left)}" y2="{TOP + size.plot_h}" '
                 f'stroke="{COLORS["stage"]}" stroke-dasharray="4 3"/>'
             )
         name = _fit(stage, right - left)
@@ -178,19 +226,23 @@ def _fit(name: str, width: float) -> str:
     return ""
 
 
-def _points(walk: Sequence[Step], scale: Scale, x: Axis, y: Axis) -> tuple[list[str], bool]:
-    """The attempts' marks by outcome, and whether any time lay above the plot (clipped)."""
+def _points(
+    walk: Sequence[Step], scale: Scale, size: ChartSize, x: Axis, y: Axis
+) -> tuple[list[str], bool]:
+    """The attempts' marks by outcome, each titled with its attempt (shown on hover), and
+    whether any time lay above the plot (clipped)."""
     groups: dict[str, list[str]] = {"adopt": [], "no-gain": [], "rollback": [], "failed": []}
-    bottom = TOP + PLOT_H
+    bottom = TOP + size.plot_h
     clipped = False
     for index, step in enumerate(walk, 1):
         attempt = step.attempt
         cx = _f(x(index))
+        title = f"<title>{escape(hover_text(step))}</title>"
         if attempt.failure is not None or (
             attempt.measurement is None and attempt.status == "failed"
         ):
             groups["failed"].append(
-                f'<path d="M{_f(x(index) - 3)} {_f(bottom - 9)}l6 6m0 -6l-6 6"/>'
+                f'<path d="M{_f(x(index) - 3)} {_f(bottom - 9)}l6 6m0 -6l-6 6">{title}</path>'
             )
             continue
         if attempt.measurement is None or attempt.verdict is None:
@@ -201,10 +253,12 @@ def _points(walk: Sequence[Step], scale: Scale, x: Axis, y: Axis) -> tuple[list[
             clipped = True
             groups.setdefault(key, []).append(
                 f'<path d="M{cx} {_f(TOP)}l-5 8h10z" stroke="{COLORS["clipped"]}">'
-                f"<title>{escape(fmt_time_us(time_us))}: above the plot</title></path>"
+                f"<title>{escape(hover_text(step))}; above the plot</title></path>"
             )
         else:
-            groups.setdefault(key, []).append(f'<circle cx="{cx}" cy="{_f(y(time_us))}" r="3"/>')
+            groups.setdefault(key, []).append(
+                f'<circle cx="{cx}" cy="{_f(y(time_us))}" r="3">{title}</circle>'
+            )
     out = []
     for key, shapes in groups.items():
         if not shapes:
@@ -221,7 +275,7 @@ def _points(walk: Sequence[Step], scale: Scale, x: Axis, y: Axis) -> tuple[list[
     return out, clipped
 
 
-def _line_labels(baseline_us: float, target_us: float, y: Axis) -> list[str]:
+def _line_labels(baseline_us: float, target_us: float, size: ChartSize, y: Axis) -> list[str]:
     """The baseline and target lines across the plot, labelled right of it (never over a
     point), the labels pushed apart when the two lines lie close."""
     out = []
@@ -235,11 +289,11 @@ def _line_labels(baseline_us: float, target_us: float, y: Axis) -> list[str]:
     for name, value, dash in (("baseline", baseline_us, "2 3"), ("target", target_us, "6 4")):
         out.append(
             f'<line id="{name}-line" x1="{_f(LEFT)}" y1="{_f(places[name])}" '
-            f'x2="{_f(LEFT + PLOT_W)}" y2="{_f(places[name])}" stroke="{COLORS[name]}" '
+            f'x2="{_f(LEFT + size.plot_w)}" y2="{_f(places[name])}" stroke="{COLORS[name]}" '
             f'stroke-width="1.5" stroke-dasharray="{dash}"/>'
         )
         out.append(
-            f'<text x="{_f(LEFT + PLOT_W + 6)}" y="{_f(label_y[name] + 4)}" font-size="11" '
+            f'<text x="{_f(LEFT + size.plot_w + 6)}" y="{_f(label_y[name] + 4)}" font-size="11" '
             f'fill="{COLORS[name]}">{name} {escape(fmt_time_us(value))}</text>'
         )
     return out
@@ -262,7 +316,7 @@ def _best_line(baseline_us: float, walk: Sequence[Step], x: Axis, y: Axis) -> st
     )
 
 
-def _legend(clipped: bool) -> list[str]:
+def _legend(clipped: bool, size: ChartSize) -> list[str]:
     """The legend in rows above the plot; the clip's entry only when a time was clipped."""
     items = [
         ("adopt", "adopted"),
@@ -278,7 +332,7 @@ def _legend(clipped: bool) -> list[str]:
     px, row = LEFT + 4, 36
     for key, label in items:
         width = 14 + round(LEGEND_CHAR_W * len(label)) + 16
-        if px + width > LEFT + PLOT_W + RIGHT - 8:
+        if px + width > size.width - 8:
             px, row = LEFT + 4, row + 16
         if key == "clipped":
             out.append(

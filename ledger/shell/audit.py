@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from attrs import frozen
+
 from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.errors import LedgerError
@@ -347,15 +349,31 @@ def _unresolved(state: State, op: str) -> list[str]:
     return resolve.conflict_findings(state, op)
 
 
+@frozen
+class Audited:
+    """One op's audit: the report `audit` prints, and the state it replayed (None, with the
+    error, when the ledger could not be read), so a view of it shows the audit's numbers."""
+
+    report: dict[str, Any]
+    state: State | None
+    error: LedgerError | None = None
+
+
 def audit_op(ledger: OpLedger) -> dict[str, Any]:
     """Every audit check of one op; `findings` is empty when the op is clean."""
+    return audited(ledger).report
+
+
+def audited(ledger: OpLedger) -> Audited:
+    """Every audit check of one op, with the state replayed from the events it checked."""
     path = ledger.path
     try:
         integrity = store.chain_findings(path)
         ledger.require()
         log = ledger.store.read()  # audit needs every event, not only the replayed state
     except LedgerError as e:
-        return {"op": ledger.op, "findings": [e.message], "provenance": {}, "events": 0}
+        report = {"op": ledger.op, "findings": [e.message], "provenance": {}, "events": 0}
+        return Audited(report=report, state=None, error=e)
     from ledger.shell.api import Loaded
 
     events = log.events
@@ -368,7 +386,7 @@ def audit_op(ledger: OpLedger) -> dict[str, Any]:
     findings += [f"{path}:{f}" for f in legality_findings(events, lines)]
     findings += merge.order_findings(ledger.file_store, ledger.op)
     findings += check_memory_file(ledger, loaded)
-    return {
+    report = {
         "op": ledger.op,
         "events": len(events),
         "findings": findings,
@@ -385,3 +403,4 @@ def audit_op(ledger: OpLedger) -> dict[str, Any]:
         "manifests": trust.manifests(events),
         "decisions": trust.campaign_decisions(events),
     }
+    return Audited(report=report, state=state)

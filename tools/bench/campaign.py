@@ -132,8 +132,9 @@ def _origin(rng: random.Random) -> Origin:
 class Campaign:
     """A seeded campaign script: it yields commands and reads the state they produced."""
 
-    def __init__(self, seed: int, planned_events: int) -> None:
+    def __init__(self, seed: int, planned_events: int, op: str = OP) -> None:
         self.rng = random.Random(seed)
+        self.op = op
         self.seed = seed
         self.planned = max(planned_events, 200)
         self.state = State()
@@ -197,20 +198,20 @@ class Campaign:
     def script(self) -> Script:
         """The commands of the whole campaign; `send` the events of each (None: refused R9)."""
         rng = self.rng
-        yield cmd.Init(op=OP)
+        yield cmd.Init(op=self.op)
         outputs = (
             OutputCheck(name="y", all_close=True, max_diff=3.1e-06),
             OutputCheck(name="lse", all_close=True, max_diff=0.0),
         )
         yield cmd.RecordCompare(
             outputs=outputs,
-            impl_path=f"custom/{OP}/{OP}_impl.py",
+            impl_path=f"custom/{self.op}/{self.op}_impl.py",
             impl_digest=IMPL_DIGEST,
             origin=_origin(rng),
         )
         yield cmd.RecordLayout(
             exit_code=0,
-            impl_path=f"custom/{OP}/{OP}_impl.py",
+            impl_path=f"custom/{self.op}/{self.op}_impl.py",
             impl_digest=IMPL_DIGEST,
             origin=_origin(rng),
         )
@@ -236,7 +237,7 @@ class Campaign:
             end += int(config_events * share)
             yield from self._stage(stage, end)
         yield cmd.RecordReport(
-            path=f"custom/{OP}/{OP}_tuning_report.md",
+            path=f"custom/{self.op}/{self.op}_tuning_report.md",
             digest="sha256:" + f"{rng.getrandbits(256):064x}",
         )
         yield cmd.EnterStage(stage="algorithm")

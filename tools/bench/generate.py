@@ -33,7 +33,7 @@ from ledger.log.record import Draft, Event, Provenance, seal_batch
 from ledger.log.store import Store
 from stages import Decision, Refusal, decide
 from stages import commands as cmd
-from tools.bench.campaign import SYNTHETIC, SYNTHETIC_HOST, Campaign
+from tools.bench.campaign import OP, SYNTHETIC, SYNTHETIC_HOST, Campaign
 
 # --- sinks: where the decided events land ------------------------------------------------------
 
@@ -100,8 +100,8 @@ def provenance(batch: int, command: object, seed: int) -> Provenance:
 class Driver:
     """Runs a campaign's commands through `decide`, a sink, and `evolve`."""
 
-    def __init__(self, seed: int, planned_events: int, sink: Sink) -> None:
-        self.campaign = Campaign(seed, planned_events)
+    def __init__(self, seed: int, planned_events: int, sink: Sink, op: str = OP) -> None:
+        self.campaign = Campaign(seed, planned_events, op)
         self.sink = sink
         self.batches = 0
         self._script = self.campaign.script()

@@ -1,0 +1,411 @@
+"""The dashboard's view model: one op's audited state as plain data, for its index row and page.
+
+Pure: it reads the state `audit` replayed and the audit's report (ledger/shell/audit.py), so
+every number on the dashboard is one audit also stands behind. Times stay numbers here; the
+renderer (dashboard_html.py) formats and escapes them. What later issues add to the state
+(person decisions, the device, kernel versions, the evidence behind a relaxation) each comes
+from one small function below that answers None until the state holds it, shown as "—".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from attrs import frozen
+
+from ledger.domain.state import Attempt, State
+from ledger.log.codec import canonical_json
+from ledger.projections.report_chart import ChartSize, chart_svg
+from ledger.projections.timeline import Step, best_after, config_diff, is_failed, outcome, steps
+from stages.target import VEC_LIMIT, cube_table_row, latest_relaxation
+
+# The order in which outcomes are counted (as MEMORY.md and the report count them).
+OUTCOME_ORDER = (
+    "adopt",
+    "target-reached",
+    "no-gain",
+    "rollback",
+    "accuracy",
+    "layout",
+    "compile",
+    "timeout",
+    "oom",
+    "runtime",
+    "abandoned",
+    "pending",
+)
+PAGE_CHART = ChartSize(1200, 560)  # the report's chart is 900 x 440
+
+
+@frozen
+class AttemptRow:
+    """One attempt as the page lists it: what it changed, its time, against what, its outcome."""
+
+    seq: int
+    id: str
+    kind: str
+    stage: str
+    point: str | None
+    change: str
+    time_us: float | None
+    best_us: float | None  # the best it was compared with (R8)
+    outcome: str
+    provenance: str | None  # the measurement's origin level
+    detail: str  # a failure's detail or an abandon reason
+
+
+@frozen
+class PointRow:
+    """An optimization point and its constrained-search progress (R7)."""
+
+    name: str
+    stage: str
+    state: str  # "open", or how it was closed
+    reason: str
+    candidates: int
+    mutations: int
+    streak: int
+
+
+@frozen
+class RelaxationRow:
+    """A tile-limit relaxation with its basis and the evidence behind it (R3)."""
+
+    what: str
+    limit: str  # canonical JSON
+    basis: str
+    event: str
+    evidence: tuple[str, ...] | None
+
+
+@frozen
+class TargetView:
+    """The Performance target sheet with its limits in force and their relaxations (R3)."""
+
+    baseline_us: float
+    target_us: float
+    required_speedup: float
+    shape: str
+    metric: str
+    tool: str | None
+    target_source: str
+    source_ref: str | None
+    provenance: str
+    vec_limit: str
+    cube_limit: str
+    relaxations: tuple[RelaxationRow, ...]
+
+
+@frozen
+class StageSpan:
+    """One stage on the timeline: its attempts, the best at its start and end, how it ended."""
+
+    stage: str
+    first: int | None  # attempt numbers, None when it has none
+    last: int | None
+    attempts: int
+    best_start_us: float | None
+    best_end_us: float | None
+    exit: str  # the exit condition, "current" or "-"
+
+
+@frozen
+class Summary:
+    """What the index shows of an op whose ledger replayed."""
+
+    stage: str | None
+    status: str  # active, not activated, stopped (why), handed back
+    status_detail: str
+    events: int
+    baseline_us: float | None
+    best_us: float | None
+    target_us: float | None
+    speedup: float | None  # baseline / best
+    target_met: bool | None
+    attempts: int
+    outcomes: tuple[tuple[str, int], ...]
+    provenance: tuple[tuple[str, int], ...]
+    conflicts: tuple[str, ...]
+    person_decisions: tuple[str, ...] | None
+    device: str | None
+
+
+@frozen
+class OpView:
+    """One op on the dashboard: its audit's verdict and, when its ledger replayed, its data."""
+
+    op: str
+    health: str  # "clean", "findings" (the audit found problems) or "damaged" (unreadable)
+    problems: tuple[str, ...]  # the audit's findings and unresolved conflicts, or its error
+    code: int | None  # the exit code audit gives this op (None: clean)
+    rule: str | None
+    summary: Summary | None  # None: damaged
+    memory_path: str  # relative to the root
+    ledger_path: str
+    has_page: bool = True  # False for a folder under custom/ whose name is no op's
+
+
+@frozen
+class OpPage:
+    """Everything an op's page shows beyond its index row."""
+
+    view: OpView
+    chart: str | None  # the report's chart, larger, as an inline <svg>
+    target: TargetView | None
+    adopted: tuple[AttemptRow, ...]
+    failed: tuple[AttemptRow, ...]
+    points: tuple[PointRow, ...]
+    timeline: tuple[StageSpan, ...]
+    attempts: tuple[AttemptRow, ...]
+    decisions: tuple[str, ...]  # audit's: stops lifted, hand-backs, retry overrides, R11
+    notes: tuple[str, ...]
+    kernels: tuple[str, ...] | None
+
+
+def op_view(
+    op: str,
+    state: State | None,
+    report: Mapping[str, Any],
+    error: tuple[int, str | None] | None,
+    *,
+    has_page: bool = True,
+) -> OpView:
+    """The op's index row from the state audit replayed, its report, and the error (exit code,
+    rule) that stopped it from reading the ledger, if any."""
+    findings = tuple(str(f) for f in report.get("findings", ()))
+    unresolved = tuple(str(u) for u in report.get("unresolved", ()))
+    memory, ledger = f"custom/{op}/MEMORY.md", f"custom/{op}/events.jsonl"
+    if state is None or error is not None:
+        code, rule = error if error is not None else (7, None)
+        return OpView(op, "damaged", findings, code, rule, None, memory, ledger, has_page)
+    problems = findings + unresolved
+    health = "findings" if problems else "clean"
+    exit_code = 7 if problems else None  # as `audit OP` exits
+    return OpView(op, health, problems, exit_code, None, _summary(state, report), memory, ledger)
+
+
+def op_page(view: OpView, state: State | None, report: Mapping[str, Any]) -> OpPage:
+    """The op's page data from the same state and report as its row."""
+    if state is None or view.summary is None:
+        return OpPage(view, None, None, (), (), (), (), (), (), (), None)
+    walk = steps(state)
+    rows = tuple(_attempt_row(step) for step in walk)
+    adopted = tuple(r for r in rows if r.outcome in ("adopt", "target-reached"))
+    failed = tuple(r for r, s in zip(rows, walk, strict=True) if is_failed(s.attempt))
+    decisions = (
+        *(str(d) for d in report.get("decisions", ())),
+        *(f"retry override on attempt {o['attempt']}: {o['reason']}" for o in _overrides(report)),
+        *(f"R11: {d}" for d in report.get("reported_decisions", ())),
+    )
+    return OpPage(
+        view=view,
+        chart=chart_svg(state, walk, PAGE_CHART),
+        target=_target(state),
+        adopted=adopted,
+        failed=failed,
+        points=tuple(_point_rows(state)),
+        timeline=tuple(_timeline(state, walk)),
+        attempts=rows,
+        decisions=decisions,
+        notes=tuple(state.notes),
+        kernels=kernel_versions(state),
+    )
+
+
+# --- what later issues fill in -------------------------------------------------------------
+
+
+def person_decisions(state: State) -> tuple[str, ...] | None:
+    """Each guard a person lowered, by name and with a reason (issue 27); None until the
+    state records who decided (today's resumed stops and accepted rollbacks name no one)."""
+    return None
+
+
+def device(state: State) -> str | None:
+    """The device the best was measured on (issue 29 records it); None until then."""
+    return None
+
+
+def kernel_versions(state: State) -> tuple[str, ...] | None:
+    """The adopted kernels, stored content-addressed in the op folder, with their diffs
+    (issue 27); None until the state holds them."""
+    return None
+
+
+def relaxation_evidence(state: State, event: str) -> tuple[str, ...] | None:
+    """The measured attempts a relaxation rests on (issue 27: `relax --evidence`); None until
+    relaxations record them (today only the basis text)."""
+    return None
+
+
+def provenance_mix(report: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+    """How many measurements and evidence each origin level holds, as audit counts them, in
+    audit's order (today measured, unbound, artefact, reported)."""
+    counts = report.get("provenance") or {}
+    return tuple((str(level), int(count)) for level, count in counts.items())
+
+
+def conflict_texts(state: State) -> tuple[str, ...]:
+    """The open merge conflicts, as `status` shows them."""
+    return tuple(str(conflict) for conflict in state.conflicts)
+
+
+# --- the parts ----------------------------------------------------------------------------
+
+
+def _summary(state: State, report: Mapping[str, Any]) -> Summary:
+    sheet, best = state.target, state.best
+    best_us = best.time_us if best else None
+    counts: dict[str, int] = {}
+    for attempt in state.attempts.values():
+        counts[outcome(attempt)] = counts.get(outcome(attempt), 0) + 1
+    ordered = [k for k in OUTCOME_ORDER if k in counts] + sorted(set(counts) - set(OUTCOME_ORDER))
+    status, detail = _status(state)
+    return Summary(
+        stage=state.stage,
+        status=status,
+        status_detail=detail,
+        events=state.event_count,
+        baseline_us=sheet.baseline_us if sheet else None,
+        best_us=best_us,
+        target_us=sheet.target_us if sheet else None,
+        speedup=sheet.baseline_us / best_us if sheet and best_us else None,
+        target_met=best_us <= sheet.target_us if sheet and best_us is not None else None,
+        attempts=len(state.attempts),
+        outcomes=tuple((k, counts[k]) for k in ordered),
+        provenance=provenance_mix(report),
+        conflicts=conflict_texts(state),
+        person_decisions=person_decisions(state),
+        device=device(state),
+    )
+
+
+def _status(state: State) -> tuple[str, str]:
+    """(status, detail): handed back, stopped and why, not activated, or active (R1, R10)."""
+    if state.handback is not None:
+        return f"handed back after the {state.stopped or 'end'} stop", state.handback["summary"]
+    if state.stopped:
+        return f"stopped: {state.stopped}", state.stop_detail
+    if state.handed_back:
+        return "activation failed, handed back", "; ".join(state.activation_problems)
+    if not state.activated:
+        return "not activated", ""
+    return "active", ""
+
+
+def _change(step: Step) -> str:
+    attempt = step.attempt
+    if attempt.kind == "mutation":
+        return f"{attempt.param}={canonical_json(attempt.value)}"
+    if attempt.kind == "algorithm":
+        return f"algorithm: {attempt.description or ''}"
+    diff = config_diff(step.best_config, attempt.config)
+    return f"candidate ({attempt.prior or 'unknown prior'}): {diff}"
+
+
+def _attempt_row(step: Step) -> AttemptRow:
+    attempt: Attempt = step.attempt
+    m = attempt.measurement
+    return AttemptRow(
+        seq=attempt.seq,
+        id=attempt.id,
+        kind=attempt.kind,
+        stage=attempt.stage,
+        point=attempt.point,
+        change=_change(step),
+        time_us=m.median_us if m else None,
+        best_us=step.best_us,
+        outcome=outcome(attempt),
+        provenance=m.origin_level if m else None,
+        detail=attempt.detail,
+    )
+
+
+def _point_rows(state: State) -> list[PointRow]:
+    return [
+        PointRow(
+            name=p.name,
+            stage=p.stage,
+            state="open" if p.is_open else (p.outcome or "closed"),
+            reason=p.reason,
+            candidates=p.candidates,
+            mutations=p.mutations,
+            streak=p.streak,
+        )
+        for p in state.points.values()
+    ]
+
+
+def _target(state: State) -> TargetView | None:
+    sheet = state.target
+    if sheet is None:
+        return None
+    vec = latest_relaxation(state, "vec")
+    return TargetView(
+        baseline_us=sheet.baseline_us,
+        target_us=sheet.target_us,
+        required_speedup=sheet.required_speedup,
+        shape=sheet.shape,
+        metric=sheet.metric,
+        tool=sheet.tool,
+        target_source=sheet.target_source,
+        source_ref=sheet.source_ref,
+        provenance=sheet.origin_level,
+        vec_limit=f"relaxed to {canonical_json(vec.limit)}" if vec else f"≤ {VEC_LIMIT} per axis",
+        cube_limit=_cube_limit(state),
+        relaxations=tuple(
+            RelaxationRow(
+                what=r.what,
+                limit=canonical_json(r.limit),
+                basis=r.basis,
+                event=r.event,
+                evidence=relaxation_evidence(state, r.event),
+            )
+            for r in state.relaxations
+        ),
+    )
+
+
+def _cube_limit(state: State) -> str:
+    relaxed = latest_relaxation(state, "cube")
+    if relaxed:
+        return f"relaxed to {canonical_json(relaxed.limit)}"
+    m = state.target.cube_m if state.target else None
+    if m is None:
+        return "M not recorded: the M-based table is not applied"
+    row = cube_table_row(m)
+    if row is None:
+        return f"M = {m}: no row of the table applies"
+    shapes = ", ".join(
+        "[" + ",".join("K" if b is None else str(b) for b in pair) + "]" for pair in row.limit
+    )
+    return f"M = {m}: {shapes}"
+
+
+def _timeline(state: State, walk: Sequence[Step]) -> list[StageSpan]:
+    """Each stage entered (and any stage attempts ran in), in order, with its attempts."""
+    stages = list(dict.fromkeys([*state.entered, *(s.attempt.stage for s in walk)]))
+    best_us = state.target.baseline_us if state.target else None
+    spans = []
+    for stage in stages:
+        members = [s for s in walk if s.attempt.stage == stage]
+        start_us = members[0].best_us if members else best_us
+        for step in members:
+            best_us = best_after(step, best_us)
+        spans.append(
+            StageSpan(
+                stage=stage,
+                first=members[0].attempt.seq if members else None,
+                last=members[-1].attempt.seq if members else None,
+                attempts=len(members),
+                best_start_us=start_us,
+                best_end_us=best_us,
+                exit=state.exited.get(stage, "current" if stage == state.stage else "-"),
+            )
+        )
+    return spans
+
+
+def _overrides(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [o for o in report.get("overrides", ()) if isinstance(o, Mapping)]

@@ -1,0 +1,129 @@
+"""Small kernel repositories for the dashboard's tests: real ledgers, fixed bytes.
+
+Each op's campaign is decided by the stage machines (tests/driver.py, fixed provenance), its
+events written as the store writes them, and its MEMORY.md rendered, so `audit` finds the
+readable ops clean; the same calls always give the same bytes (the golden test needs that).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from driver import Driver, candidate, compare, layout, vec, verify
+from test_report_golden import campaign as three_stage_campaign
+
+from ledger.errors import RetryRefusal
+from ledger.log.record import to_line
+from ledger.schema.events import Origin
+from ledger.shell.api import OpLedger
+from stages import commands as cmd
+from tools.bench.campaign import Campaign
+
+# User text that tries to break out of HTML: a tag, a script, quotes, an entity, a comment,
+# and the end of a table cell and row.
+HOSTILE = "<script>alert(1)</script> \"q\" 'a' &amp; <!-- c --> </td></tr><img src=x>"
+
+
+def hostile_campaign() -> Driver:
+    """An op whose every free text (target reference, prior, note, failure, relaxation basis,
+    stop reason) is HOSTILE."""
+    driver = Driver()
+    driver.run(cmd.Init(op="hostile"))
+    driver.run(compare())
+    driver.run(layout())
+    driver.run(cmd.Activate(impl_digest="impl-digest-1"))
+    driver.run(cmd.LoadSkill(name="pypto-op-perf-tune"))
+    driver.run(
+        cmd.SetTarget(
+            baseline_us=80.0,
+            shape="32x32x1x256",
+            target_us=20.0,
+            target_source="upstream",
+            source_ref=HOSTILE,
+            config={"vec_tile_shape": [1, 8, 1, 64], "unroll_list": [4, 1]},
+            origin=Origin(level="reported", tool=HOSTILE),
+        )
+    )
+    driver.run(cmd.EnterStage(stage="frontend"))
+    driver.run(cmd.LoadSkill(name="tune-frontend"))
+    driver.run(cmd.OpenPoint(name="F-1"))
+    driver.verify(driver.start(candidate(prior=HOSTILE, vec_tile_shape=vec(32))), 60.0)
+    attempt = driver.start(candidate(prior=HOSTILE, vec_tile_shape=vec(16)))
+    driver.run(cmd.Fail(attempt=attempt, category="compile", detail=HOSTILE))
+    driver.run(cmd.Relax(what="vec", limit=128, basis=HOSTILE))
+    driver.verify(driver.start(candidate(prior="wide", vec_tile_shape=vec(128))), 70.0)
+    driver.run(cmd.AddNote(text=HOSTILE))
+    driver.run(cmd.Stop(reason=HOSTILE))
+    return driver
+
+
+def small_campaign(op: str) -> Driver:
+    """A short frontend campaign of `op`: two adopted candidates and a slower one."""
+    driver = Driver()
+    driver.run(cmd.Init(op=op))
+    driver.run(compare())
+    driver.run(layout())
+    driver.run(cmd.Activate(impl_digest="impl-digest-1"))
+    driver.run(cmd.LoadSkill(name="pypto-op-perf-tune"))
+    driver.run(
+        cmd.SetTarget(
+            baseline_us=50.0,
+            shape="64x256",
+            target_us=10.0,
+            target_source="spec",
+            source_ref="SPEC.md",
+            config={"vec_tile_shape": [1, 8, 1, 64]},
+            origin=Origin(level="reported"),
+        )
+    )
+    driver.run(cmd.EnterStage(stage="frontend"))
+    driver.run(cmd.LoadSkill(name="tune-frontend"))
+    driver.run(cmd.OpenPoint(name="F-1"))
+    for width, time_us in ((32, 40.0), (16, 45.0), (48, 30.0)):
+        driver.run(verify(driver.start(candidate(vec_tile_shape=vec(width))), time_us))
+    return driver
+
+
+def write_op(root: Path, op: str, driver: Driver) -> Path:
+    """Write `driver`'s events as `op`'s ledger under `root` and render its MEMORY.md."""
+    folder = root / "custom" / op
+    folder.mkdir(parents=True, exist_ok=True)
+    ledger = folder / "events.jsonl"
+    ledger.write_bytes(b"".join(to_line(event) for event in driver.events))
+    OpLedger(root, op).render_memory()
+    return ledger
+
+
+def edit_line(ledger: Path, number: int) -> None:
+    """Change one byte of a time on line `number` (1-based), as a hand edit would."""
+    lines = ledger.read_bytes().split(b"\n")
+    lines[number - 1] = lines[number - 1].replace(b'"at":"2025', b'"at":"2024', 1)
+    ledger.write_bytes(b"\n".join(lines))
+
+
+def write_repository(root: Path) -> None:
+    """Three ops: `softmax` (three stages, a clipped time, a failure), `hostile` (every text
+    an attempt at HTML injection) and `broken` (an edited line: the ledger is damaged)."""
+    write_op(root, "softmax", three_stage_campaign())
+    write_op(root, "hostile", hostile_campaign())
+    edit_line(write_op(root, "broken", small_campaign("broken")), 5)
+
+
+def api_campaign(root: Path, op: str, attempts: int, seed: int = 3) -> OpLedger:
+    """A synthetic campaign of `op` (tools/bench/campaign.py's script) run command by command
+    through the Python API, as an agent's would be: every append, render and verdict real."""
+    ledger = OpLedger(root, op)
+    campaign = Campaign(seed, attempts * 3, op)
+    script = campaign.script()
+    command = next(script)
+    while True:
+        try:
+            result = ledger.execute(command)
+        except RetryRefusal:  # R9: the script draws another
+            command = script.send(None)
+            continue
+        campaign.state = result.state
+        state = result.state
+        if len(state.attempts) >= attempts and state.pending is None:
+            return ledger
+        command = script.send(result.events)
