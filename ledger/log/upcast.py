@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ledger.log.upcast_conflicts import conflict_resolved_1_to_2
 from ledger.schema.events import PAYLOAD_TYPES
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
-# (type name, version) -> function from that version's payload to the next version's.
-# Schema 1 is the first published version, so there is nothing to upcast yet; a change to a
-# payload adds an entry here and a golden ledger of the old version under tests/data/.
-UPCASTERS: Mapping[tuple[str, int], Upcaster] = {}
+# (type name, version) -> function from that version's payload to the next version's. A
+# change to a payload adds an entry here and a golden ledger of the old version under
+# tests/data/ (v1-merged.jsonl holds schema-1 conflict.resolved events).
+UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
+    ("conflict.resolved", 1): conflict_resolved_1_to_2,
+}
 
 
 def upcast(
