@@ -117,9 +117,13 @@ def _bests(state: State) -> list[Conflict]:
     """R8: an adoption against a best that is not the one replay held (two branches each
     adopted one). A later adoption on either branch, against one of the two, carries the
     conflict forward, so it names the two bests that compete now."""
+    adoptions = state.merge.adoptions
+    # Before the first adoption against a best replay did not hold nothing competes (on one
+    # branch, none ever is): the loop below starts there.
+    start = next((i for i, a in enumerate(adoptions) if a.against != a.held), len(adoptions))
     resolved = state.merge.resolved
     competing: list[Conflict] = []
-    for adoption in state.merge.adoptions:
+    for adoption in adoptions[start:]:
         competing = [c for c in competing if c.id not in resolved]
         carried = next((c for c in competing if adoption.against in c.parties), None)
         if carried is not None:
