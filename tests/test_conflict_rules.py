@@ -16,7 +16,7 @@ from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.git import merge
 from ledger.log import chain, record
-from ledger.log.upcast_conflicts import conflict_of_text
+from ledger.log.upcast import conflict_of_text
 from ledger.projections import conflicts as conflict_view
 from ledger.schema.conflicts import CONFLICT_KINDS, Conflict
 from ledger.schema.events import ConflictResolved

@@ -363,7 +363,7 @@ class ConflictResolved(SharedValue):
     """A protocol conflict created by merging branches was resolved by a recorded decision."""
 
     TYPE: ClassVar[str] = "conflict.resolved"
-    # Schema 1 named the conflict by its English text; ledger/log/upcast_conflicts.py reads
+    # Schema 1 named the conflict by its English text; ledger/log/upcast.py reads
     # that text once into the typed conflict.
     SCHEMA: ClassVar[int] = 2
     conflict: Conflict
