@@ -15,6 +15,7 @@ from ledger.schema.events import SKILLS
 from ledger.schema.shared_methods import SharedValue
 from stages import commands as cmd
 from stages.activation import evidence_ready
+from stages.conflicts import conflicts
 from stages.pipeline import active_stage, entry_blocker, exit_blocker, next_stage
 from stages.search import (
     algorithm_blocker,
@@ -70,7 +71,7 @@ def allowed(state: State) -> list[str]:
     if not state.activated:
         names = ["evidence compare", "evidence layout"]
         return [*names, "activate"] if evidence_ready(state) else names
-    if state.conflicts:  # the merge gate: finishing what is in flight, re-measuring (§8)
+    if conflicts(state):  # the merge gate: finishing what is in flight, re-measuring (§8)
         pending = ["verify", "fail", "abandon"] if state.pending is not None else []
         remeasuring = None in state.remeasure.values() and state.pending is None
         return [*(["candidate"] if remeasuring else []), *pending]

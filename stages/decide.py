@@ -19,6 +19,7 @@ from ledger.schema.events import (
 from stages import activation, pipeline, remeasure, search, skills, stop, target, verdict
 from stages import commands as cmd
 from stages.allowed import allowed
+from stages.conflicts import RULES, conflicts
 from stages.outcome import Decision, Result, accept, build, nonempty, plain
 from stages.policy import DEFAULT_POLICY, DEFAULTS_KEY, check_policy_value
 from stages.refusal import Refusal
@@ -117,25 +118,25 @@ def _remeasure(state: State, command: Any) -> Result:
 
 
 def _conflict_gate(state: State) -> Refusal | None:
-    """Refuse tuning steps while a merge left the protocol in conflict (DESIGN §4 merge)."""
-    if not state.conflicts:
+    """Refuse tuning steps while a merge left the protocol in conflict (DESIGN §8)."""
+    found = conflicts(state)
+    if not found:
         return None
     from stages.outcome import refuse
 
+    first = found[0]
+    blocking = f"conflict {first.id} ({RULES[first.kind]})"
     remeasuring = remeasure.next_step(state)
-    if remeasuring is not None and len(state.conflicts) == 1:
+    if remeasuring is not None and len(found) == 1:
         return refuse(
-            "merge",
-            "the two bests of a merge are being re-measured",
-            state.conflicts[0],
-            remeasuring,
+            "merge", "the two bests of a merge are being re-measured", blocking, remeasuring
         )
     return refuse(
         "merge",
         "a merge of branches left the campaign in conflict",
-        state.conflicts[0],
+        blocking,
         f"list them with `tune-ledger conflicts {state.op}`, then record a decision "
-        f"with `tune-ledger resolve {state.op} --conflict N --resolution R --reason "
+        f"with `tune-ledger resolve {state.op} --conflict ID --resolution R --reason "
         "TEXT`",
     )
 

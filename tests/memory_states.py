@@ -256,7 +256,7 @@ def hostile(state: State, text: str = HOSTILE) -> State:
     )
     state.notes.extend([text, text + " again"])
     state.stopped, state.stop_detail = "user", text
-    state.conflicts.append(text)
+    state.merge.reopened_points.append(text)  # a merge conflict naming a point of that name
     ordered = sorted(state.attempts.values(), key=lambda a: a.seq)
     for attempt in ordered[-40:]:
         attempt.detail = text

@@ -8,6 +8,7 @@ from driver import IMPL, Driver, candidate, compare, initialized, layout, sheet,
 from ledger.errors import RetryRefusal, StoppedRefusal
 from stages import allowed, alternates, in_flight
 from stages import commands as cmd
+from stages.conflicts import conflicts
 
 REPORT = cmd.RecordReport(path="custom/softmax/softmax_tuning_report.md", digest="sha-report")
 
@@ -80,7 +81,7 @@ def test_a_campaign_from_init_to_the_target() -> None:
     with pytest.raises(StoppedRefusal):
         driver.run(cmd.ExitStage(stage="incore", by_user=True))
     assert driver.replayed() == driver.state
-    assert driver.state.conflicts == []
+    assert conflicts(driver.state) == ()
 
 
 def test_a_campaign_that_needs_the_algorithm_stage() -> None:

@@ -9,6 +9,7 @@ diff and open the pages:
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from cli_harness import run_main
 from dashboard_ops import HOSTILE, edit_line, small_campaign, write_op, write_repository
 
 from ledger.errors import BadInput
+from ledger.projections import conflicts as conflict_view
 from ledger.shell import audit
 from ledger.shell import dashboard as site
 from ledger.shell.api import OpLedger
@@ -257,3 +259,21 @@ def test_a_folder_that_is_no_op_and_a_linked_op_are_rows_with_their_refusal(
     pages = sorted(p.name for p in (tmp_path / "site" / "ops").iterdir())
     assert pages == ["good.html"]
     assert not result.clean
+
+
+def test_an_open_merge_conflict_is_on_the_row_in_the_words_status_uses(tmp_path: Path) -> None:
+    """A merged ledger with a conflict left open shows it as `status` words it, not as a
+    typed value's repr."""
+    merged = Path(__file__).parent / "data" / "ledger" / "v1-merged.jsonl"
+    op_dir = tmp_path / "custom" / "merged"
+    op_dir.mkdir(parents=True)
+    (op_dir / "events.jsonl").write_bytes(merged.read_bytes())
+    result = site.build(tmp_path, tmp_path / "out")
+    view = next(v for v in result.views if v.op == "merged")
+    state = audit.audited(OpLedger(tmp_path, "merged")).state
+    assert state is not None
+    expected = tuple(conflict_view.texts(state))
+    assert view.summary is not None
+    assert expected and view.summary.conflicts == expected
+    page = text_of((tmp_path / "out" / "ops" / "merged.html").read_text("utf-8"))
+    assert expected[0] in html.unescape(page) and "Conflict(" not in page

@@ -58,13 +58,15 @@ def test_conflicts_are_listed_and_resolve_is_retry_safe(tmp_path: Path) -> None:
     path.write_bytes(merge.merge(b"", path.read_bytes(), (theirs.root / LEDGER).read_bytes()).data)
     (listed,) = ours.ok("conflicts", OP)["conflicts"]
     assert listed["number"] == 1 and listed["conflict"].endswith("pending at once")
+    assert listed["kind"] == "attempts-pending"
+    assert listed["id"] == "attempts-pending:" + "+".join(listed["parties"])
     drop = listed["options"][0]
     assert ours("check", OP).code == 7
     first = ours.ok(
         "resolve",
         OP,
         "--conflict",
-        "pending",
+        listed["id"],
         "--resolution",
         drop,
         "--reason",
@@ -80,7 +82,7 @@ def test_conflicts_are_listed_and_resolve_is_retry_safe(tmp_path: Path) -> None:
         "resolve",
         OP,
         "--conflict",
-        "pending",
+        listed["id"],
         "--resolution",
         drop,
         "--reason",

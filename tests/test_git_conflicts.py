@@ -16,10 +16,12 @@ from driver import candidate, vec, verify
 from test_git_merge import MEMORY, OP, _blob, _clean_right_after, _commit, _new_repo, git, tl
 from test_git_team import _attempt_on, _must_pass
 
-from ledger.domain.fold_conflicts import RELAXED_PARTY, TWO_BESTS
 from ledger.git import merge
+from ledger.projections import conflicts as conflict_view
+from ledger.schema.conflicts import Conflict
 from ledger.shell.api import OpLedger
 from stages import commands as cmd
+from stages.conflicts import conflicts as open_conflicts
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
@@ -49,23 +51,31 @@ def _merge(repo: Path, ours: str, theirs: str) -> None:
     assert git(repo, "status", "--porcelain").stdout == ""  # the merge commit is complete
 
 
-def _check_names(repo: Path, conflict: str, resolutions: list[str]) -> str:
-    """`check --all` fails naming the conflict and the resolve command with `resolutions`."""
+def _conflicts(repo: Path) -> tuple[Conflict, ...]:
+    return open_conflicts(OpLedger(repo, OP).load().state)
+
+
+def _check_names(repo: Path, conflict: Conflict, text: str, resolutions: list[str]) -> str:
+    """`check --all` fails naming the conflict (`text`) and the resolve command that names
+    its id, with `resolutions`."""
     done = tl(repo, "check", "--all")
     assert done.returncode == 7, done.stdout + done.stderr
-    assert f"unresolved merge conflict: {conflict}" in done.stdout, done.stdout
+    assert f"unresolved merge conflict: {text}" in done.stdout, done.stdout
     assert (
-        f"resolve it: tune-ledger resolve {OP} --conflict 1 --resolution RESOLUTION --reason "
-        f"TEXT, RESOLUTION one of: {', '.join(resolutions)}"
+        f"resolve it: tune-ledger resolve {OP} --conflict {conflict.id} --resolution "
+        f"RESOLUTION --reason TEXT, RESOLUTION one of: {', '.join(resolutions)}"
     ) in done.stdout, done.stdout
     audit = tl(repo, "--json", "audit", "--all")
-    assert audit.returncode == 7 and conflict in audit.stdout  # reported, not a finding
+    assert audit.returncode == 7 and text in audit.stdout  # reported, not a finding
     assert json.loads(audit.stdout)["ops"][0]["findings"] == []
     return done.stdout
 
 
 def _resolve_and_commit(repo: Path, resolution: str) -> None:
-    _must_pass(repo, "resolve", OP, "--conflict", "1", "--resolution", resolution, "--reason", "r")
+    (conflict,) = _conflicts(repo)
+    _must_pass(
+        repo, "resolve", OP, "--conflict", conflict.id, "--resolution", resolution, "--reason", "r"
+    )
     _clean(repo)
     _commit(repo, f"resolved: {resolution}")
     _clean(repo)
@@ -92,6 +102,7 @@ def test_two_attempts_still_pending(tmp_path: Path, which: int) -> None:
     first, second = _order(repo, one, two)
     _check_names(
         repo,
+        Conflict("attempts-pending", (first, second)),
         f"attempts {first} and {second} pending at once",
         [f"abandon:{first}", f"abandon:{second}"],
     )
@@ -115,7 +126,10 @@ def test_a_stop_with_an_attempt_started_after_it_still_pending(tmp_path: Path) -
     repo = _new_repo(tmp_path / "repo")
     late = _stop_and_late_attempt(repo, finished=False)
     _check_names(
-        repo, f"attempt {late} started after the campaign stopped (user)", [f"abandon:{late}"]
+        repo,
+        Conflict("after-stop", (late,)),
+        f"attempt {late} started after the campaign stopped (user)",
+        [f"abandon:{late}"],
     )
     _resolve_and_commit(repo, f"abandon:{late}")
     assert json.loads(tl(repo, "--json", "status", OP).stdout)["stopped"] == "user"
@@ -125,7 +139,12 @@ def test_a_stop_with_tuning_steps_finished_after_it(tmp_path: Path) -> None:
     """R10: the steps are history already; `keep` leaves the campaign stopped with them."""
     repo = _new_repo(tmp_path / "repo")
     late = _stop_and_late_attempt(repo, finished=True)
-    _check_names(repo, f"attempt {late} started after the campaign stopped (user)", ["keep"])
+    _check_names(
+        repo,
+        Conflict("after-stop", (late,)),
+        f"attempt {late} started after the campaign stopped (user)",
+        ["keep"],
+    )
     _resolve_and_commit(repo, "keep")
     status = json.loads(tl(repo, "--json", "status", OP).stdout)
     assert (status["stopped"], status["allowed"]) == ("user", [])
@@ -143,12 +162,15 @@ def test_two_adopted_bests_keep_one(tmp_path: Path, choice: str) -> None:
     """R8: one best; the faster by its recorded median, or either branch's."""
     repo = _new_repo(tmp_path / "repo")
     slow, fast = _two_bests(repo)
-    conflict = OpLedger(repo, OP).load().state.conflicts[0]
-    match = TWO_BESTS.fullmatch(conflict)
-    assert match is not None and {match["a"], match["b"]} == {slow, fast}
-    _check_names(
-        repo, conflict, ["faster", "remeasure", f"best:{match['a']}", f"best:{match['b']}"]
+    (conflict,) = _conflicts(repo)
+    assert (conflict.kind, set(conflict.parties)) == ("bests", {slow, fast})
+    adopted, rival = conflict.parties
+    (text,) = conflict_view.texts(OpLedger(repo, OP).load().state)
+    assert text == (
+        f"attempt {adopted} was adopted against best baseline while attempt {rival} was the "
+        "best (adopted on another branch)"
     )
+    _check_names(repo, conflict, text, ["faster", "remeasure", f"best:{adopted}", f"best:{rival}"])
     resolution = {"faster": "faster", "ours": f"best:{slow}", "theirs": f"best:{fast}"}[choice]
     _resolve_and_commit(repo, resolution)
     best = OpLedger(repo, OP).load().state.best
@@ -163,6 +185,7 @@ def test_two_adopted_bests_re_measured_by_the_commands_check_gives(tmp_path: Pat
     the conflict closes when both configs have a fresh verdict."""
     repo = _new_repo(tmp_path / "repo")
     slow, fast = _two_bests(repo)
+    # The number `conflicts` lists it with names it too (what the CLI documented first).
     _must_pass(repo, "resolve", OP, "--conflict", "1", "--resolution", "remeasure", "--reason", "r")
     fresh = {slow: 84.0, fast: 88.0}  # measured again, the other way round
     for _ in range(2):
@@ -205,10 +228,13 @@ def test_different_relaxations_of_one_limit(tmp_path: Path, choice: str) -> None
     _merge(repo, "one", "two")
     events = OpLedger(repo, OP).store.read().events
     ids = {e.data["limit"]: e.id[:12] for e in events if e.type == "limit.relaxed"}
-    conflict = OpLedger(repo, OP).load().state.conflicts[0]
-    parties = {p["limit"]: p["relaxation"] for p in RELAXED_PARTY.finditer(conflict)}
-    assert set(parties) == {"128", "100"} and parties["128"] == ids[128]
-    _check_names(repo, conflict, ["stricter", *(f"limit:{r}" for r in parties.values())])
+    (conflict,) = _conflicts(repo)
+    assert (conflict.kind, set(conflict.parties)) == ("limits-apart", {ids[128], ids[100]})
+    (text,) = conflict_view.texts(OpLedger(repo, OP).load().state)
+    assert text == "vec limit relaxed apart on merged branches: " + ", ".join(
+        f"{next(k for k, v in ids.items() if v == r)} by {r}" for r in conflict.parties
+    )
+    _check_names(repo, conflict, text, ["stricter", *(f"limit:{r}" for r in conflict.parties)])
     _resolve_and_commit(repo, "stricter" if choice == "stricter" else f"limit:{ids[128]}")
     from stages.target import vec_limit
 
@@ -229,7 +255,12 @@ def test_different_stages_entered(tmp_path: Path) -> None:
     notes = [cmd.AddNote(text=f"reading {n}") for n in range(5)]
     _branch(repo, "behind", *notes, candidate(vec_tile_shape=vec(32)), "verify")
     _merge(repo, "ahead", "behind")
-    _check_names(repo, "stages frontend and swimlane in progress on two branches", ["keep"])
+    _check_names(
+        repo,
+        Conflict("stages-apart", ("frontend", "swimlane")),
+        "stages frontend and swimlane in progress on two branches",
+        ["keep"],
+    )
     _resolve_and_commit(repo, "keep")
     assert json.loads(tl(repo, "--json", "status", OP).stdout)["stage"] == "swimlane"
 
@@ -294,14 +325,15 @@ def test_three_branches_with_conflicts_merged_in_any_order_give_the_same_bytes(
         assert check.returncode == 7
         results.append((_blob(repo, "HEAD"), _blob(repo, "HEAD", MEMORY), check.stdout))
     assert results[0] == results[1] == results[2]
-    conflicts = OpLedger(repo, OP).load().state.conflicts
-    assert any(c.startswith("vec limit relaxed apart") for c in conflicts), conflicts
-    assert any("was adopted against best" in c for c in conflicts), conflicts
+    conflicts = _conflicts(repo)
+    assert {c.kind for c in conflicts} == {"limits-apart", "bests"}, conflicts
     # Following what `check` names, one conflict at a time, ends in a clean check and audit.
     for _ in range(len(conflicts)):
-        offered = re.search(r"RESOLUTION one of: ([^,\s]+)", tl(repo, "check", "--all").stdout)
-        assert offered is not None
+        named = re.search(
+            r"--conflict (\S+) .*RESOLUTION one of: ([^,\s]+)", tl(repo, "check", "--all").stdout
+        )
+        assert named is not None
         _must_pass(
-            repo, "resolve", OP, "--conflict", "1", "--resolution", offered[1], "--reason", "r"
+            repo, "resolve", OP, "--conflict", named[1], "--resolution", named[2], "--reason", "r"
         )
     _clean(repo)

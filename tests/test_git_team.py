@@ -63,7 +63,7 @@ def test_two_adopted_bests_are_one_conflict_with_the_command_that_resolves_it(
     git(repo, "merge", "-q", "--no-edit", "two")
     check = tl(repo, "check", "--all")
     assert check.returncode == 7
-    assert f"tune-ledger resolve {OP} --conflict 1 --resolution RESOLUTION" in check.stdout
+    assert f"tune-ledger resolve {OP} --conflict bests:" in check.stdout
     assert "RESOLUTION one of: faster, remeasure, best:" in check.stdout
     assert slow in check.stdout and fast in check.stdout
     _must_pass(repo, "resolve", OP, "--conflict", "1", "--resolution", "faster", "--reason", "x")

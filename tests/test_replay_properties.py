@@ -24,6 +24,7 @@ from ledger.domain.state import State
 from ledger.errors import HandBack, LedgerError
 from ledger.log import codec
 from ledger.log.record import Event, from_record, to_line
+from ledger.schema.conflicts import Conflict
 from ledger.schema.events import (
     BASE_SKILLS,
     SKILLS,
@@ -34,6 +35,7 @@ from ledger.schema.events import (
 )
 from stages import ALWAYS, allowed, command_name
 from stages import commands as cmd
+from stages.conflicts import conflicts
 
 # Accepted without being listed by `allowed`: evidence and activation again after activation,
 # a corrected target sheet before any stage, and a relaxation in the algorithm stage.
@@ -99,12 +101,12 @@ def test_merged_branches_that_both_started_an_attempt_are_a_recorded_conflict() 
     b = theirs.start(candidate(vec_tile_shape=vec(16)))
     merged = [*trunk.events, ours.events[-1], theirs.events[-1]]
     state = replay(merged)
-    assert state.conflicts == [f"attempts {a} and {b} pending at once"]
-    evolve(state, _resolution(state.conflicts[0], merged[-1]))
-    assert state.conflicts == []
+    assert conflicts(state) == (Conflict("attempts-pending", (a, b)),)
+    evolve(state, _resolution(conflicts(state)[0], merged[-1]))
+    assert conflicts(state) == ()
 
 
-def _resolution(conflict: str, after: Event) -> Event:
+def _resolution(conflict: Conflict, after: Event) -> Event:
     from driver import PROVENANCE
 
     from ledger.log.record import Draft, seal
@@ -320,7 +322,7 @@ class Campaign(RuleBasedStateMachine):
     @invariant()
     def replay_reproduces_the_state(self) -> None:
         assert replay(self.driver.events) == self.driver.state
-        assert self.driver.state.conflicts == []
+        assert conflicts(self.driver.state) == ()
 
     @invariant()
     def at_most_one_attempt_is_pending(self) -> None:

@@ -1,7 +1,8 @@
 """Commands for git-native collaboration: merge drivers, git-setup, normalize, conflicts, resolve.
 
-See ledger/git/merge.py (merge and canonical order), ledger/git/drivers.py (drivers, git-setup) and
-ledger/git/resolve.py (protocol conflicts left by merged branches).
+See ledger/git/merge.py (merge and canonical order), ledger/git/drivers.py (drivers, git-setup),
+stages/conflicts.py and stages/resolve.py (protocol conflicts left by merged branches, and their
+resolution) and ledger/projections/conflicts.py (their text).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import Any
 import click
 
 from ledger.cli.base import Ctx, pass_ctx, report_events, request_of
-from ledger.git import drivers, merge, resolve
+from ledger.git import drivers, merge
+from ledger.projections import conflicts as conflict_view
 from ledger.shell.api import StepResult
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
@@ -166,9 +168,12 @@ def normalize(ctx: Ctx, op: str) -> None:
 def conflicts(ctx: Ctx, op: str) -> None:
     """List the protocol conflicts merged branches left, with the resolutions each accepts."""
     state = ctx.op(op).load().state
-    rows = resolve.listing(state)
+    rows = conflict_view.listing(state)
     human = (
-        "\n".join(f"{row['number']}: {row['conflict']}\n   next: {row['next']}" for row in rows)
+        "\n".join(
+            f"{row['number']}: {row['conflict']}\n   id: {row['id']}\n   next: {row['next']}"
+            for row in rows
+        )
         or "no conflicts"
     )
     ctx.emit({"op": op, "conflicts": rows}, human)
@@ -180,14 +185,14 @@ def conflicts(ctx: Ctx, op: str) -> None:
     "--conflict",
     "conflict",
     required=True,
-    metavar="TEXT",
-    help="The conflict: its text, its number in `tune-ledger conflicts`, or a "
-    "unique part of its text.",
+    metavar="ID",
+    help="The conflict: its id, or its number, as `tune-ledger conflicts` lists them.",
 )
 @click.option(
     "--resolution",
     required=True,
-    metavar="abandon:ATTEMPT|best:ATTEMPT|faster|close:POINT|keep",
+    metavar="abandon:ATTEMPT|best:ATTEMPT|faster|remeasure|close:POINT|limit:RELAXATION|"
+    "stricter|keep",
     help="How to resolve it (`tune-ledger conflicts OP` lists what each accepts).",
 )
 @click.option("--reason", required=True, help="Why (recorded).")
@@ -197,9 +202,12 @@ def resolve_command(ctx: Ctx, op: str, conflict: str, resolution: str, reason: s
 
     abandon:ATTEMPT abandons one of two pending attempts (or one started after a stop);
     best:ATTEMPT picks which of two bests adopted on different branches is the best, faster
-    picks the one with the lower recorded median;
-    close:POINT closes one of two open points; keep accepts the merged state as it is.
+    picks the one with the lower recorded median, remeasure measures both again;
+    close:POINT closes one of two open points; limit:RELAXATION picks which relaxation of a
+    limit is in force, stricter the lower; keep accepts the merged state as it is.
     """
+    from stages import resolve
+
     ledger = ctx.op(op)
     command = resolve.Resolve(conflict=conflict, resolution=resolution, reason=reason)
     outcome = ledger.execute(
@@ -214,15 +222,19 @@ def resolve_command(ctx: Ctx, op: str, conflict: str, resolution: str, reason: s
         ctx,
         op,
         outcome,
-        {**resolved, "conflicts": list(outcome.state.conflicts)},
-        f"resolved {resolved.get('conflict')!r} ({resolved.get('resolution')})",
+        {**resolved, "conflicts": conflict_view.texts(outcome.state)},
+        f"resolved conflict {resolved.get('conflict')} ({resolved.get('resolution')})",
     )
 
 
 def _resolved(outcome: StepResult) -> dict[str, Any]:
+    from ledger.schema.conflicts import Conflict
+
     for event in outcome.events:
         if event.type == "conflict.resolved":
-            return {"conflict": event.data["conflict"], "resolution": event.data["resolution"]}
+            recorded = event.data["conflict"]
+            conflict = Conflict(kind=recorded["kind"], parties=recorded["parties"])
+            return {"conflict": conflict.id, "resolution": event.data["resolution"]}
     return {}
 
 

@@ -162,7 +162,8 @@ def check(ctx: Ctx, op: str | None, all_ops: bool) -> None:
 
 
 def _check_one(ledger: OpLedger, op: str) -> list[str]:
-    from ledger.git import merge, resolve
+    from ledger.git import merge
+    from ledger.projections import conflicts
     from ledger.shell import audit as audit_mod
 
     # An order finding comes alone: the ledger must be normalized before it can be replayed.
@@ -171,8 +172,7 @@ def _check_one(ledger: OpLedger, op: str) -> list[str]:
         return order
     # `check` trusts the ledger's bytes only: never the disposable state snapshot.
     loaded = ledger.load(snapshot=False)
-    conflicts = resolve.conflict_findings(loaded.state, op)
-    return [*conflicts, *audit_mod.check_memory_file(ledger, loaded)]
+    return [*conflicts.findings(loaded.state), *audit_mod.check_memory_file(ledger, loaded)]
 
 
 @click.command()

@@ -3,17 +3,15 @@ target sheet and relaxations (R3), stages (R4) and optimization points (R7).
 
 One handler per event type, registered in ledger/domain/replay.py; each updates the replay's
 State in place and never refuses (rules are the deciders' job): what only a merge of two
-branches can produce is recorded as a protocol conflict.
+branches can produce is recorded as a fact in `State.merge` (stages/conflicts.py decides).
 """
 
 from __future__ import annotations
 
-from ledger.domain import fold_conflicts as conflicts
+from ledger.domain import fold_merges as merges
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Best, Evidence, Measurement, Point, Relaxation, State, TargetSheet
 from ledger.log.record import Event
-from ledger.schema.events import BASE_SKILLS, STAGES, TUNE_SKILLS
-from ledger.schema.vocabulary import MAX_BASE_SKILLS, MAX_TUNE_SKILLS
 
 
 def initialized(state: State, event: Event) -> None:
@@ -68,15 +66,11 @@ def activation_failed(state: State, event: Event) -> None:
 
 
 def skill_loaded(state: State, event: Event) -> None:
-    """Add a loaded skill; an exceeded budget is a conflict (R2)."""
+    """Add a loaded skill (merged branches may load more than the budget, R2)."""
     name = event.data["name"]
     if name in state.skills:
         return  # two branches loaded the same skill: both agree it is loaded
     state.skills.append(name)
-    base = [s for s in state.skills if s in BASE_SKILLS]
-    tune = [s for s in state.skills if s in TUNE_SKILLS]
-    if len(base) > MAX_BASE_SKILLS or len(tune) > MAX_TUNE_SKILLS:
-        state.record_conflict(f"skill budget exceeded: {', '.join(state.skills)}")
 
 
 def skill_unloaded(state: State, event: Event) -> None:
@@ -106,8 +100,8 @@ def target(state: State, event: Event) -> None:
     state.measured_configs[measured_key(state, data["config"])] = "baseline"
     if state.adopted:
         # Only a merge can put a sheet after an adopt (the deciders fix it once a stage is
-        # entered); the adopted best stays, the rewrite is a conflict to resolve.
-        state.record_conflict(f"target sheet {event.id[:12]} written after attempts were adopted")
+        # entered); the adopted best stays.
+        state.merge.sheets_after_adopt.append(event.id[:12])
         return
     samples = tuple(data["baseline_samples_us"]) or (data["baseline_us"],)
     # The first best is the baseline, measured with the sheet's config (DESIGN §5).
@@ -125,27 +119,24 @@ def target(state: State, event: Event) -> None:
 
 
 def relaxed(state: State, event: Event) -> None:
-    """Add a tile-limit relaxation with its basis (R3); two branches' relaxations of one limit
-    to different values are a conflict."""
+    """Add a tile-limit relaxation with its basis, and keep the relaxations no later one
+    supersedes (R3)."""
     data = event.data
     state.relaxations.append(
         Relaxation(event=event.id, what=data["what"], limit=data["limit"], basis=data["basis"])
     )
-    conflicts.relaxed(state, data["what"], event.id, data.get("supersedes"))
+    merges.relaxed(state, data["what"], event.id, data.get("supersedes"))
 
 
 # --- R4, R7 ---------------------------------------------------------------------------------
 
 
 def stage_entered(state: State, event: Event) -> None:
-    """Enter a stage; an out-of-order stage, or one behind a stage another branch entered,
-    is a conflict (R4); two branches entering the same stage agree."""
+    """Enter a stage (R4): two branches entering the same stage agree; one behind a stage
+    another branch entered leaves the later one current (`state.entered` keeps the order)."""
     stage = event.data["stage"]
-    if stage == state.stage or conflicts.stage_step(state, stage):
+    if stage == state.stage or merges.stage_behind(state, stage):
         return  # the later stage stays current: stages are never entered backwards (R4)
-    expected = STAGES[len(state.entered)] if len(state.entered) < len(STAGES) else None
-    if stage != expected:
-        state.record_conflict(f"stage {stage} entered out of order (expected {expected})")
     state.stage = stage
     if stage not in state.entered:
         state.entered.append(stage)
@@ -157,18 +148,16 @@ def stage_exited(state: State, event: Event) -> None:
 
 
 def point_opened(state: State, event: Event) -> None:
-    """Open an optimization point; two open at once is a conflict (R7)."""
+    """Open an optimization point (R7; merged branches may leave two open)."""
     data = event.data
     name = data["name"]
-    conflicts.stage_step(state, data["stage"])
+    merges.stage_behind(state, data["stage"])
     existing = state.points.get(name)
     if existing is not None and existing.is_open and existing.stage == data["stage"]:
         return  # two branches opened the same point: one point, both branches' attempts
     if existing is not None:
-        state.record_conflict(f"point {name} opened twice")
+        state.merge.reopened_points.append(name)
         state.finished_revision += 1  # a point replaced in place: kept projections are redone
-    if state.open_point is not None and state.open_point != name:
-        state.record_conflict(f"points {state.open_point} and {name} open at once")
     if name not in state.points or not state.points[name].is_open:
         state.open_points += 1
     state.points[name] = Point(stage=data["stage"], name=name, knobs=list(data.get("knobs", ())))
@@ -187,7 +176,7 @@ def point_closed(state: State, event: Event) -> None:
     point.outcome = data["outcome"]
     point.reason = data["reason"]
     if state.open_point == point.name:
-        # Only merged branches leave a second point open (a recorded conflict): it becomes
+        # Only merged branches leave a second point open: it becomes
         # the open point, so it can still be closed (R7). The search is skipped otherwise,
         # so closing a point stays O(1).
         state.open_point = (
@@ -195,5 +184,3 @@ def point_closed(state: State, event: Event) -> None:
             if state.open_points
             else None
         )
-    if state.conflicts:
-        conflicts.point_closed(state)

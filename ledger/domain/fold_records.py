@@ -7,10 +7,11 @@ State in place.
 
 from __future__ import annotations
 
-from ledger.domain import fold_conflicts as conflicts
+from ledger.domain import fold_merges as merges
 from ledger.domain.keys import rekey_measured
 from ledger.domain.state import Best, RecordedManifest, State
 from ledger.log.record import Event
+from ledger.schema.conflicts import Conflict
 
 
 def report(state: State, event: Event) -> None:
@@ -24,11 +25,13 @@ def report(state: State, event: Event) -> None:
 
 
 def stopped(state: State, event: Event) -> None:
-    """Record the campaign's stop and its reason (R10)."""
+    """Record the campaign's stop and its reason (R10), and the attempt pending then (a user
+    stop abandons it in the same batch; only another branch leaves it pending)."""
     state.stopped = event.data["reason"]
     state.stop_detail = event.data["detail"]
     state.stop_report = None  # a report written before this stop does not show how it ended
-    conflicts.stopped(state)
+    if state.pending is not None:
+        state.merge.pending_at_stop.append((state.pending, state.stopped))
 
 
 def handed_back(state: State, event: Event) -> None:
@@ -72,19 +75,21 @@ def rollback_accepted(state: State, event: Event) -> None:
 
 
 def conflict_resolved(state: State, event: Event) -> None:
-    """Drop a resolved conflict; a `best:<attempt>` resolution makes that attempt the best, a
-    `limit:<relaxation>` one puts that relaxation in force (R3)."""
-    conflict = event.data["conflict"]
-    if conflict in state.conflicts:
-        state.conflicts.remove(conflict)
-    # "best:<attempt>" chooses which of two adopted attempts is the best (ledger/git/resolve.py);
-    # the other resolutions are carried by the events recorded before this one.
-    kind, _, chosen = str(event.data["resolution"]).partition(":")
+    """Record a conflict as resolved; a `best:<attempt>` resolution makes that attempt the
+    best, a `limit:<relaxation>` one puts that relaxation in force (R3), `remeasure` starts
+    measuring both bests again (R8)."""
+    data = event.data
+    conflict = Conflict(kind=data["conflict"]["kind"], parties=data["conflict"]["parties"])
+    resolution = str(data["resolution"])
+    state.merge.resolved[conflict.id] = resolution
+    # The other resolutions are carried by the events recorded before this one
+    # (stages/resolve.py).
+    kind, _, chosen = resolution.partition(":")
     if kind == "limit":
-        _put_in_force(state, chosen)
+        merges.put_in_force(state, chosen)
         return
-    if kind == "remeasure":
-        conflicts.remeasure_chosen(state, conflict)
+    if kind == "remeasure" and conflict.kind == "bests":
+        merges.remeasure_chosen(state, conflict.parties)
         return
     attempt = state.attempts.get(chosen) if kind == "best" else None
     if attempt is not None and attempt.measurement is not None:
@@ -101,13 +106,3 @@ def manifest(state: State, event: Event) -> None:
     )
     state.manifests.append(data["digest"])
     rekey_measured(state)
-
-
-def _put_in_force(state: State, relaxation: str) -> None:
-    """Make the chosen relaxation the one tip of its limit, and move it last: the latest of
-    its kind is the one in force (R3)."""
-    chosen = next((r for r in state.relaxations if r.event.startswith(relaxation)), None)
-    if relaxation and chosen is not None:
-        state.relaxations.remove(chosen)
-        state.relaxations.append(chosen)
-        state.relaxation_tips[chosen.what] = [chosen.event]

@@ -7,22 +7,23 @@ replay (OpLedger after an append, audit batch by batch) owns that state and move
 
 Handlers read each event's plain `data` dict directly (see ledger/log/record.py for why no cattrs
 structuring happens here). They never refuse: rules are the deciders' job. Events that break a
-rule can still meet in a log merged from two branches; replay then records a protocol conflict
-in `state.conflicts` and carries on, so status and audit can show it. The handlers of the gates
-and of the records live in fold_gates.py and fold_records.py; the attempts' are here.
+rule can still meet in a log merged from two branches; replay then records the facts in
+`state.merge` (fold_merges.py) and carries on, and stages/conflicts.py decides which of them
+are protocol conflicts. The handlers of the gates and of the records live in fold_gates.py and
+fold_records.py; the attempts' are here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from ledger.domain import fold_conflicts as conflicts
 from ledger.domain import fold_gates as gates
+from ledger.domain import fold_merges as merges
 from ledger.domain import fold_records as records
 from ledger.domain.configs import config_key
 from ledger.domain.keys import ATTEMPT_ID_LEN, attempt_id, measured_key
 from ledger.domain.samples import median
-from ledger.domain.state import Attempt, Best, Measurement, State
+from ledger.domain.state import Adoption, Attempt, Best, Measurement, State
 from ledger.log.chain import paused_gc
 from ledger.log.record import Event
 from ledger.schema import events as ev
@@ -123,14 +124,14 @@ def _attempt_started(state: State, event: Event) -> None:
         retry_override,
     )
     attempts[aid] = attempt
-    # The conflict checks' own first tests, inlined: on one branch neither ever applies.
-    if state.pending is not None or state.stopped is not None:
-        conflicts.attempt_started(state, aid)
+    if state.stopped is not None:  # only merged branches start one after a stop (R10)
+        state.merge.started_after_stop.append((aid, state.stopped))
     if state.remeasure:
-        conflicts.remeasure_started(state, attempt)
+        merges.remeasure_started(state, attempt)
     if state.stage is not None and stage != state.stage:
-        conflicts.stage_step(state, stage)
+        merges.stage_behind(state, stage)
     state.pending = aid
+    state.pending_count += 1
     point = state.points.get(point_name) if point_name else None
     if point is not None:
         point.attempts.append(aid)
@@ -176,16 +177,18 @@ def _mark_measured(state: State, attempt: Attempt) -> None:
 
 
 def _finish(state: State, attempt: Attempt, status: str) -> None:
-    if attempt.status != "pending":
-        state.record_conflict(f"attempt {attempt.id} {status} after it was {attempt.status}")
+    if attempt.status != "pending":  # finished on two merged branches
+        state.merge.finished_twice.append((attempt.id, attempt.status, status))
         state.finished_revision += 1
+    else:
+        state.pending_count -= 1
     attempt.status = status
     if state.pending == attempt.id:
-        # Only merged branches leave a second attempt pending (a recorded conflict); the
-        # search is skipped otherwise, so finishing an attempt stays O(1).
-        state.pending = _still_pending(state) if state.conflicts else None
-    if state.conflicts:
-        conflicts.attempt_finished(state, attempt.id, status)
+        # Only merged branches leave a second attempt pending; the search is skipped
+        # otherwise, so finishing an attempt stays O(1).
+        state.pending = _still_pending(state) if state.pending_count else None
+    if state.remeasure:
+        merges.remeasure_finished(state, attempt.id, status)
 
 
 def _still_pending(state: State) -> str | None:
@@ -196,20 +199,15 @@ def _still_pending(state: State) -> str | None:
 def _verdict(state: State, event: Event) -> None:
     data = event[6]  # event.data (see _attempt_started)
     attempt = state.attempts[data["attempt"]]
-    if attempt.status == "pending" and not state.conflicts:
-        # _finish's own case on one branch, inlined: the pending attempt gets its verdict.
-        attempt.status = "verified"
-        if state.pending == attempt.id:
-            state.pending = None
-    else:
-        _finish(state, attempt, "verified")
+    _finish(state, attempt, "verified")
     attempt.verdict = data["verdict"]
     attempt.failure = data["failure"]
     attempt.compared_us = data["best_median_us"]
     attempt.compared_best = data["best_attempt"]
     adopted = attempt.verdict in _ADOPTED
     if adopted and attempt.measurement is not None:
-        conflicts.adopted(state, attempt.id, data["best_attempt"])
+        held = state.best.attempt if state.best is not None else None
+        state.merge.adoptions.append(Adoption(attempt.id, data["best_attempt"], held))
         state.best = Best(attempt.config, attempt.measurement, attempt.id)
         state.adopted.append(attempt.id)
     point = state.points.get(attempt.point) if attempt.point else None

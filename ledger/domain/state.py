@@ -225,6 +225,40 @@ class RecordedManifest:
         return self.declared.get("verifier") is not None
 
 
+@define
+class Adoption:
+    """An adopted attempt, the best its verdict compared it with (its branch's best), and the
+    best replay held when it came (R8); the two differ only where merged branches each
+    adopted a best. None is the baseline."""
+
+    attempt: str
+    against: str | None
+    held: str | None
+
+
+@define
+class MergeFacts:
+    """What replay saw of steps that only merged branches combine (DESIGN §8), as facts:
+    which combinations break a rule is decided by stages/conflicts.py."""
+
+    # R10: (attempt, stop reason): attempts started while the campaign was stopped, and the
+    # attempt pending when it stopped (on one branch, the stop abandons it in its own batch)
+    started_after_stop: list[tuple[str, str]] = field(factory=list)
+    pending_at_stop: list[tuple[str, str]] = field(factory=list)
+    # R4: (stage of a step, the later stage current then): steps of a stage behind
+    steps_behind: list[tuple[str, str]] = field(factory=list)
+    # R3: target sheets (event id, 12 hex) written after attempts were adopted
+    sheets_after_adopt: list[str] = field(factory=list)
+    # R7: points opened again while they existed
+    reopened_points: list[str] = field(factory=list)
+    # R6: (attempt, status it had, status it got again)
+    finished_twice: list[tuple[str, str, str]] = field(factory=list)
+    # R8: every adoption, in order
+    adoptions: list[Adoption] = field(factory=list)
+    # conflict id -> the resolution a `conflict.resolved` event recorded for it
+    resolved: dict[str, str] = field(factory=dict)
+
+
 def _no_attempts() -> dict[str, Attempt]:
     return {}
 
@@ -265,6 +299,7 @@ class State:
     # R6, R8
     attempts: AttemptMap = field(factory=_no_attempts)
     pending: str | None = None
+    pending_count: int = 0  # more than one only where merged branches each started one
     best: Best | None = None
     # The first best, from the target sheet: where re-measuring two bests starts when the
     # branches last shared the baseline (DESIGN §8)
@@ -303,8 +338,8 @@ class State:
     repairs: list[dict[str, Any]] = field(factory=list)
     # the event ids a person accepted as lost from the ledger (ledger.rollback_accepted)
     rollbacks_accepted: list[str] = field(factory=list)
-    # protocol conflicts found while replaying merged branches (issue: merge)
-    conflicts: list[str] = field(factory=list)
+    # what replay saw of merged branches' steps (stages/conflicts.py decides the conflicts)
+    merge: MergeFacts = field(factory=MergeFacts)
     # --idempotency-key -> the events the keyed command appended (DESIGN §5: a retry returns
     # them instead of appending again); only keyed events are kept, not the whole log.
     keyed: dict[str, list[Event]] = field(factory=dict)
@@ -317,11 +352,6 @@ class State:
     # carries it, renders in time that does not grow with the ledger.
     # Never part of what the state is: not compared, not shown.
     derived: dict[str, Any] = field(factory=dict, eq=False, repr=False)
-
-    def record_conflict(self, text: str) -> None:
-        """Record a protocol conflict found while replaying merged branches, once."""
-        if text not in self.conflicts:
-            self.conflicts.append(text)
 
 
 # --- pickling ------------------------------------------------------------------------------
@@ -350,6 +380,8 @@ for _cls in (
     Point,
     Best,
     RecordedManifest,
+    Adoption,
+    MergeFacts,
 ):
     _pickled_by_position(_cls)
 # `derived` is pickled with the state it was computed from: what projections keep there is a

@@ -1,5 +1,6 @@
-"""Git: merging ledgers of two branches, the merge drivers, and protocol conflicts.
+"""Git: merging ledgers of two branches and the merge drivers.
 
-`merge` (union by id in canonical order, normalize), `drivers` (what git runs, `git-setup`),
-`resolve` (conflicts the merged state records, and the decider of their resolutions).
+`merge` (union by id in canonical order, normalize), `drivers` (what git runs, `git-setup`).
+The protocol conflicts a merged state holds are decided in stages/conflicts.py and resolved by
+stages/resolve.py.
 """

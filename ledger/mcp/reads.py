@@ -114,7 +114,7 @@ class ReadTools:
 
     def conflicts(self, op: Op) -> Result:
         """The protocol conflicts merged branches left (two pending attempts, two bests, two
-        open points...), each with the resolutions `resolve` accepts."""
+        open points...), each with its id and the resolutions `resolve` accepts."""
         return self.invoker.call(["conflicts", op])
 
     def check_op(

@@ -470,16 +470,14 @@ class StepTools:
         op: Op,
         conflict: Annotated[
             str,
-            Field(
-                description="The conflict: its text, its number in `conflicts`, or a unique "
-                "part of its text."
-            ),
+            Field(description="The conflict: its id, or its number, as `conflicts` lists them."),
         ],
         resolution: Annotated[
             str,
             Field(
-                description="`abandon:ATTEMPT`, `best:ATTEMPT`, `faster`, `close:POINT` or "
-                "`keep`; `conflicts` lists what each conflict accepts."
+                description="`abandon:ATTEMPT`, `best:ATTEMPT`, `faster`, `remeasure`, "
+                "`close:POINT`, `limit:RELAXATION`, `stricter` or `keep`; `conflicts` lists "
+                "what each conflict accepts."
             ),
         ],
         reason: Reason,

@@ -16,6 +16,7 @@ from attrs import frozen
 
 from ledger.domain.state import Attempt, State
 from ledger.log.codec import canonical_json
+from ledger.projections import conflicts as conflict_view
 from ledger.projections.report_chart import ChartSize, chart_svg
 from ledger.projections.timeline import Step, best_after, config_diff, is_failed, outcome, steps
 from stages.target import VEC_LIMIT, cube_table_row, latest_relaxation
@@ -248,7 +249,7 @@ def provenance_mix(report: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
 
 def conflict_texts(state: State) -> tuple[str, ...]:
     """The open merge conflicts, as `status` shows them."""
-    return tuple(str(conflict) for conflict in state.conflicts)
+    return tuple(conflict_view.texts(state))
 
 
 # --- the parts ----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from ledger.projections.attempt_markdown import (
     policy_number,
     time_text,
 )
+from ledger.projections.conflicts import texts as conflict_texts
 from ledger.projections.formatting import (
     change_pct,
     fmt_pct,
@@ -77,7 +78,7 @@ def render_status(state: State, policy: Mapping[str, Any], op: str = "OP") -> st
             f"- Ledger repairs: {plural(len(state.repairs), 'torn tail')} quarantined "
             f"(see `tune-ledger audit {op}`)"
         )
-    lines.extend(f"- **Merge conflict**: {md_text(c, 200)}" for c in state.conflicts)
+    lines.extend(f"- **Merge conflict**: {md_text(c, 200)}" for c in conflict_texts(state))
     lines.append(f"- Next: `tune-ledger resume {op}` lists the steps allowed now.")
     parts.append("\n".join(lines) + "\n")
     parts.append("### Optimization points\n\n" + points_table(state, policy, POINT_ROWS))

@@ -112,6 +112,7 @@ def _best(state: State) -> dict[str, Any] | None:
 def status(state: State) -> dict[str, Any]:
     """The `status --json` object (DESIGN §5 keys and a few more), in time that does not grow
     with the ledger on a warm state (the points listed are bounded, the alternates indexed)."""
+    from ledger.projections.conflicts import texts as conflict_texts
     from stages import allowed, alternates
     from stages.policy import policy_overrides
 
@@ -152,7 +153,7 @@ def status(state: State) -> dict[str, Any]:
         "points_total": len(state.points),
         "attempts": len(state.attempts),
         "stopped": state.stopped,
-        "conflicts": list(state.conflicts),
+        "conflicts": conflict_texts(state),
         "events": state.event_count,
         "allowed": allowed(state),
         "policy_overrides": policy_overrides(state),
@@ -222,6 +223,8 @@ def resume(state: State) -> dict[str, Any]:
 
 def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
     """The fields `resume` adds to `status` (`allowed`: the status's allowed commands)."""
+    from stages.conflicts import conflicts  # only here: a cached view loads no stage machine
+
     pending = state.attempts.get(state.pending) if state.pending else None
     point = state.points.get(state.open_point) if state.open_point else None
     op = state.op
@@ -232,8 +235,8 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
             f"or, if it cannot be measured: tune-ledger abandon {op} {pending.id} "
             "--reason 'interrupted'"
         )
-    elif state.conflicts:  # a merge left the campaign in conflict (DESIGN §8)
-        from stages import remeasure  # only here: a cached view loads no stage machine
+    elif conflicts(state):  # a merge left the campaign in conflict (DESIGN §8)
+        from stages import remeasure
 
         steps.append(
             remeasure.next_step(state)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal, get_args
 
 from attrs import field, frozen
 
+from ledger.schema.conflicts import Conflict
 from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import (
     Binding,
@@ -362,8 +363,10 @@ class ConflictResolved(SharedValue):
     """A protocol conflict created by merging branches was resolved by a recorded decision."""
 
     TYPE: ClassVar[str] = "conflict.resolved"
-    SCHEMA: ClassVar[int] = 1
-    conflict: str
+    # Schema 1 named the conflict by its English text; ledger/log/upcast.py reads
+    # that text once into the typed conflict.
+    SCHEMA: ClassVar[int] = 2
+    conflict: Conflict
     resolution: str
     reason: str = field(validator=nonempty)
 
@@ -482,6 +485,7 @@ __all__ = [
     "CampaignResumed",
     "CampaignStopped",
     "CompareEvidence",
+    "Conflict",
     "ConflictResolved",
     "ExitCondition",
     "Failure",

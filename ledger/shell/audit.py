@@ -20,6 +20,7 @@ from ledger.errors import LedgerError
 from ledger.git import merge
 from ledger.log import codec, store, verification
 from ledger.log.record import Event, converter, unstructure_payload
+from ledger.projections import conflicts as conflict_view
 from ledger.projections import memory_file, splice
 from ledger.schema import events as ev
 from ledger.schema.events import Binding, Origin, OutputCheck
@@ -98,7 +99,7 @@ def _verdict_alone(_d: dict[str, Any]) -> cmd.Command:
 
 # How audit re-decides a batch, by the payload class of its first event: the command that
 # produced it, or None for the batches no command of stages/ produces (written by the store,
-# or a resolution: ledger/git/resolve.py). Keyed by class, so a type name cannot be mistyped;
+# or a resolution: stages/resolve.py). Keyed by class, so a type name cannot be mistyped;
 # tests/test_registries.py checks it names every payload of the schema exactly once.
 AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.OpInitialized, lambda d: cmd.Init(op=d["op"])),
@@ -213,10 +214,9 @@ def legality_findings(events: Sequence[Event], lines: Sequence[int] | None = Non
 
     Each batch is decided on the state of the events it follows (its causal past): on merged
     branches, each side's steps were decided without the other's, and what breaks a rule
-    only in combination is a recorded conflict (state.conflicts), not a finding.
+    only in combination is a conflict (stages/conflicts.py), not a finding.
     """
-    from ledger.git import resolve
-    from stages import Refusal, decide
+    from stages import Refusal, decide, resolve
 
     findings: list[str] = []
     causal = merge.CausalReplay(events)
@@ -343,12 +343,6 @@ def check_memory_file(ledger: OpLedger, loaded: Loaded | None = None) -> list[st
     return [f"{ledger.memory_path}: {f}" for f in findings]
 
 
-def _unresolved(state: State, op: str) -> list[str]:
-    from ledger.git import resolve
-
-    return resolve.conflict_findings(state, op)
-
-
 @frozen
 class Audited:
     """One op's audit: the report `audit` prints, and the state it replayed (None, with the
@@ -393,10 +387,10 @@ def audited(ledger: OpLedger) -> Audited:
         "provenance": provenance_summary(events),
         "overrides": [{"attempt": a, "reason": r} for a, r in state.overrides],
         "repairs": list(state.repairs),
-        "conflicts": list(state.conflicts),
+        "conflicts": conflict_view.texts(state),
         # Each open conflict with what closes it: no finding (every step is legal), yet the
         # campaign cannot go on until it is resolved, so `audit` fails on it like `check`.
-        "unresolved": _unresolved(state, ledger.op),
+        "unresolved": conflict_view.findings(state),
         "reported_decisions": trust.reported_decisions(events),
         "unbound": trust.unbound_measurements(events),
         "cache_hits": trust.cache_hits(events),
