@@ -10,9 +10,12 @@ from typing import Any
 import click
 
 from ledger.cli.base import (
+    EXIT_STATUS,
+    OP,
     Ctx,
     StrictGroup,
     event_data,
+    impl_digest,
     impl_path,
     one_source,
     output_options,
@@ -33,7 +36,7 @@ STAGE = click.Choice(list(STAGES))
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @pass_ctx
 def init(ctx: Ctx, op: str) -> None:
     """Create custom/OP/events.jsonl and MEMORY.md for a new op."""
@@ -73,7 +76,7 @@ _PYTHON = click.option(
 
 
 @evidence.command("compare")
-@click.argument("op")
+@click.argument("op", type=OP)
 @output_options
 @click.option(
     "--from-json",
@@ -113,7 +116,7 @@ def evidence_compare(
 
     def build(ledger: OpLedger) -> Any:
         path = impl_path(ledger, impl)
-        digest = inputs.file_digest(path)
+        digest = impl_digest(ledger, impl)
         if from_spec:
             from ledger.shell import spec_evidence
 
@@ -149,8 +152,8 @@ def evidence_compare(
 
 
 @evidence.command("layout")
-@click.argument("op")
-@click.option("--exit-code", "exit_code", type=int, help="The layout check's exit code.")
+@click.argument("op", type=OP)
+@click.option("--exit-code", "exit_code", type=EXIT_STATUS, help="The layout check's exit code.")
 @click.option("--run", "run_cmd", metavar="CMD", help="Run the layout check; record its exit code.")
 @_FROM_SPEC
 @_PYTHON
@@ -175,7 +178,7 @@ def evidence_layout(
 
     def build(ledger: OpLedger) -> Any:
         path = impl_path(ledger, impl)
-        digest = inputs.file_digest(path)
+        digest = impl_digest(ledger, impl)
         if from_spec:
             from ledger.shell import runner, spec_evidence
 
@@ -204,7 +207,7 @@ def evidence_layout(
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @_IMPL
 @pass_ctx
 def activate(ctx: Ctx, op: str, impl: str | None) -> None:
@@ -216,7 +219,7 @@ def activate(ctx: Ctx, op: str, impl: str | None) -> None:
     run_step(
         ctx,
         op,
-        lambda ledger: cmd.Activate(impl_digest=inputs.file_digest(impl_path(ledger, impl))),
+        lambda ledger: cmd.Activate(impl_digest=impl_digest(ledger, impl)),
         lambda _outcome: (
             {"activated": True},
             "activation passed: next, write the target sheet (tune-ledger target)",
@@ -233,7 +236,7 @@ def skill() -> None:
 
 
 @skill.command("load")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("name", type=SKILL, metavar="SKILL")
 @pass_ctx
 def skill_load(ctx: Ctx, op: str, name: str) -> None:
@@ -247,7 +250,7 @@ def skill_load(ctx: Ctx, op: str, name: str) -> None:
 
 
 @skill.command("unload")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("name", type=SKILL, metavar="SKILL")
 @pass_ctx
 def skill_unload(ctx: Ctx, op: str, name: str) -> None:
@@ -266,7 +269,7 @@ def stage() -> None:
 
 
 @stage.command("enter")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("name", type=STAGE, metavar="STAGE")
 @pass_ctx
 def stage_enter(ctx: Ctx, op: str, name: str) -> None:
@@ -280,7 +283,7 @@ def stage_enter(ctx: Ctx, op: str, name: str) -> None:
 
 
 @stage.command("exit")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("name", type=STAGE, metavar="STAGE")
 @click.option("--reason", default="", help="Why the stage ends.")
 @click.option("--user-stop", is_flag=True, help="Exit because the user said stop (R4).")
@@ -313,7 +316,7 @@ def point() -> None:
 
 
 @point.command("open")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("name")
 @click.option(
     "--knob",
@@ -334,7 +337,7 @@ def point_open(ctx: Ctx, op: str, name: str, knobs: tuple[str, ...]) -> None:
 
 
 @point.command("close")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("name")
 @click.option("--reason", required=True, help="Why the point is closed.")
 @click.option("--not-applicable", is_flag=True, help="The point does not apply to this op.")
@@ -358,7 +361,7 @@ def point_close(ctx: Ctx, op: str, name: str, reason: str, not_applicable: bool)
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option("--reason", required=True, help="The user's reason to stop.")
 @pass_ctx
 def stop(ctx: Ctx, op: str, reason: str) -> None:
@@ -375,7 +378,7 @@ def stop(ctx: Ctx, op: str, reason: str) -> None:
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option("--text", required=True, help="The note.")
 @pass_ctx
 def note(ctx: Ctx, op: str, text: str) -> None:
@@ -386,7 +389,7 @@ def note(ctx: Ctx, op: str, text: str) -> None:
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("key")
 @click.argument("value")
 @click.option("--reason", default="", help="Why the policy changes.")

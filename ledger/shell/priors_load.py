@@ -29,6 +29,7 @@ from ledger.priors.scan import ScanResult, scan_paths
 from ledger.priors.sources import OtherOp, ledger_priors, source_priors
 from ledger.schema.shared_methods import SharedValue
 from ledger.shell.api import OpLedger
+from ledger.shell.manifest_file import read_spec
 from stages.target import vec_limit
 
 KNOWLEDGE_FILE = "data/priors.json"
@@ -63,11 +64,13 @@ def read_profile(op_dir: Path, name: str) -> tuple[OpProfile, list[str]]:
     """The op's profile from op_dir/SPEC.md; a missing or unreadable SPEC gives the name only."""
     spec = op_dir / SPEC_FILE
     try:
-        text = spec.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        text = read_spec(op_dir)
+    except LedgerError as e:  # a link out of the root, a FIFO, too large, not UTF-8
+        return OpProfile(name=name), [
+            f"{spec}: not read ({e.message}); similarity uses the name only"
+        ]
+    if text is None:
         return OpProfile(name=name), [f"{spec}: not found; similarity uses the op name only"]
-    except (OSError, UnicodeDecodeError) as e:
-        return OpProfile(name=name), [f"{spec}: not read ({e}); similarity uses the name only"]
     matter = front_matter(text, str(spec))
     return profile(name, matter.values), list(matter.problems)
 
