@@ -91,21 +91,29 @@ def refuse_links(path: Path | str, root: Path | str | None) -> None:
 
     `root` itself (and what lies above it) is taken as given; without `root`, or for a path
     outside it, only the file's own name is checked."""
-    path = Path(path)
-    parts: tuple[str, ...] = (path.name,)
-    base = path.parent
+    found = _first_link(os.fspath(path), None if root is None else os.fspath(root))
+    if found is not None:
+        raise _link_error(found, "file" if found == os.fspath(path) else "folder")
+
+
+def _first_link(path: str, root: str | None) -> str | None:
+    """The first entry from `root` down to `path` that is a symbolic link, or None (string
+    operations and one lstat per entry: this runs for every file of every command)."""
+    base, parts = os.path.dirname(path), [os.path.basename(path)]
     if root is not None:
-        with contextlib.suppress(ValueError):
-            parts, base = path.relative_to(root).parts, Path(root)
+        prefix = root.rstrip(os.sep) + os.sep
+        if path.startswith(prefix):
+            base, parts = root, path[len(prefix) :].split(os.sep)
     current = base
-    for index, part in enumerate(parts):
-        current = current / part
+    for part in parts:
+        current = os.path.join(current, part)
         try:
             mode = os.lstat(current).st_mode
         except FileNotFoundError:
-            return  # nothing below a missing entry exists
+            return None  # nothing below a missing entry exists
         if stat.S_ISLNK(mode):
-            raise _link_error(current, "file" if index == len(parts) - 1 else "folder")
+            return current
+    return None
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -148,6 +156,8 @@ def _open_for_reading(path: Path, root: Path | str | None, follow: bool) -> int:
         return open_regular(path)
     if root is None:
         return open_regular(path, follow=True)
+    if ".." not in path.parts and _first_link(os.fspath(path), os.fspath(root)) is None:
+        return open_regular(path)  # no link on the way: inside the root as written
     real = os.path.realpath(path)
     real_root = os.path.realpath(root)
     if os.path.commonpath([real, real_root]) != real_root:
