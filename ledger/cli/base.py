@@ -41,7 +41,8 @@ def _existing_folder(root: str) -> Path:
     return path
 
 
-class OpName(click.ParamType[str, str]):
+# Not subscripted: click's types are generic only since 8.2 (pyproject allows 8.1).
+class OpName(click.ParamType):  # type: ignore[type-arg]
     """An op's name, checked (`check_op_name`) as the command line is parsed: before anything
     reads a file or runs, so a name such as `../x` never becomes a path."""
 

@@ -66,9 +66,7 @@ class FileStore(Store):
         with opened_for_reading(self.path) as fd:
             if fd is None:
                 return None, b""
-            size = os.fstat(fd).st_size
-            if size > safe_files.LEDGER_BYTES:
-                _read_all(fd, self.path)  # refused, naming the file
+            size = safe_files.check_size(fd, self.path, safe_files.LEDGER_BYTES)
             return _identity(fd), os.pread(fd, max(size - offset, 0), offset)
 
     def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:

@@ -202,11 +202,17 @@ def read_text(
         ) from e
 
 
-def read_descriptor(fd: int, path: Path | str, limit: int) -> bytes:
-    """Every byte of an open regular file from its start, at most `limit` of them."""
+def check_size(fd: int, path: Path | str, limit: int) -> int:
+    """The size of an open file; BadInput naming `path` when it is over `limit`."""
     size = os.fstat(fd).st_size
     if size > limit:
         raise _too_large(path, limit)
+    return size
+
+
+def read_descriptor(fd: int, path: Path | str, limit: int) -> bytes:
+    """Every byte of an open regular file from its start, at most `limit` of them."""
+    size = check_size(fd, path, limit)
     chunks = []
     total = 0
     # The whole file in one read when it does not grow meanwhile (the ledger's replay reads
@@ -226,8 +232,7 @@ def digest(
     path = Path(path)
     fd = _open_for_reading(path, root, follow)
     try:
-        if os.fstat(fd).st_size > limit:
-            raise _too_large(path, limit)
+        check_size(fd, path, limit)
         total = hashlib.sha256()
         size = 0
         while chunk := os.read(fd, _CHUNK):
