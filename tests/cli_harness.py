@@ -97,6 +97,28 @@ def run_main(argv: list[str], env: dict[str, str] | None = None) -> Result:
     return Result(code=code, stdout=out, stderr=err)
 
 
+def run_process(root: Path, *args: str) -> Result:
+    """`tune-ledger --root ROOT --json ARGS` as its own process, for input that could make a
+    broken command hang (a FIFO) or read without end (/dev/zero): stopped after 60 s, and
+    limited to 2 GiB of memory, so a regression fails the test instead of the machine."""
+    import resource
+    import subprocess
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "ledger", "--root", str(root), "--json", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=limited,
+        check=False,
+    )
+    return Result(code=done.returncode, stdout=done.stdout, stderr=done.stderr)
+
+
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every file under custom/ (the lock files aside) and its bytes."""
     return {

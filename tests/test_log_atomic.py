@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from factories import note
 
-from ledger.log import atomic, locks
+from ledger.log import locks, safe_files
 from ledger.log.files import ledger_path
 from ledger.log.store import FileStore
 
@@ -52,7 +52,7 @@ def test_fsync_dir_syncs_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     """The folder itself is what gets fsynced, through a descriptor that is closed after."""
     synced = _synced_paths(monkeypatch)
     before = _open_descriptors()
-    atomic.fsync_dir(tmp_path)
+    safe_files.fsync_dir(tmp_path)
     assert synced == [str(tmp_path)]
     assert _open_descriptors() == before
 
@@ -69,11 +69,11 @@ def test_memory_md_syncs_its_bytes_but_not_its_rename(
     memory = tmp_path / "MEMORY.md"
     memory.write_text("old\n")
     synced = _synced_paths(monkeypatch)
-    assert splice.write_if_changed(memory, "new\n")
+    assert splice.write_if_changed(memory, "new\n", root=tmp_path)
     assert memory.read_text() == "new\n"
     assert len(synced) == 1 and synced[0].endswith(".tmp")
     synced.clear()
-    atomic.replace_file(tmp_path / "events.jsonl", b"")
+    safe_files.replace_file(tmp_path / "events.jsonl", b"", root=tmp_path)
     assert len(synced) == 2 and synced[0].endswith(".tmp") and synced[1] == str(tmp_path)
 
 
@@ -83,7 +83,7 @@ def test_fsync_dir_skips_a_file_system_that_cannot_sync_folders(
     """EINVAL (folder fsync not supported) is the one error that is ignored."""
     asked = _failing_fsync(monkeypatch, errno.EINVAL)
     before = _open_descriptors()
-    atomic.fsync_dir(tmp_path)
+    safe_files.fsync_dir(tmp_path)
     assert len(asked) == 1
     assert _open_descriptors() == before
 
@@ -96,7 +96,7 @@ def test_fsync_dir_reports_every_other_error(
     _failing_fsync(monkeypatch, code)
     before = _open_descriptors()
     with pytest.raises(OSError, match=os.strerror(code)) as caught:
-        atomic.fsync_dir(tmp_path)
+        safe_files.fsync_dir(tmp_path)
     assert caught.value.errno == code
     assert _open_descriptors() == before
 
@@ -104,7 +104,7 @@ def test_fsync_dir_reports_every_other_error(
 def test_fsync_dir_of_a_missing_folder_raises(tmp_path: Path) -> None:
     """A folder that cannot be opened is an error, not a silent skip."""
     with pytest.raises(FileNotFoundError):
-        atomic.fsync_dir(tmp_path / "missing")
+        safe_files.fsync_dir(tmp_path / "missing")
 
 
 def test_a_ledger_whose_folder_entry_cannot_be_synced_is_not_created(
@@ -139,7 +139,7 @@ def test_replace_file_reports_a_failed_folder_sync(
     target.write_bytes(b"old")
     _failing_fsync(monkeypatch, errno.EIO)
     with pytest.raises(OSError, match="Input/output error"):
-        atomic.replace_file(target, b"new")
+        safe_files.replace_file(target, b"new", root=tmp_path)
     monkeypatch.undo()
     assert target.read_bytes() == b"new"
     assert [p.name for p in tmp_path.iterdir()] == ["MEMORY.md"]
@@ -157,11 +157,11 @@ def test_make_dirs_fsyncs_each_parent_that_gained_an_entry(
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    atomic.make_dirs(tmp_path / "a" / "b")
+    safe_files.make_dirs(tmp_path / "a" / "b")
     assert (tmp_path / "a" / "b").is_dir()
     assert synced == [str(tmp_path), str(tmp_path / "a")]
     synced.clear()
-    atomic.make_dirs(tmp_path / "a" / "b")
+    safe_files.make_dirs(tmp_path / "a" / "b")
     assert synced == []
 
 

@@ -4,6 +4,7 @@ that produced it, and nothing the cache holds can change a result (issue 19, goa
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -121,6 +122,11 @@ def _op_folder(root: Path, verifier: Path) -> Path:
     (op_dir / "SPEC.md").write_text(_spec(verifier), "utf-8")
     (op_dir / "sm_impl.py").write_text("def kernel(x):\n    return x\n", "utf-8")
     (op_dir / "sm_golden.py").write_text("def golden(x):\n    return x\n", "utf-8")
+    # What the kernel imports or reads from subfolders of its op folder is part of it too.
+    (op_dir / "lib").mkdir()
+    (op_dir / "lib" / "tiling.py").write_text("TILE = 64\n", "utf-8")
+    (op_dir / "data").mkdir()
+    (op_dir / "data" / "inputs.json").write_text("[1]\n", "utf-8")
     return op_dir
 
 
@@ -153,6 +159,8 @@ def test_the_key_changes_with_everything_that_determines_the_result(
 
     changed["kernel"] = edited(op_dir / "sm_impl.py", "return x", "return x * 1")
     changed["golden"] = edited(op_dir / "sm_golden.py", "return x", "return -x")
+    changed["subfolder module"] = edited(op_dir / "lib" / "tiling.py", "= 64", "= 32")
+    changed["data file"] = edited(op_dir / "data" / "inputs.json", "[1]", "[2]")
     changed["p0 shape"] = edited(spec, "[[32, 32, 1, 256]]", "[[64, 32, 1, 256]]")
     changed["verifier"] = edited(spec, "timeout_s: 60", "timeout_s: 61")
     changed["tolerance"] = edited(spec, "---\n# sm", "tolerance: {rtol: 0.1, atol: 0.1}\n---\n# sm")
@@ -172,6 +180,80 @@ def test_the_key_changes_with_everything_that_determines_the_result(
     changed["tune-ledger"] = measure_cache.key_of(_material(op_dir, config))
     assert key not in changed.values()
     assert len(set(changed.values())) == len(changed), changed
+
+
+def test_the_ledgers_own_files_are_not_part_of_the_key(tmp_path: Path, verifier: Path) -> None:
+    """The ledger, its lock and quarantine files, MEMORY.md, the report and chart, byte code
+    and a file being replaced are written by the ledger or Python, not read by the kernel:
+    they leave the key as it is, anywhere in the folder for byte code."""
+    op_dir = _op_folder(tmp_path / "a", verifier)
+    config = {"vec_tile_shape": [1, 16, 1, 64]}
+    key = measure_cache.key_of(_material(op_dir, config))
+    for name in (
+        "events.jsonl",
+        "events.jsonl.lock",
+        "events.jsonl.quarantine-1",
+        "MEMORY.md",
+        f"{OP}_tuning_report.md",
+        f"{OP}_tuning_report.svg",
+        ".MEMORY.md.0123456789ab.tmp",
+        "__pycache__/sm_impl.cpython-311.pyc",
+        "lib/__pycache__/tiling.cpython-311.pyc",
+        ".tune-ledger-cache/views.json",
+    ):
+        (op_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (op_dir / name).write_text("written by the ledger or by Python\n", "utf-8")
+    assert measure_cache.key_of(_material(op_dir, config)) == key
+    (op_dir / "lib" / "more.py").write_text("X = 1\n", "utf-8")
+    assert measure_cache.key_of(_material(op_dir, config)) != key
+
+
+def test_a_folder_the_key_cannot_vouch_for_is_not_cached(tmp_path: Path, verifier: Path) -> None:
+    """A link inside the root is followed into the key; a link leading out of the root, or a
+    FIFO, leaves the run uncached (no key) rather than read or hang."""
+    op_dir = _op_folder(tmp_path / "a", verifier)
+    config = {"vec_tile_shape": [1, 16, 1, 64]}
+    shared = tmp_path / "a" / "shared"
+    shared.mkdir()
+    (shared / "common.py").write_text("A = 1\n", "utf-8")
+    (op_dir / "common").symlink_to(shared, target_is_directory=True)
+    key = measure_cache.key_of(_material(op_dir, config))
+    (shared / "common.py").write_text("A = 2\n", "utf-8")
+    assert measure_cache.key_of(_material(op_dir, config)) != key
+    manifest = parse_manifest((op_dir / "SPEC.md").read_text("utf-8"), "SPEC.md")
+
+    def material() -> dict[str, Any] | None:
+        return measure_cache.key_material(
+            manifest, config, (), op_dir=op_dir, op=OP, python=sys.executable,
+            cwd=op_dir.parent.parent,
+        )  # fmt: skip
+
+    outside = tmp_path / "outside.py"
+    outside.write_text("B = 1\n", "utf-8")
+    (op_dir / "lib" / "outside.py").symlink_to(outside)
+    assert material() is None
+    (op_dir / "lib" / "outside.py").unlink()
+    os.mkfifo(op_dir / "data" / "pipe")
+    assert material() is None
+
+
+def test_a_changed_module_in_a_subfolder_is_measured_again(tmp_path: Path, verifier: Path) -> None:
+    """Issue 26: a changed custom/sm/lib/tiling.py was served the run of the old one, recorded
+    as measured. A root with the same files is a hit; one whose subfolder module differs runs
+    the verifier again, for the baseline and the candidate."""
+    config = '{"vec_tile_shape":[1,16,1,64]}'
+    times = []
+    for name, tile in (("first", 64), ("same", 64), ("changed", 32)):
+        cli = _op(tmp_path, name, verifier)
+        (cli.root / "custom" / OP / "lib").mkdir()
+        (cli.root / "custom" / OP / "lib" / "tiling.py").write_text(f"TILE = {tile}\n", "utf-8")
+        _in_frontend(cli)
+        cli.ok("candidate", OP, "--config", config, "--prior", "p")
+        times.append(cli.ok("measure", OP)["time_us"])
+        cached = "cached" in _payload(cli, "attempt.measured")["origin"]
+        assert cached == (name == "same"), name
+    assert len(_runs(verifier)) == 4  # first: baseline + candidate; same: none; changed: both
+    assert times[0] == times[1] == times[2]  # the fake verifier's time ignores the module
 
 
 # --- hits and their provenance ----------------------------------------------------------------

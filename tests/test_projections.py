@@ -115,7 +115,7 @@ def _golden(name: str, text: str) -> None:
     data = text.encode("utf-8")
     if UPDATE:
         path.parent.mkdir(parents=True, exist_ok=True)
-        splice.write_if_changed(path, text)
+        splice.write_if_changed(path, text, root=path.parent)
     assert path.exists(), f"{path} is missing: run UPDATE_GOLDEN=1 pytest {__file__}"
     assert path.read_bytes() == data, f"{path} differs: review, then UPDATE_GOLDEN=1"
 

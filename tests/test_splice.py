@@ -375,12 +375,12 @@ def test_arbitrary_text_is_kept_or_refused(text: str) -> None:
 def test_write_if_changed_writes_only_changes(tmp_path: Path) -> None:
     """The first write and a change return True; the same bytes again return False."""
     path = tmp_path / "op" / "MEMORY.md"
-    assert splice.write_if_changed(path, "a\r\nb\u2028\n") is True
+    assert splice.write_if_changed(path, "a\r\nb\u2028\n", root=tmp_path) is True
     assert path.read_bytes() == "a\r\nb\u2028\n".encode()
     before = path.stat().st_mtime_ns
-    assert splice.write_if_changed(path, "a\r\nb\u2028\n") is False
+    assert splice.write_if_changed(path, "a\r\nb\u2028\n", root=tmp_path) is False
     assert path.stat().st_mtime_ns == before
-    assert splice.write_if_changed(path, "c\n") is True
+    assert splice.write_if_changed(path, "c\n", root=tmp_path) is True
     assert path.read_text(encoding="utf-8") == "c\n"
     assert sorted(p.name for p in path.parent.iterdir()) == ["MEMORY.md"]
 
@@ -388,10 +388,10 @@ def test_write_if_changed_writes_only_changes(tmp_path: Path) -> None:
 def test_write_if_changed_keeps_the_file_mode(tmp_path: Path) -> None:
     """Replacing the file keeps its permission bits; a new file is 0644."""
     path = tmp_path / "MEMORY.md"
-    splice.write_if_changed(path, "x\n")
+    splice.write_if_changed(path, "x\n", root=tmp_path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     os.chmod(path, 0o600)
-    splice.write_if_changed(path, "y\n")
+    splice.write_if_changed(path, "y\n", root=tmp_path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 

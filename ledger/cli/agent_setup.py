@@ -9,6 +9,7 @@ import click
 
 from ledger.cli.base import Ctx, pass_ctx
 from ledger.errors import BadInput
+from ledger.log import safe_files
 
 # The agents ship as files beside the adapter (tools/agents/<client>/), read as data: the core
 # never imports tools/ (an import contract).
@@ -26,6 +27,14 @@ def _shipped(client: str) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file())
 
 
+def _existing(root: Path, name: str) -> bytes | None:
+    """The bytes of ROOT/NAME (None when absent); BadInput when it or a folder on its way is
+    a link, or it is not a regular file."""
+    return safe_files.read_optional(
+        root / name, limit=safe_files.TEXT_BYTES, root=root, follow=False
+    )
+
+
 @click.command("agent-setup")
 @click.option(
     "--client",
@@ -39,11 +48,9 @@ def _shipped(client: str) -> list[Path]:
 def agent_setup(ctx: Ctx, client: str, force: bool) -> None:
     """Install the optimizer agent and the MCP server's config for CLIENT under --root."""
     files = {p.relative_to(AGENTS / client).as_posix(): p.read_bytes() for p in _shipped(client)}
-    differing = [
-        name
-        for name, data in files.items()
-        if (ctx.root / name).exists() and (ctx.root / name).read_bytes() != data
-    ]
+    # What is there now: never read or written through a link (ledger/log/safe_files.py).
+    present = {name: _existing(ctx.root, name) for name in files}
+    differing = [name for name, data in files.items() if present[name] not in (None, data)]
     if differing and not force:
         raise BadInput(
             f"{', '.join(differing)} already exist under {ctx.root} and differ from the "
@@ -53,11 +60,9 @@ def agent_setup(ctx: Ctx, client: str, force: bool) -> None:
         )
     written = []
     for name, data in files.items():
-        target = ctx.root / name
-        if target.exists() and target.read_bytes() == data:
+        if present[name] == data:
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        safe_files.replace_file(ctx.root / name, data, root=ctx.root)
         written.append(name)
     unchanged = sorted(set(files) - set(written))
     ctx.emit(

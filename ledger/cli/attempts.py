@@ -10,8 +10,10 @@ from typing import Any
 import click
 
 from ledger.cli.base import (
+    EXIT_STATUS,
+    OP,
     Ctx,
-    impl_path,
+    impl_digest,
     on_disk,
     one_source,
     output_options,
@@ -70,7 +72,7 @@ _OVERRIDE = click.option(
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option("--config", "config", metavar="JSON", required=True, help="The full config.")
 @click.option(
     "--prior",
@@ -94,7 +96,7 @@ def candidate(ctx: Ctx, op: str, config: str, prior: str, override_retry: str | 
 
 
 @click.command("try")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option(
     "--set",
     "assignment",
@@ -130,7 +132,7 @@ def try_(
     else:
 
         def build(ledger: OpLedger) -> Any:
-            digest = inputs.file_digest(impl_path(ledger, impl)) if impl else None
+            digest = impl_digest(ledger, impl) if impl else None
             return cmd.TryAlgorithm(
                 description=algorithm or "", impl_digest=digest, override=override_retry
             )
@@ -139,10 +141,10 @@ def try_(
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("attempt")
 @output_options
-@click.option("--layout-exit", type=int, help="The layout check's exit code.")
+@click.option("--layout-exit", type=EXIT_STATUS, help="The layout check's exit code.")
 @click.option(
     "--time",
     "times",
@@ -260,7 +262,7 @@ def verify(
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("attempt")
 @click.option(
     "--category", type=click.Choice(list(FAILURES)), required=True, help="What kind of failure."
@@ -280,7 +282,7 @@ def fail(ctx: Ctx, op: str, attempt: str, category: str, detail: str) -> None:
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("attempt")
 @click.option("--reason", required=True, help="Why the attempt is given up (e.g. interrupted).")
 @pass_ctx
@@ -303,7 +305,7 @@ def abandon(ctx: Ctx, op: str, attempt: str, reason: str) -> None:
 
 # The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("attempt", default="pending")
 @click.option(
     "--dry-run", is_flag=True, help="Print the exact command and run nothing, write nothing."

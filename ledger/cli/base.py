@@ -42,6 +42,36 @@ def _existing_folder(root: str) -> Path:
     return path
 
 
+# Not subscripted: click's types are generic only since 8.2 (pyproject allows 8.1).
+class OpName(click.ParamType):  # type: ignore[type-arg]
+    """An op's name, checked (`check_op_name`) as the command line is parsed: before anything
+    reads a file or runs, so a name such as `../x` never becomes a path."""
+
+    name = "op"
+
+    def convert(self, value: str, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        """The name, or BadInput (exit 2) saying which names are allowed."""
+        from ledger.domain.units import check_op_name
+
+        return check_op_name(value)
+
+
+OP = OpName()
+
+# Integer options are bounded, so that a value such as 2**63 is bad input (exit 2) where it is
+# parsed, never an overflow deep inside (a slice, a C integer, an exit status).
+INT_LIMIT = 2**31 - 1
+
+
+def count_option(low: int = 1) -> click.IntRange:
+    """An integer option counting something (at least `low`, at most INT_LIMIT)."""
+    return click.IntRange(low, INT_LIMIT)
+
+
+# A process's exit status as Python reports it: 0-255, or minus the signal that killed it.
+EXIT_STATUS = click.IntRange(-255, 255)
+
+
 # A caller that runs several commands, or keeps its state to the end (the MCP server,
 # ledger/mcp; the console script, `ledger.cli.run`), keeps each op's OpLedger between them, so
 # that its replayed state is reused; set while it runs a command. None: one per command.
@@ -206,6 +236,14 @@ def impl_path(ledger: OpLedger, impl: str | None) -> Path:
     return Path(impl) if impl else ledger.dir / f"{ledger.op}_impl.py"
 
 
+def impl_digest(ledger: OpLedger, impl: str | None) -> str:
+    """sha256 of the implementation file: --impl as the caller named it, else the op's own
+    file, which a link may not lead out of the root (ledger/log/safe_files.py)."""
+    from ledger.domain.inputs import file_digest
+
+    return file_digest(impl_path(ledger, impl), None if impl else ledger.root)
+
+
 def on_disk(ledger: OpLedger) -> dict[str, str | None]:
     """The digest of custom/OP/OP_impl.py as it is now (None when absent) and its name, for
     the decider's check that a new attempt starts from the best implementation (R6)."""
@@ -213,7 +251,8 @@ def on_disk(ledger: OpLedger) -> dict[str, str | None]:
 
     path = impl_path(ledger, None)
     name = f"custom/{ledger.op}/{path.name}"
-    return {"disk_digest": file_digest(path) if path.is_file() else None, "impl_file": name}
+    digest = file_digest(path, ledger.root) if path.is_file() else None
+    return {"disk_digest": digest, "impl_file": name}
 
 
 def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:

@@ -10,9 +10,12 @@ from typing import Any
 import click
 
 from ledger.cli.base import (
+    EXIT_STATUS,
+    OP,
     Ctx,
     StrictGroup,
     event_data,
+    impl_digest,
     impl_path,
     one_source,
     output_options,
@@ -34,7 +37,7 @@ STAGE = click.Choice(list(STAGES))
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @pass_ctx
 def init(ctx: Ctx, op: str) -> None:
     """Create custom/OP/events.jsonl and MEMORY.md for a new op."""
@@ -74,7 +77,7 @@ _PYTHON = click.option(
 
 
 @evidence.command("compare")
-@click.argument("op")
+@click.argument("op", type=OP)
 @output_options
 @click.option(
     "--from-json",
@@ -115,7 +118,7 @@ def evidence_compare(
     def build(ledger: OpLedger) -> Any:
         path = impl_path(ledger, impl)
         shown = inputs.recorded_path(path, ledger.root)
-        digest = inputs.file_digest(path)
+        digest = impl_digest(ledger, impl)
         if from_json or run_cmd:
             from ledger.shell import runner  # subprocess: only for evidence read or run
 
@@ -155,8 +158,8 @@ def evidence_compare(
 
 
 @evidence.command("layout")
-@click.argument("op")
-@click.option("--exit-code", "exit_code", type=int, help="The layout check's exit code.")
+@click.argument("op", type=OP)
+@click.option("--exit-code", "exit_code", type=EXIT_STATUS, help="The layout check's exit code.")
 @click.option("--run", "run_cmd", metavar="CMD", help="Run the layout check; record its exit code.")
 @_FROM_SPEC
 @_PYTHON
@@ -182,7 +185,7 @@ def evidence_layout(
     def build(ledger: OpLedger) -> Any:
         path = impl_path(ledger, impl)
         shown = inputs.recorded_path(path, ledger.root)
-        digest = inputs.file_digest(path)
+        digest = impl_digest(ledger, impl)
         if run_cmd is not None:
             from ledger.shell import runner  # subprocess: only for a check the ledger runs
 
@@ -214,7 +217,7 @@ def evidence_layout(
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @_IMPL
 @pass_ctx
 def activate(ctx: Ctx, op: str, impl: str | None) -> None:
@@ -226,7 +229,7 @@ def activate(ctx: Ctx, op: str, impl: str | None) -> None:
     run_step(
         ctx,
         op,
-        lambda ledger: cmd.Activate(impl_digest=inputs.file_digest(impl_path(ledger, impl))),
+        lambda ledger: cmd.Activate(impl_digest=impl_digest(ledger, impl)),
         lambda _outcome: (
             {"activated": True},
             "activation passed: next, write the target sheet (tune-ledger target)",
@@ -243,7 +246,7 @@ def skill() -> None:
 
 
 @skill.command("load")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("name", type=SKILL, metavar="SKILL")
 @pass_ctx
 def skill_load(ctx: Ctx, op: str, name: str) -> None:
@@ -257,7 +260,7 @@ def skill_load(ctx: Ctx, op: str, name: str) -> None:
 
 
 @skill.command("unload")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("name", type=SKILL, metavar="SKILL")
 @pass_ctx
 def skill_unload(ctx: Ctx, op: str, name: str) -> None:
@@ -276,7 +279,7 @@ def stage() -> None:
 
 
 @stage.command("enter")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("name", type=STAGE, metavar="STAGE")
 @pass_ctx
 def stage_enter(ctx: Ctx, op: str, name: str) -> None:
@@ -290,7 +293,7 @@ def stage_enter(ctx: Ctx, op: str, name: str) -> None:
 
 
 @stage.command("exit")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("name", type=STAGE, metavar="STAGE")
 @click.option("--reason", default="", help="Why the stage ends.")
 @click.option("--user-stop", is_flag=True, help="Exit because the user said stop (R4).")
@@ -323,7 +326,7 @@ def point() -> None:
 
 
 @point.command("open")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("name")
 @click.option(
     "--knob",
@@ -344,7 +347,7 @@ def point_open(ctx: Ctx, op: str, name: str, knobs: tuple[str, ...]) -> None:
 
 
 @point.command("close")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("name")
 @click.option("--reason", required=True, help="Why the point is closed.")
 @click.option("--not-applicable", is_flag=True, help="The point does not apply to this op.")
@@ -368,7 +371,7 @@ def point_close(ctx: Ctx, op: str, name: str, reason: str, not_applicable: bool)
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option("--reason", required=True, help="The user's reason to stop.")
 @pass_ctx
 def stop(ctx: Ctx, op: str, reason: str) -> None:
@@ -385,7 +388,7 @@ def stop(ctx: Ctx, op: str, reason: str) -> None:
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option("--text", required=True, help="The note.")
 @pass_ctx
 def note(ctx: Ctx, op: str, text: str) -> None:
@@ -396,7 +399,7 @@ def note(ctx: Ctx, op: str, text: str) -> None:
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.argument("key")
 @click.argument("value")
 @click.option("--reason", default="", help="Why the policy changes.")

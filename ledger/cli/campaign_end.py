@@ -8,13 +8,13 @@ from typing import Any
 
 import click
 
-from ledger.cli.base import Ctx, event_data, pass_ctx, run_step
+from ledger.cli.base import OP, Ctx, event_data, pass_ctx, run_step
 from ledger.shell.api import StepResult
 from stages import commands as cmd
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option("--summary", default="", help="What the orchestrator should know about the result.")
 @pass_ctx
 def handback(ctx: Ctx, op: str, summary: str) -> None:
@@ -32,7 +32,7 @@ def handback(ctx: Ctx, op: str, summary: str) -> None:
 
 
 @click.command(name="resume-campaign")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option("--reason", required=True, help="The user's reason to go past the stop.")
 @pass_ctx
 def resume_campaign(ctx: Ctx, op: str, reason: str) -> None:

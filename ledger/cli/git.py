@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.base import Ctx, pass_ctx, report_events, request_of
+from ledger.cli.base import OP, Ctx, count_option, pass_ctx, report_events, request_of
 from ledger.git import drivers, merge
 from ledger.projections import conflicts as conflict_view
 from ledger.shell.api import StepResult
@@ -56,7 +56,7 @@ def merge_driver(ctx: Ctx, base: Path, ours: Path, theirs: Path, path: str | Non
 @click.argument("ours", type=_FILE)
 @click.argument("theirs", type=_FILE)
 @click.argument("path", required=False)
-@click.option("--marker-size", type=click.IntRange(min=1), help="git's %L: conflict marker size.")
+@click.option("--marker-size", type=count_option(), help="git's %L: conflict marker size.")
 @pass_ctx
 def memory_merge_driver(
     ctx: Ctx, base: Path, ours: Path, theirs: Path, path: str | None, marker_size: int | None
@@ -137,7 +137,7 @@ def git_setup(ctx: Ctx, command: str | None) -> None:
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @pass_ctx
 def normalize(ctx: Ctx, op: str) -> None:
     """Rewrite OP's ledger in canonical order, dropping repeated lines (after a merge that did
@@ -163,7 +163,7 @@ def normalize(ctx: Ctx, op: str) -> None:
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @pass_ctx
 def conflicts(ctx: Ctx, op: str) -> None:
     """List the protocol conflicts merged branches left, with the resolutions each accepts."""
@@ -180,7 +180,7 @@ def conflicts(ctx: Ctx, op: str) -> None:
 
 
 @click.command("resolve")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option(
     "--conflict",
     "conflict",

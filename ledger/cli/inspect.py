@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledger.cli.base import Ctx, event_data, load_state, pass_ctx, run_step
+from ledger.cli.base import OP, Ctx, count_option, event_data, load_state, pass_ctx, run_step
 from ledger.domain.units import check_op_name
 from ledger.errors import BadInput, LedgerDamaged
 from ledger.log.files import ledger_path
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option(
     "--stage",
     "stage_name",
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 @click.option(
     "--failure", type=click.Choice(list(FAILURES)), help="Only attempts that failed this way."
 )
-@click.option("--limit", type=click.IntRange(min=1), help="Only the last N attempts.")
+@click.option("--limit", type=count_option(), help="Only the last N attempts.")
 @click.option(
     "--attempt",
     "attempt_id",
@@ -120,7 +120,7 @@ def _log_one(
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @pass_ctx
 def render(ctx: Ctx, op: str) -> None:
     """Re-render MEMORY.md's managed sections from the ledger (e.g. after a merge)."""
@@ -132,7 +132,7 @@ def render(ctx: Ctx, op: str) -> None:
 
 
 @click.command()
-@click.argument("op", required=False)
+@click.argument("op", type=OP, required=False)
 @click.option("--all", "all_ops", is_flag=True, help="Check every op under custom/.")
 @pass_ctx
 def check(ctx: Ctx, op: str | None, all_ops: bool) -> None:
@@ -176,7 +176,7 @@ def _check_one(ledger: OpLedger, op: str) -> list[str]:
 
 
 @click.command()
-@click.argument("op", required=False)
+@click.argument("op", type=OP, required=False)
 @click.option("--all", "all_ops", is_flag=True, help="Audit every op under custom/.")
 @pass_ctx
 def audit(ctx: Ctx, op: str | None, all_ops: bool) -> None:
@@ -229,7 +229,7 @@ def _audit_one(ctx: Ctx, name: str) -> dict[str, Any]:
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @pass_ctx
 def report(ctx: Ctx, op: str) -> None:
     """Write custom/OP/OP_tuning_report.md and its chart, and record the report (R4)."""

@@ -6,11 +6,11 @@ from typing import Any
 
 import click
 
-from ledger.cli.base import Ctx, pass_ctx
+from ledger.cli.base import OP, Ctx, pass_ctx
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @pass_ctx
 def manifest(ctx: Ctx, op: str) -> None:
     """Validate SPEC.md's manifest and record it when it changed (DESIGN §4).

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from ledger.cli.base import Ctx, pass_ctx
+from ledger.cli.base import OP, Ctx, pass_ctx
 
 
 @click.command("new-op")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option(
     "--adapter-package",
     metavar="NAME",
@@ -32,7 +32,7 @@ def new_op(ctx: Ctx, op: str, adapter_package: str | None) -> None:
 
 
 @click.command("check-op")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option("--static", is_flag=True, help="Do not run the layout check (files only).")
 @pass_ctx
 def check_op(ctx: Ctx, op: str, static: bool) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.base import Ctx, pass_ctx
+from ledger.cli.base import OP, Ctx, count_option, pass_ctx
 from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.priors.rank import proposal_json
@@ -95,7 +95,7 @@ def _keys(text: str | None) -> tuple[str, ...]:
 
 
 @click.command("priors")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option(
     "--ledgers",
     "ledgers",
@@ -127,7 +127,7 @@ def _keys(text: str | None) -> tuple[str, ...]:
 )
 @click.option(
     "--count",
-    type=int,
+    type=count_option(),
     metavar="N",
     help="How many candidates (default: about 10 within the policy's range).",
 )

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import click
 
-from ledger.cli.base import Ctx, pass_ctx, report_events, request_of
+from ledger.cli.base import OP, Ctx, pass_ctx, report_events, request_of
 
 
 @click.command("accept-rollback")
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option(
     "--reason",
     required=True,

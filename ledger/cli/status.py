@@ -13,15 +13,15 @@ from pathlib import Path
 
 import click
 
-from ledger.cli.base import Ctx, load_state, pass_ctx
+from ledger.cli.base import OP, Ctx, load_state, pass_ctx
 from ledger.domain.units import check_op_name
-from ledger.log import codec
+from ledger.log import codec, safe_files
 from ledger.log.files import ledger_path
 from ledger.projections import view_cache
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @pass_ctx
 def status(ctx: Ctx, op: str) -> None:
     """Show where the campaign stands and which commands are allowed next."""
@@ -29,7 +29,7 @@ def status(ctx: Ctx, op: str) -> None:
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @pass_ctx
 def resume(ctx: Ctx, op: str) -> None:
     """Tell an interrupted agent exactly where it stopped, what to reload and what to run next."""
@@ -114,8 +114,8 @@ def _impl_warning(folder: Path, op: str, status_json: str) -> str | None:
     """The warning that the implementation on disk is not the one the campaign expects (R6),
     or None; one sha256 of one file, and the view is decoded only when they differ."""
     impl = folder / f"{op}_impl.py"
-    try:
-        digest = codec.digest(impl.read_bytes())
+    try:  # a regular file, bounded; a link may not leave the root (BadInput otherwise)
+        digest = safe_files.digest(impl, limit=safe_files.TEXT_BYTES, root=folder.parent.parent)
     except OSError:
         return None  # no file (or none readable): `try` and `candidate` name it when it matters
     if f'"impl_digest_expected":"{digest}"' in status_json:

@@ -13,7 +13,16 @@ from typing import Any
 import attrs
 import click
 
-from ledger.cli.base import Ctx, event_data, one_source, pass_ctx, run_step, run_workflow
+from ledger.cli.base import (
+    OP,
+    Ctx,
+    count_option,
+    event_data,
+    one_source,
+    pass_ctx,
+    run_step,
+    run_workflow,
+)
 from ledger.domain import inputs
 from ledger.domain.samples import median
 from ledger.domain.units import parse_time_us
@@ -26,7 +35,7 @@ from stages import commands as cmd
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option(
     "--baseline",
     metavar="TIME",
@@ -56,7 +65,9 @@ from stages import commands as cmd
 @click.option(
     "--metric", default="time", show_default=True, help="Which execution time is compared."
 )
-@click.option("--cube-m", type=int, help="M of the cube problem (selects the cube tile table row).")
+@click.option(
+    "--cube-m", type=count_option(), help="M of the cube problem (selects the cube tile table row)."
+)
 @click.option("--util", metavar="PCT", help="Core utilization % of the baseline measurement.")
 @click.option("--bubble", metavar="PCT", help="Bubble rate % of the baseline measurement.")
 @click.option(
@@ -196,7 +207,7 @@ def target(
 
 
 @click.command()
-@click.argument("op")
+@click.argument("op", type=OP)
 @click.option(
     "--what",
     type=click.Choice(["vec", "cube"]),

@@ -11,7 +11,7 @@ from typing import Any
 
 from ledger.domain.units import parse_time_us
 from ledger.errors import BadInput
-from ledger.log import codec
+from ledger.log import codec, safe_files
 from ledger.schema.events import OutputCheck
 
 _TRUE = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
@@ -175,9 +175,10 @@ def parse_times(texts: Iterable[str]) -> tuple[float, ...]:
 
 
 def read_json_file(path: str) -> tuple[Any, str]:
-    """Read a JSON file; return its value and the digest of its bytes."""
+    """Read a JSON file (a regular file, bounded: ledger/log/safe_files.py); return its value
+    and the digest of its bytes."""
     try:
-        data = Path(path).read_bytes()
+        data = safe_files.read_bytes(path, limit=safe_files.JSON_BYTES)
     except OSError as e:
         raise BadInput(f"cannot read {path}: {e.strerror}") from e
     try:
@@ -186,10 +187,11 @@ def read_json_file(path: str) -> tuple[Any, str]:
         raise BadInput(f"{path} is not valid JSON ({e})") from e
 
 
-def file_digest(path: Path) -> str:
-    """sha256 of a file's bytes (binds evidence to an implementation, R1)."""
+def file_digest(path: Path, root: Path | None = None) -> str:
+    """sha256 of a file's bytes (binds evidence to an implementation, R1): a regular file,
+    bounded; with `root`, the op's own file, whose links may not leave the root (safe_files)."""
     try:
-        return codec.digest(path.read_bytes())
+        return safe_files.digest(path, limit=safe_files.TEXT_BYTES, root=root)
     except OSError as e:
         raise BadInput(
             f"cannot read the implementation {path}: {e.strerror}",

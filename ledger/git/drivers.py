@@ -22,6 +22,7 @@ from attrs import frozen
 from ledger import processes
 from ledger.errors import BadInput, LedgerError
 from ledger.git import memory_render, merge
+from ledger.log import safe_files
 from ledger.projections import splice
 
 EVENTS_DRIVER = "tune-ledger-events"
@@ -50,25 +51,24 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str | None) -> merg
     Raises LedgerDamaged (exit 7, `ours` left as it was) when a side is damaged.
     """
     name = path or str(ours)
-    merged = merge.merge(_read_base(base), _read_side(ours), _read_side(theirs), name)
-    ours.write_bytes(merged.data)
+    merged = merge.merge(_read_base(base), _read_side(ours, follow=False), _read_side(theirs), name)
+    _write_ours(ours, merged.data)
     if path:
         memory_render.stash(path, merged.data)  # for the MEMORY.md driver git runs next
     return merged
 
 
 def _read_base(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""  # the base only feeds the report: a file added on both sides has none
+    # The base only feeds the report: a file added on both sides has none.
+    return safe_files.read_optional(path, limit=safe_files.LEDGER_BYTES) or b""
 
 
-def _read_side(path: Path) -> bytes:
-    """A side's bytes; BadInput (exit 2) when the file is missing: git always writes both
-    sides, so a missing one is a wrong argument, never an empty ledger to merge with."""
+def _read_side(path: Path, *, follow: bool = True) -> bytes:
+    """A side's bytes (a regular file, bounded: ledger/log/safe_files.py); BadInput (exit 2)
+    when the file is missing: git always writes both sides, so a missing one is a wrong
+    argument, never an empty ledger to merge with. `follow=False` for ours, written after."""
     try:
-        return path.read_bytes()
+        return safe_files.read_bytes(path, limit=safe_files.LEDGER_BYTES, follow=follow)
     except FileNotFoundError:
         raise BadInput(
             f"{path}: no such file to merge",
@@ -113,17 +113,17 @@ def memory_merge_driver(
         stripped = [strip_managed(text) for text in texts]
     except BadInput:  # a side's markers are malformed: a plain text merge, left to a person
         merged, conflicts = merge_text(texts[0], texts[1], texts[2], marker_size)
-        ours.write_bytes(merged)
+        _write_ours(ours, merged)
         return MemoryMerge(conflicts=max(conflicts, 1), stripped=False)
     merged, conflicts = merge_text(stripped[0], stripped[1], stripped[2], marker_size)
     source = memory_render.bodies_source(path, texts[2]) if path else None
     if isinstance(source, bytes):
         with contextlib.suppress(LedgerError, UnicodeDecodeError):
             rendered = memory_render.render(merged.decode("utf-8"), source, path or "")
-            ours.write_bytes(rendered.encode("utf-8"))
+            _write_ours(ours, rendered.encode("utf-8"))
             return MemoryMerge(conflicts=conflicts, stripped=True, rendered=True)
     bodies = texts[2] if source == "theirs" else texts[0]
-    ours.write_bytes(_with_bodies(merged, bodies))
+    _write_ours(ours, _with_bodies(merged, bodies))
     return MemoryMerge(conflicts=conflicts, stripped=True, rendered=source == "theirs")
 
 
@@ -138,6 +138,11 @@ def _with_bodies(merged: bytes, source: str) -> bytes:
 
 def _text(path: Path) -> str:
     return splice.read_text(path) or ""
+
+
+def _write_ours(ours: Path, data: bytes) -> None:
+    """The merge's result over git's file %A (a temporary file, never through a link)."""
+    safe_files.replace_file(ours, data, root=None, durable_rename=False)
 
 
 def merge_text(
@@ -201,7 +206,7 @@ def git_setup(root: Path, command: str | None = None) -> Setup:
         (attributes, ATTRIBUTES_HEADER, ATTRIBUTES),
         (root / ".gitignore", IGNORE_HEADER, IGNORED),
     ):
-        added = _add_lines(path, header, lines)
+        added = _add_lines(root, path, header, lines)
         for line in lines:
             (changed if line in added else unchanged).append(f"{path}: {line}")
         if added:
@@ -230,16 +235,17 @@ def git_setup(root: Path, command: str | None = None) -> Setup:
     )
 
 
-def _add_lines(path: Path, header: str, lines: Sequence[str]) -> list[str]:
-    """Append the missing `lines` to `path` (after `header`, once); return the lines added."""
-    existing = path.read_text(encoding="utf-8") if path.exists() else ""
+def _add_lines(root: Path, path: Path, header: str, lines: Sequence[str]) -> list[str]:
+    """Append the missing `lines` to `path` (after `header`, once); return the lines added.
+    The file is written as MEMORY.md is: never through a link (ledger/log/safe_files.py)."""
+    existing = splice.read_text(path) or ""
     present = {line.strip() for line in existing.splitlines()}
     missing = [line for line in lines if line not in present]
     if not missing:
         return []
     block = ([] if header in present else [header]) + missing
     prefix = "" if not existing or existing.endswith("\n") else "\n"
-    splice.write_if_changed(path, existing + prefix + "\n".join(block) + "\n")
+    splice.write_if_changed(path, existing + prefix + "\n".join(block) + "\n", root=root)
     return missing
 
 

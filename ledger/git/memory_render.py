@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from ledger import processes
 from ledger.domain.replay import replay
 from ledger.errors import LedgerError
-from ledger.log import chain
+from ledger.log import chain, safe_files
 from ledger.projections import memory_file, splice
 from stages.policy import effective_policy
 
@@ -37,9 +37,8 @@ def stash(ledger_path: str, data: bytes) -> None:
     if folder is None:
         return
     target = folder / _STASH / ledger_path
-    with contextlib.suppress(OSError):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    with contextlib.suppress(OSError, LedgerError):  # never through a link (safe_files)
+        safe_files.replace_file(target, data, root=folder, durable_rename=False)
 
 
 def _take_stash(ledger_path: str) -> bytes | None:
@@ -48,9 +47,11 @@ def _take_stash(ledger_path: str) -> bytes | None:
         return None
     target = folder / _STASH / ledger_path
     try:
-        data = target.read_bytes()
+        data = safe_files.read_bytes(
+            target, limit=safe_files.LEDGER_BYTES, root=folder, follow=False
+        )
         target.unlink()
-    except OSError:
+    except (OSError, LedgerError):
         return None
     return data
 
@@ -83,9 +84,12 @@ def bodies_source(memory_path: str, theirs_text: str) -> bytes | str | None:
     "theirs" (git took their ledger as it is), or None (keep ours)."""
     ledger_path = ledger_of(memory_path)
     theirs_last = _last_rendered(theirs_text)
-    try:
-        ours = Path(ledger_path).read_bytes()  # git has not touched the work tree yet
-    except OSError:
+    try:  # git has not touched the work tree yet; run in its top folder
+        top = Path.cwd()
+        ours = safe_files.read_bytes(
+            top / ledger_path, limit=safe_files.LEDGER_BYTES, root=top, follow=False
+        )
+    except (OSError, LedgerError):
         return None
     try:
         ours_ids = _ids(ours, ledger_path)

@@ -7,7 +7,7 @@ import os
 from contextlib import suppress
 from pathlib import Path
 
-from ledger.log.atomic import fsync_dir, replace_file
+from ledger.log import safe_files
 from ledger.log.files import lock_path, refuse_symlinks
 from ledger.log.locks import lock_exclusively, opened_for_reading
 from ledger.log.quarantine import QUARANTINE_SUFFIX, quarantine_number
@@ -18,10 +18,12 @@ from ledger.log.verification import Finding
 class FileStore(Store):
     """A ledger file, locked by flock on `<ledger>.lock`, torn tails kept in quarantine files."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, root: Path | str | None = None) -> None:
+        """`root` (the folder holding `custom/`), when known, lets `custom/` be checked too:
+        no link between it and the ledger (DESIGN §4.1)."""
         super().__init__(str(path))
         self.path = Path(path)
-        refuse_symlinks(self.path)
+        refuse_symlinks(self.path, None if root is None else Path(root))
         self.lock_path = lock_path(self.path)
         # Plain strings for the append path: pathlib's objects cost more per call than the
         # system calls they wrap, and an append is a handful of system calls.
@@ -38,7 +40,12 @@ class FileStore(Store):
 
     def quarantine_bytes(self, name: str) -> bytes:
         """The bytes kept in one quarantine file."""
-        return (self.path.parent / name).read_bytes()
+        return safe_files.read_bytes(
+            self.path.parent / name,
+            limit=safe_files.LEDGER_BYTES,
+            root=self.path.parent,
+            follow=False,
+        )
 
     def quarantine_exists(self, name: str) -> bool:
         """True when a quarantine file of that name is beside the ledger."""
@@ -53,13 +60,13 @@ class FileStore(Store):
 
     def _read_stamped(self) -> tuple[bytes, object]:
         with opened_for_reading(self.path) as fd:
-            return (b"", None) if fd is None else (_read_all(fd), _identity(fd))
+            return (b"", None) if fd is None else (_read_all(fd, self.path), _identity(fd))
 
     def _read_from(self, offset: int) -> tuple[object, bytes]:
         with opened_for_reading(self.path) as fd:
             if fd is None:
                 return None, b""
-            size = os.fstat(fd).st_size
+            size = safe_files.check_size(fd, self.path, safe_files.LEDGER_BYTES)
             return _identity(fd), os.pread(fd, max(size - offset, 0), offset)
 
     def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
@@ -90,7 +97,7 @@ class _FileSession:
         # Read and written through one descriptor, so that a file replaced meanwhile (by a
         # checkout) is never read in one version and appended to in another.
         try:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+            self.fd = safe_files.open_regular(self.path, os.O_RDWR | os.O_APPEND)
         except FileNotFoundError:
             self.fd = None
         except BaseException:
@@ -106,7 +113,7 @@ class _FileSession:
             os.close(self.lock_fd)  # closing the descriptor releases the flock
 
     def data(self) -> bytes:
-        return b"" if self.fd is None else _read_all(self.fd)
+        return b"" if self.fd is None else _read_all(self.fd, self.path)
 
     def stamp(self, tail: int) -> tuple[object, int, bytes]:
         if self.fd is None:
@@ -116,7 +123,7 @@ class _FileSession:
         return stamped
 
     def quarantine(self, name: str, torn: bytes) -> None:
-        _write_new_file(self.path.with_name(name), torn)
+        safe_files.write_new(self.path.with_name(name), torn, root=self.path.parent)
 
     def truncate(self, size: int) -> None:
         self.checked_size = None
@@ -128,14 +135,14 @@ class _FileSession:
     def write(self, lines: bytes) -> None:
         created = self.fd is None
         if self.fd is None:
-            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-            self.fd = os.open(self.path, flags, 0o644)
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL
+            self.fd = safe_files.open_regular(self.path, flags)
         size = os.fstat(self.fd).st_size if self.checked_size is None else self.checked_size
         try:
             _write_all(self.fd, lines)
             os.fsync(self.fd)
             if created:  # the new file's entry in its folder must be durable too
-                fsync_dir(self.path.parent)
+                safe_files.fsync_dir(self.path.parent)
         except BaseException:
             # The append reports failure, so none of its lines may stay (all or none), and
             # a ledger it was creating must not be left behind empty.
@@ -148,7 +155,7 @@ class _FileSession:
     def replace(self, data: bytes) -> None:
         # A new file renamed over the ledger: a crash leaves the old or the new bytes, and
         # readers holding the old file (an open descriptor) finish reading the old version.
-        replace_file(self.path, data)
+        safe_files.replace_file(self.path, data, root=self.path.parent)
 
 
 def _stamp_of(fd: int, tail: int) -> tuple[object, int, bytes]:
@@ -165,14 +172,9 @@ def _identity(fd: int) -> tuple[int, int]:
     return stat.st_dev, stat.st_ino
 
 
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
-    chunks = []
-    offset = 0
-    while chunk := os.pread(fd, max(size - offset, 1 << 16), offset):
-        chunks.append(chunk)
-        offset += len(chunk)
-    return b"".join(chunks)
+def _read_all(fd: int, path: Path) -> bytes:
+    """The whole ledger, refused (BadInput naming it) past the bound of a ledger's size."""
+    return safe_files.read_descriptor(fd, path, safe_files.LEDGER_BYTES)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -180,17 +182,6 @@ def _write_all(fd: int, data: bytes) -> None:
     written = os.write(fd, data)
     while written < len(data):
         written += os.write(fd, memoryview(data)[written:])
-
-
-def _write_new_file(path: Path, data: bytes) -> None:
-    """Create `path` (it must not exist) holding `data`, durably (file and directory)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-    try:
-        _write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    fsync_dir(path.parent)
 
 
 def chain_findings(path: Path | str) -> list[Finding]:

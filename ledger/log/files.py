@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from ledger.errors import BadInput
+from ledger.log.safe_files import refuse_links
 
 LEDGER_NAME = "events.jsonl"
 LOCK_SUFFIX = ".lock"
@@ -24,8 +23,9 @@ def lock_path(ledger: Path) -> Path:
 MEMORY_NAME = "MEMORY.md"
 
 
-def refuse_symlinks(ledger: Path) -> None:
-    """Raise BadInput when the op's folder, its ledger, lock or MEMORY.md is a symbolic link.
+def refuse_symlinks(ledger: Path, root: Path | None = None) -> None:
+    """Raise BadInput when the op's folder (or `custom/` between `root` and it), its ledger,
+    lock or MEMORY.md is a symbolic link.
 
     Followed, such a link sends appends to a file outside the root, or copies another file's
     bytes into the committed MEMORY.md; so these are refused, never resolved (DESIGN §4.1).
@@ -34,12 +34,7 @@ def refuse_symlinks(ledger: Path) -> None:
     """
     if ledger.name != LEDGER_NAME:
         return
-    for path in (ledger.parent, ledger, lock_path(ledger), ledger.parent / MEMORY_NAME):
-        if path.is_symlink():
-            kind = "folder" if path == ledger.parent else "file"
-            raise BadInput(
-                f"{path} is a symbolic link (to {os.readlink(path)}); tune-ledger does not "
-                "follow links for an op's folder, ledger, lock or MEMORY.md",
-                hint=f"replace the link with the real {kind} (e.g. copy the target in its "
-                "place), then run it again",
-            )
+    folder = ledger.parent
+    refuse_links(folder, root if root is not None else folder.parent)
+    for path in (ledger, lock_path(ledger), folder / MEMORY_NAME):
+        refuse_links(path, folder)

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ledger.log.atomic import make_dirs
 from ledger.log.files import lock_path
+from ledger.log.safe_files import make_dirs, open_regular
 
 
 @contextmanager
@@ -30,12 +30,13 @@ def exclusive_lock(lock: Path | str) -> Iterator[None]:
 def lock_exclusively(lock: Path | str) -> int:
     """Take the writer lock `lock` (created with its folders, durably, if missing); the
     descriptor that holds it: closing it releases the lock."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+    # Never through a link, and never blocking on a FIFO planted in its place (safe_files).
+    flags = os.O_RDWR | os.O_CREAT
     try:
-        fd = os.open(lock, flags, 0o644)
+        fd = open_regular(lock, flags)
     except FileNotFoundError:  # the op's folder does not exist yet: the first append
         make_dirs(Path(lock).parent)
-        fd = os.open(lock, flags, 0o644)
+        fd = open_regular(lock, flags)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
     except BaseException:
@@ -48,7 +49,7 @@ def lock_exclusively(lock: Path | str) -> int:
 def shared_lock(lock: Path | str) -> Iterator[None]:
     """Hold a shared flock while reading, so a reader never sees a write half done."""
     try:
-        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+        fd = open_regular(lock)
     except FileNotFoundError:
         # No writer has run yet; a read must not create files (a read-only checkout).
         yield
@@ -66,7 +67,7 @@ def opened_for_reading(ledger: Path) -> Iterator[int | None]:
     the reader lock, so what is read through it is never a write half done."""
     with shared_lock(lock_path(ledger)):
         try:
-            fd = os.open(ledger, os.O_RDONLY | os.O_CLOEXEC)
+            fd = open_regular(ledger)
         except FileNotFoundError:
             yield None
             return

@@ -86,3 +86,12 @@ def options(**given: object) -> list[str]:
         else:
             argv += [flag, str(value)]
     return argv
+
+
+def command_line(
+    words: list[str], values: list[str], argv: list[str] | None = None, **given: object
+) -> list[str]:
+    """A CLI command line: the global options of `given`, the command's `words` and options
+    `argv`, then `--` and its positional `values`, so that a value such as `--help` given as
+    an op's name is read as the op's name (and refused), never as an option."""
+    return [*options(**given), *words, *(argv or []), "--", *values]

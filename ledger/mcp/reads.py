@@ -11,7 +11,9 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from ledger.domain.units import check_op_name
-from ledger.mcp.arguments import Failure, Op, Stage, Verdict, options
+from ledger.errors import LedgerError
+from ledger.log import safe_files
+from ledger.mcp.arguments import Failure, Op, Stage, Verdict, command_line, options
 from ledger.mcp.invoke import Invoker
 
 Result = CallToolResult
@@ -26,12 +28,12 @@ class ReadTools:
     def status(self, op: Op) -> Result:
         """Where the campaign stands: activated, target sheet, stage, skills, pending attempt,
         best, points, stopped, and `allowed` (the steps allowed next)."""
-        return self.invoker.call(["status", op])
+        return self.invoker.call(command_line(["status"], [op]))
 
     def resume(self, op: Op) -> Result:
         """What an interrupted agent must reload and run next (call it first after any
         interruption)."""
-        return self.invoker.call(["resume", op])
+        return self.invoker.call(command_line(["resume"], [op]))
 
     def log(
         self,
@@ -60,7 +62,7 @@ class ReadTools:
             stage=stage, verdict=verdict, failure=failure, limit=limit, attempt=attempt,
             notes=notes,
         )  # fmt: skip
-        return self.invoker.call(["log", op, *argv])
+        return self.invoker.call(command_line(["log"], [op], argv))
 
     def priors(
         self,
@@ -100,22 +102,22 @@ class ReadTools:
             point=point, keys=keys, count=count, from_source=from_source, ledgers=ledgers,
             stage=stage, no_builtin=no_builtin,
         )  # fmt: skip
-        return self.invoker.call(["priors", op, *argv])
+        return self.invoker.call(command_line(["priors"], [op], argv))
 
     def audit(self, op: Op) -> Result:
         """Integrity, legality of every step, every verdict re-derived, provenance levels,
         MEMORY.md (reads the whole ledger)."""
-        return self.invoker.call(["audit", op])
+        return self.invoker.call(command_line(["audit"], [op]))
 
     def check(self, op: Op) -> Result:
         """Fail when MEMORY.md is stale or hand-edited, the ledger is not canonical, or a merge
         conflict is unresolved."""
-        return self.invoker.call(["check", op])
+        return self.invoker.call(command_line(["check"], [op]))
 
     def conflicts(self, op: Op) -> Result:
         """The protocol conflicts merged branches left (two pending attempts, two bests, two
         open points...), each with its id and the resolutions `resolve` accepts."""
-        return self.invoker.call(["conflicts", op])
+        return self.invoker.call(command_line(["conflicts"], [op]))
 
     def check_op(
         self,
@@ -126,15 +128,15 @@ class ReadTools:
     ) -> Result:
         """Check custom/OP/ against the op-folder contract (SPEC.md manifest, impl, golden,
         layout check) before `init`; code 2 names what is broken."""
-        return self.invoker.call(["check-op", op, *options(static=static)])
+        return self.invoker.call(command_line(["check-op"], [op], options(static=static)))
 
     def report(self, op: Op) -> Result:
         """Write OP_tuning_report.md and its SVG chart, and record them."""
-        return self.invoker.call(["report", op])
+        return self.invoker.call(command_line(["report"], [op]))
 
     def render(self, op: Op) -> Result:
         """Re-render MEMORY.md's managed sections from the ledger."""
-        return self.invoker.call(["render", op])
+        return self.invoker.call(command_line(["render"], [op]))
 
     def tools(self) -> dict[str, Any]:
         """Each tool's name and function."""
@@ -159,10 +161,18 @@ class OpResources:
         self.invoker = invoker
 
     def _file(self, op: str, name: str) -> str:
-        path = Path(self.invoker.root) / "custom" / check_op_name(op) / name
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} does not exist")
-        return path.read_text("utf-8")
+        """The file's text: a regular file inside the root, bounded, through no link when the
+        ledger writes it (MEMORY.md; ledger/log/safe_files.py); a resource error naming the
+        file otherwise."""
+        root = Path(self.invoker.root)
+        path = root / "custom" / check_op_name(op) / name
+        follow = name != "MEMORY.md"
+        try:
+            return safe_files.read_text(path, limit=safe_files.TEXT_BYTES, root=root, follow=follow)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{path} does not exist") from None
+        except LedgerError as e:
+            raise ResourceError(f"{e.message} (next: {e.hint})") from None
 
     def memory(self, op: str) -> str:
         """The op's MEMORY.md: the agent's memory and the reviewer's view."""
@@ -174,7 +184,7 @@ class OpResources:
 
     def status(self, op: str) -> str:
         """The op's status object, as the `status` tool returns it."""
-        result = self.invoker.call(["status", op])
+        result = self.invoker.call(command_line(["status"], [op]))
         text = result.content[0]
         if result.is_error or not isinstance(text, TextContent):
             raise ResourceError(getattr(text, "text", "status failed"))

@@ -22,6 +22,7 @@ from ledger.mcp.arguments import (
     Reason,
     RunCommand,
     Stage,
+    command_line,
     options,
 )
 from ledger.mcp.invoke import Invoker
@@ -58,13 +59,15 @@ class StepTools:
     def __init__(self, invoker: Invoker) -> None:
         self.invoker = invoker
 
-    def _run(self, key: str | None, *argv: str) -> Result:
-        return self.invoker.call([*options(idempotency_key=key), *argv])
+    def _run(
+        self, key: str | None, words: list[str], values: list[str], argv: list[str] | None = None
+    ) -> Result:
+        return self.invoker.call(command_line(words, values, argv, idempotency_key=key))
 
     def init(self, op: Op, idempotency_key: Key = None) -> Result:
         """Create custom/OP/events.jsonl and MEMORY.md for a new op (the folder must hold
         OP_impl.py's future home)."""
-        return self._run(idempotency_key, "init", op)
+        return self._run(idempotency_key, ["init"], [op])
 
     def evidence_compare(
         self,
@@ -91,7 +94,7 @@ class StepTools:
             python=python,
             impl=impl,
         )
-        return self._run(idempotency_key, "evidence", "compare", op, *argv)
+        return self._run(idempotency_key, ["evidence", "compare"], [op], argv)
 
     def evidence_layout(
         self,
@@ -108,12 +111,12 @@ class StepTools:
         """Record the op's layout check (R1): `from_spec` (an op with a manifest), run it with
         `run`, or its exit code."""
         argv = options(exit_code=exit_code, run=run, from_spec=from_spec, python=python, impl=impl)
-        return self._run(idempotency_key, "evidence", "layout", op, *argv)
+        return self._run(idempotency_key, ["evidence", "layout"], [op], argv)
 
     def activate(self, op: Op, impl: Impl = None, idempotency_key: Key = None) -> Result:
         """Open tuning when both pieces of evidence pass for the current implementation (R1); a
         failure hands back (code 5)."""
-        return self._run(idempotency_key, "activate", op, *options(impl=impl))
+        return self._run(idempotency_key, ["activate"], [op], options(impl=impl))
 
     def target(
         self,
@@ -178,7 +181,7 @@ class StepTools:
             source_ref=source_ref, config=config, tool=tool, util=util, bubble=bubble, run=run,
             from_json=from_json, from_spec=from_spec, metric=metric, cube_m=cube_m, python=python,
         )  # fmt: skip
-        return self._run(idempotency_key, "target", op, *argv)
+        return self._run(idempotency_key, ["target"], [op], argv)
 
     def relax(
         self,
@@ -205,7 +208,7 @@ class StepTools:
     ) -> Result:
         """Relax a tile-shape limit, recording the profiling data that justifies it (R3)."""
         argv = options(what=what, limit=limit, basis=basis)
-        return self._run(idempotency_key, "relax", op, *argv)
+        return self._run(idempotency_key, ["relax"], [op], argv)
 
     def skill_load(
         self,
@@ -217,7 +220,7 @@ class StepTools:
         idempotency_key: Key = None,
     ) -> Result:
         """Load a skill within the budget (R2): tune skills only inside their stage."""
-        return self._run(idempotency_key, "skill", "load", op, name)
+        return self._run(idempotency_key, ["skill", "load"], [op, name])
 
     def skill_unload(
         self,
@@ -226,7 +229,7 @@ class StepTools:
         idempotency_key: Key = None,
     ) -> Result:
         """Unload a skill, freeing its place in the budget (R2)."""
-        return self._run(idempotency_key, "skill", "unload", op, name)
+        return self._run(idempotency_key, ["skill", "unload"], [op, name])
 
     def stage_enter(
         self,
@@ -235,7 +238,7 @@ class StepTools:
         idempotency_key: Key = None,
     ) -> Result:
         """Enter the next stage: frontend -> swimlane -> incore -> algorithm (R4)."""
-        return self._run(idempotency_key, "stage", "enter", op, name)
+        return self._run(idempotency_key, ["stage", "enter"], [op, name])
 
     def stage_exit(
         self,
@@ -253,7 +256,7 @@ class StepTools:
     ) -> Result:
         """Leave the current stage once its points are closed (R4, R7)."""
         argv = options(reason=reason, user_stop=user_stop, hand_back=hand_back)
-        return self._run(idempotency_key, "stage", "exit", op, name, *argv)
+        return self._run(idempotency_key, ["stage", "exit"], [op, name], argv)
 
     def point_open(
         self,
@@ -269,7 +272,7 @@ class StepTools:
         idempotency_key: Key = None,
     ) -> Result:
         """Open an optimization point of the current stage (R7)."""
-        return self._run(idempotency_key, "point", "open", op, name, *options(knob=knob))
+        return self._run(idempotency_key, ["point", "open"], [op, name], options(knob=knob))
 
     def point_close(
         self,
@@ -283,7 +286,7 @@ class StepTools:
     ) -> Result:
         """Close an optimization point as done (or not applicable) with a reason (R7)."""
         argv = options(reason=reason, not_applicable=not_applicable)
-        return self._run(idempotency_key, "point", "close", op, name, *argv)
+        return self._run(idempotency_key, ["point", "close"], [op, name], argv)
 
     def candidate(
         self,
@@ -302,7 +305,7 @@ class StepTools:
         """Start a candidate config from a prior (R7); returns the attempt id, then measure and
         verify it."""
         argv = options(config=config, prior=prior, override_retry=override_retry)
-        return self._run(idempotency_key, "candidate", op, *argv)
+        return self._run(idempotency_key, ["candidate"], [op], argv)
 
     def try_(
         self,
@@ -324,7 +327,7 @@ class StepTools:
         """Start one single-parameter mutation of the best (R5, R6) or an algorithm change; returns
         the attempt id."""
         argv = options(set_=change, algorithm=algorithm, impl=impl, override_retry=override_retry)
-        return self._run(idempotency_key, "try", op, *argv)
+        return self._run(idempotency_key, ["try"], [op], argv)
 
     def measure(
         self,
@@ -339,7 +342,7 @@ class StepTools:
         """Run SPEC.md's verifier on the attempt's config and record its verdict (R8, R11
         measured)."""
         argv = options(dry_run=dry_run, python=python)
-        return self._run(idempotency_key, "measure", op, attempt, *argv)
+        return self._run(idempotency_key, ["measure"], [op, attempt], argv)
 
     def verify(
         self,
@@ -376,7 +379,7 @@ class StepTools:
             output=output, max_diff=max_diff, layout_exit=layout_exit, time=time, util=util,
             bubble=bubble, perf_dir=perf_dir, from_json=from_json, run=run, timeout=timeout,
         )  # fmt: skip
-        return self._run(idempotency_key, "verify", op, attempt, *argv)
+        return self._run(idempotency_key, ["verify"], [op, attempt], argv)
 
     def fail(
         self,
@@ -390,17 +393,17 @@ class StepTools:
     ) -> Result:
         """Record a failed attempt (verdict rollback); its config is never tried again (R9)."""
         argv = options(category=category, detail=detail)
-        return self._run(idempotency_key, "fail", op, attempt, *argv)
+        return self._run(idempotency_key, ["fail"], [op, attempt], argv)
 
     def abandon(
         self, op: Op, attempt: Attempt, reason: Reason, idempotency_key: Key = None
     ) -> Result:
         """Give up a pending attempt (after a crash), so another can start."""
-        return self._run(idempotency_key, "abandon", op, attempt, *options(reason=reason))
+        return self._run(idempotency_key, ["abandon"], [op, attempt], options(reason=reason))
 
     def stop(self, op: Op, reason: Reason, idempotency_key: Key = None) -> Result:
         """The user stops the campaign (R10); later steps are refused with code 6."""
-        return self._run(idempotency_key, "stop", op, *options(reason=reason))
+        return self._run(idempotency_key, ["stop"], [op], options(reason=reason))
 
     def note(
         self,
@@ -409,7 +412,7 @@ class StepTools:
         idempotency_key: Key = None,
     ) -> Result:
         """Record free text in the ledger."""
-        return self._run(idempotency_key, "note", op, *options(text=text))
+        return self._run(idempotency_key, ["note"], [op], options(text=text))
 
     def policy(
         self,
@@ -427,12 +430,12 @@ class StepTools:
         idempotency_key: Key = None,
     ) -> Result:
         """Change a policy threshold of this op (recorded; later decisions apply it)."""
-        return self._run(idempotency_key, "policy", op, key, value, *options(reason=reason))
+        return self._run(idempotency_key, ["policy"], [op, key, value], options(reason=reason))
 
     def resume_campaign(self, op: Op, reason: Reason, idempotency_key: Key = None) -> Result:
         """Lift a utilization stop because the user decided to go on (R10); the user's reason is
         recorded. No other stop can be lifted: ask the user first, never on your own."""
-        return self._run(idempotency_key, "resume-campaign", op, *options(reason=reason))
+        return self._run(idempotency_key, ["resume-campaign"], [op], options(reason=reason))
 
     def handback(
         self,
@@ -444,12 +447,12 @@ class StepTools:
     ) -> Result:
         """Hand a stopped campaign's result back to the orchestrator with its report (R10):
         the last step; write the `report` first."""
-        return self._run(idempotency_key, "handback", op, *options(summary=summary))
+        return self._run(idempotency_key, ["handback"], [op], options(summary=summary))
 
     def manifest(self, op: Op, idempotency_key: Key = None) -> Result:
         """Validate SPEC.md's manifest (errors name file:line), record it when it changed, and
         return it: knobs with their stages and defaults, shapes, target, verifier."""
-        return self._run(idempotency_key, "manifest", op)
+        return self._run(idempotency_key, ["manifest"], [op])
 
     def new_op(
         self,
@@ -463,7 +466,7 @@ class StepTools:
         """Scaffold custom/OP/ (SPEC.md with its manifest, the impl, a golden, a layout check)
         with a kernel that runs; then replace the kernel's body, `check_op` and `init`."""
         argv = options(adapter_package=adapter_package)
-        return self._run(idempotency_key, "new-op", op, *argv)
+        return self._run(idempotency_key, ["new-op"], [op], argv)
 
     def resolve(
         self,
@@ -485,7 +488,7 @@ class StepTools:
     ) -> Result:
         """Resolve a protocol conflict that merged branches left, with a recorded event."""
         argv = options(conflict=conflict, resolution=resolution, reason=reason)
-        return self._run(idempotency_key, "resolve", op, *argv)
+        return self._run(idempotency_key, ["resolve"], [op], argv)
 
     def tools(self) -> dict[str, Any]:
         """Each tool's name and function, in protocol order."""

@@ -18,6 +18,8 @@ from typing import Any
 
 from attrs import frozen
 
+from ledger.errors import LedgerError
+from ledger.log import safe_files
 from ledger.priors.literals import NotLiteral, ParsedModule, dotted_name
 from ledger.schema.shared_methods import SharedValue
 
@@ -383,12 +385,15 @@ def scan_paths(paths: Iterable[Path]) -> ScanResult:
             )
             continue
         for file in python_files(root):
-            try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as e:
+            try:  # a regular file, bounded (ledger/log/safe_files.py)
+                text = safe_files.read_text(file, limit=safe_files.TEXT_BYTES)
+            except (OSError, LedgerError) as e:
+                reason = e.message if isinstance(e, LedgerError) else str(e)
                 results.append(
                     ScanResult(
-                        errors=(Unreadable(path=str(file), line=None, reason=f"not read: {e}"),),
+                        errors=(
+                            Unreadable(path=str(file), line=None, reason=f"not read: {reason}"),
+                        ),
                         files=1,
                     )
                 )

@@ -16,7 +16,6 @@ newline convention (CRLF stays CRLF), a byte-order mark, U+2028 and every other 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -28,7 +27,7 @@ from typing import Any
 from attrs import frozen
 
 from ledger.errors import BadInput
-from ledger.log.atomic import replace_file
+from ledger.log import safe_files
 from ledger.projections import cache_file, view_cache
 from ledger.schema.shared_methods import SharedValue
 
@@ -543,12 +542,13 @@ def _check_read_back(result: str, sections: Mapping[str, str], placed: dict[str,
 def read_text(path: Path | str) -> str | None:
     """A file's text exactly as stored (UTF-8, line ends untranslated); None when absent.
 
-    (`Path.read_text(newline="")` needs Python 3.13; this works on every supported version.)
+    A file the ledger writes: a link or anything but a regular file is refused, and so is a
+    file over the bound of a text (ledger/log/safe_files.py). (`Path.read_text(newline="")`
+    needs Python 3.13; this works on every supported version.)
     """
     target = Path(path)
-    try:
-        data = target.read_bytes()
-    except FileNotFoundError:
+    data = safe_files.read_optional(target, limit=safe_files.TEXT_BYTES, follow=False)
+    if data is None:
         return None
     try:
         return data.decode("utf-8")
@@ -559,12 +559,13 @@ def read_text(path: Path | str) -> str | None:
         ) from error
 
 
-def write_if_changed(path: Path | str, text: str) -> bool:
+def write_if_changed(path: Path | str, text: str, *, root: Path | str) -> bool:
     """Write `text` (UTF-8, bytes as given) atomically unless the file already holds it.
 
     Returns True when the file changed. The new bytes go to a temporary file in the same
     folder, are fsynced, then renamed over the old file, so a crash leaves the old or the new
-    file, never a mix.
+    file, never a mix. Refused (BadInput) when the file, or a folder between `root` and it, is
+    a link, or the file is not a regular file (ledger/log/safe_files.py).
 
     The rename is not made durable (no fsync of the folder): a crash may bring back the old
     MEMORY.md, whole, with the person's text outside the markers intact and sections one
@@ -574,10 +575,10 @@ def write_if_changed(path: Path | str, text: str) -> bool:
     """
     target = Path(path)
     data = text.encode("utf-8")
-    with contextlib.suppress(FileNotFoundError):
-        if target.read_bytes() == data:
-            return False
-    replace_file(target, data, durable_rename=False)
+    existing = safe_files.read_optional(target, limit=safe_files.TEXT_BYTES, follow=False)
+    if existing == data:
+        return False
+    safe_files.replace_file(target, data, root=root, durable_rename=False)
     _remember_markers(target, text)
     return True
 

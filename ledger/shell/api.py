@@ -74,7 +74,7 @@ class OpLedger:
         self.dir = self.root / "custom" / self.op
         # Where the ledger file is (or would be): named in messages even for a store in memory.
         self.path = ledger_path(self.root, self.op)
-        self.store: Store = FileStore(self.path) if store is None else store
+        self.store: Store = FileStore(self.path, self.root) if store is None else store
         # The state replayed from the store and the tip it was read at: this OpLedger owns
         # that accumulator and folds its own commands into it (see `execute`).
         self._loaded: Loaded | None = None
@@ -265,7 +265,7 @@ class OpLedger:
         try:
             self.render_memory(state)
         except BadInput as e:
-            return (f"MEMORY.md not updated: {e.message}; fix it, {rerender}",)
+            return (f"MEMORY.md not updated, so it is stale: {e.message}; fix it, {rerender}",)
         except OSError as e:
             cause = e.strerror or str(e)
             return (
@@ -294,7 +294,7 @@ class OpLedger:
             splice.recall_markers(self.memory_path, existing)
         position = memory_file.Position(events=state.event_count, last=state.last_event or "")
         text = memory_file.render_memory(existing, state, effective_policy(state), position)
-        return splice.write_if_changed(self.memory_path, text)
+        return splice.write_if_changed(self.memory_path, text, root=self.root)
 
     def rolled_back(self) -> rollback.Rollback | None:
         """The rollback of the ledger behind MEMORY.md's back, if any (reads only warn)."""
@@ -344,8 +344,8 @@ class OpLedger:
         # The report is appended as an event: refused before its files are written.
         rollback.refuse_unaccepted(self.store, self.memory_path, state, self.op)
         markdown, svg = report.render_report(state, None, effective_policy(state))
-        splice.write_if_changed(self.dir / report.report_name(self.op), markdown)
-        splice.write_if_changed(self.dir / report.chart_name(self.op), svg)
+        splice.write_if_changed(self.dir / report.report_name(self.op), markdown, root=self.root)
+        splice.write_if_changed(self.dir / report.chart_name(self.op), svg, root=self.root)
         relative = (self.dir / report.report_name(self.op)).relative_to(self.root).as_posix()
         return cmd.RecordReport(path=relative, digest=codec.digest(markdown.encode("utf-8")))
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from attrs import frozen
 
 from ledger.errors import BadInput
-from ledger.log.atomic import replace_file
+from ledger.log.safe_files import replace_file
 from ledger.projections import dashboard_html as html
 from ledger.projections import dashboard_model as model
 from ledger.projections.dashboard_assets import GENERATOR
@@ -109,7 +109,7 @@ def _write_site(out: Path, files: dict[str, str]) -> None:
     pages = out / html.PAGES
     pages.mkdir(parents=True, exist_ok=True)
     for relative, text in sorted(files.items()):
-        _write_if_changed(out / relative, text.encode("utf-8"))
+        _write_if_changed(out, out / relative, text.encode("utf-8"))
     kept = {Path(relative).name for relative in files if relative.startswith(html.PAGES + "/")}
     for stale in _stale_pages(pages, kept):
         with contextlib.suppress(FileNotFoundError):
@@ -120,13 +120,16 @@ def _stale_pages(pages: Path, kept: set[str]) -> Sequence[Path]:
     return sorted(p for p in pages.iterdir() if p.name.endswith(".html") and p.name not in kept)
 
 
-def _write_if_changed(path: Path, data: bytes) -> None:
-    """Replace `path` by `data` unless it is a regular file that holds them already."""
-    if not path.is_symlink() and path.is_file():
+def _write_if_changed(out: Path, path: Path, data: bytes) -> None:
+    """Replace `path` by `data` unless it is a regular file that holds them already; a link
+    planted in its place is removed itself (never written through)."""
+    if path.is_symlink():
+        path.unlink()
+    elif path.is_file():
         with contextlib.suppress(OSError):
             if path.read_bytes() == data:
                 return
-    replace_file(path, data, durable_rename=False)
+    replace_file(path, data, root=out, durable_rename=False)
 
 
 def summary_line(site: Site) -> str:

@@ -8,14 +8,31 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.domain.manifest import Manifest, parse_manifest, read_front_matter
 from ledger.errors import BadInput
+from ledger.log import safe_files
 
 if TYPE_CHECKING:
     from ledger.shell.api import OpLedger
 
 
+SPEC_NAME = "SPEC.md"
+
+
 def spec_path(op_dir: Path) -> Path:
     """Where an op's SPEC.md lives."""
-    return op_dir / "SPEC.md"
+    return op_dir / SPEC_NAME
+
+
+def read_spec(op_dir: Path) -> str | None:
+    """SPEC.md's text (None when there is none): a regular UTF-8 file, bounded, which a link
+    may not lead out of the root holding `custom/` (ledger/log/safe_files.py); BadInput
+    naming the file otherwise."""
+    path = spec_path(op_dir)
+    try:
+        return safe_files.read_text(path, limit=safe_files.TEXT_BYTES, root=op_dir.parent.parent)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise BadInput(f"cannot read {path}: {e}", hint="SPEC.md must be a UTF-8 text file") from e
 
 
 def read_manifest(op_dir: Path) -> Manifest | None:
@@ -35,13 +52,8 @@ def read_front_matter_of(op_dir: Path) -> dict[str, Any] | None:
 def _spec_text(op_dir: Path) -> tuple[str, str] | None:
     """SPEC.md's text and name when it has a front matter (the only reader of the file)."""
     path = spec_path(op_dir)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInput(f"cannot read {path}: {e}", hint="SPEC.md must be a UTF-8 text file") from e
-    if not text.startswith("---"):
+    text = read_spec(op_dir)
+    if text is None or not text.startswith("---"):
         return None
     return text, str(path)
 

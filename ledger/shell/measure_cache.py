@@ -3,12 +3,17 @@ is never simulated again (issue 19), across new roots, resumes, branches and cam
 
 An entry is content-addressed by its key material: everything that determines the verifier's
 result (the full config with the manifest's defaults filled in, the digests of the kernel and of
-the op's other Python files, SPEC.md's front matter, the verifier's template, the P0 shape, and
-the tool versions: tune-ledger, python, pypto, torch, numpy, the adapter's sources and any
-script the command runs). An entry is trusted only when its material equals the material asked
-for; one that cannot be read or does not match is ignored and measured again. Writes are atomic
-(a temporary file renamed), and one lock per key makes a second process wait for a run in
-flight instead of simulating the same config twice.
+every other file of the op folder, subfolders included, that the kernel can import or read,
+SPEC.md's front matter, the verifier's template, the P0 shape, and the tool versions:
+tune-ledger, python, pypto, torch, numpy, the adapter's sources and any script the command
+runs). The ledger's own files in the op folder (`events.jsonl`, its lock and quarantine files,
+MEMORY.md, the report and its chart, `__pycache__`) are not part of it, nor SPEC.md's prose.
+When the folder holds something the key cannot vouch for (a link leading out of the root, a
+FIFO, a file over the bound), the run is not cached. An entry is trusted only when its
+material equals the material asked for; one that cannot be read or does not match is ignored
+and measured again. Writes are atomic (a temporary file renamed, never through a link), and one
+lock per key makes a second process wait for a run in flight instead of simulating the same
+config twice.
 
 What is kept is the run itself (command, exit code, output, duration) and where and when it
 ran, so a hit is recorded with the provenance of the run that produced it. Only runs whose
@@ -29,8 +34,8 @@ import fcntl
 import itertools
 import json
 import os
+import re
 import socket
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -40,17 +45,26 @@ from attrs import frozen
 from ledger import __version__, processes
 from ledger.domain.manifest import Manifest
 from ledger.errors import LedgerError
-from ledger.log import codec
+from ledger.log import codec, safe_files
+from ledger.log.files import LEDGER_NAME, MEMORY_NAME, lock_path
+from ledger.log.quarantine import QUARANTINE_SUFFIX
 from ledger.schema.values import CachedRun
 from ledger.shell import provenance, runner
+from ledger.shell.manifest_file import SPEC_NAME, read_spec
 
 ENV = "TUNE_LEDGER_MEASURE_CACHE"
 DISABLED = ("off", "0", "no", "false", "none", "disabled")
 # Bumped when the key material or the entry's layout changes meaning: older entries then miss.
-FORMAT = 1
+# 2: the op folder's files are keyed recursively (`op_files`), not only its top-level *.py.
+FORMAT = 2
 # Failures the simulator decides by itself; every other failure depends on the machine.
 DETERMINISTIC_FAILURES = ("compile", "accuracy", "layout")
 PROBE_TIMEOUT_S = 60.0
+# Not the kernel's: byte code, anywhere; the disposable caches beside the ledger.
+_NOT_THE_KERNELS = frozenset({"__pycache__"})
+_OWN_FOLDERS = frozenset({".tune-ledger-cache"})
+# The temporary file of an atomic replace (safe_files.replace_file), seen mid-write.
+_TEMPORARY = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")
 
 # Run by the verifier's interpreter, in the verifier's folder and environment: the versions
 # that run the kernel, and a digest of the adapter package the template's `-m MODULE` names
@@ -129,18 +143,16 @@ def key_material(
     tools = _probe(python, _module_of(verifier.argv), cwd, env)
     if tools is None:
         return None
-    impl = op_dir / f"{op}_impl.py"
-    sources = {
-        path.name: _file_digest(path)
-        for path in sorted(op_dir.glob("*.py"))
-        if path.is_file() and path != impl
-    }
+    impl = f"{op}_impl.py"
+    files = op_files(op_dir, op, cwd)
+    if files is None:
+        return None
     return {
         "format": FORMAT,
         "config": manifest.filled(config),
-        "impl_digest": _file_digest(impl),
-        "op_sources": sources,
-        "spec_front_matter": _front_matter_digest(op_dir / "SPEC.md"),
+        "impl_digest": files.pop(impl, None),
+        "op_files": files,
+        "spec_front_matter": _front_matter_digest(op_dir),
         "verifier": {
             "command": list(verifier.argv),
             "timeout_s": verifier.timeout_s,
@@ -175,10 +187,10 @@ class MeasurementCache:
         """Hold the key's lock: one run per key at a time, across processes (none when the
         folder cannot be written: the cache is only an optimization)."""
         lock = self.path(key).with_suffix(".lock")
-        try:
-            lock.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError:
+        try:  # never through a link, never a FIFO (ledger/log/safe_files.py)
+            safe_files.make_dirs(lock.parent, root=self.root)
+            fd = safe_files.open_regular(lock, os.O_RDWR | os.O_CREAT)
+        except (OSError, LedgerError):
             yield
             return
         try:
@@ -190,10 +202,12 @@ class MeasurementCache:
     def lookup(self, key: str, material: Mapping[str, Any]) -> Entry | None:
         """The entry of `key` when it is whole and made for exactly `material`, else None."""
         try:
-            record = json.loads(self.path(key).read_bytes())
-            return _entry(record, key, material)
-        except (OSError, ValueError, TypeError, KeyError):
-            return None  # missing, torn or edited: measured again and rewritten
+            data = safe_files.read_bytes(
+                self.path(key), limit=safe_files.JSON_BYTES, root=self.root, follow=False
+            )
+            return _entry(json.loads(data), key, material)
+        except (OSError, ValueError, TypeError, KeyError, LedgerError):
+            return None  # missing, torn, edited, a link or a FIFO: measured again
 
     def store(
         self, key: str, material: Mapping[str, Any], run: runner.CommandRun, signal: int | None
@@ -218,24 +232,11 @@ class MeasurementCache:
         }
         body = codec.canonical_json(record)
         record["check"] = codec.digest(body.encode("utf-8"))
-        path = self.path(key)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
-        except OSError:
-            return False  # a read-only or full disk: the result is recorded all the same
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                stream.write(codec.canonical_json(record))
-            os.replace(temporary, path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            return False
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        data = codec.canonical_json(record).encode("utf-8")
+        try:  # atomic, never through a link (ledger/log/safe_files.py)
+            safe_files.replace_file(self.path(key), data, root=self.root, durable_rename=False)
+        except (OSError, LedgerError):
+            return False  # a read-only or full disk, a link: the result is recorded all the same
         return True
 
 
@@ -321,25 +322,58 @@ def _scripts(
         if value == python or not value or value.startswith("-"):
             continue
         path = Path(value) if os.path.isabs(value) else cwd / value
-        with contextlib.suppress(OSError, ValueError):
-            if path.is_file():
-                found[token] = codec.digest(path.read_bytes())
+        with contextlib.suppress(OSError, ValueError, LedgerError):
+            if path.is_file():  # a regular file, bounded (ledger/log/safe_files.py)
+                found[token] = safe_files.digest(path, limit=safe_files.LEDGER_BYTES)
     return found
 
 
-def _file_digest(path: Path) -> str | None:
+def op_files(op_dir: Path, op: str, root: Path) -> dict[str, str] | None:
+    """The digest of every file of the op folder the kernel can import or read, by its path
+    relative to the folder (subfolders and links inside the root followed), the ledger's own
+    files left out; None when one cannot be vouched for (a link leading out of `root`, a
+    FIFO or device, a file over the bound, one that cannot be read): such a run is not
+    cached."""
+    from ledger.projections.report import chart_name, report_name
+
+    own = {LEDGER_NAME, lock_path(Path(LEDGER_NAME)).name, MEMORY_NAME, report_name(op)}
+    own |= {chart_name(op), SPEC_NAME}  # SPEC.md: its front matter is keyed on its own
+    real_root = os.path.realpath(root)
+    seen = {os.path.realpath(op_dir)}
+    found: dict[str, str] = {}
     try:
-        return codec.digest(path.read_bytes())
-    except OSError:
+        for base, dirs, names in os.walk(op_dir, followlinks=True, onerror=_raise):
+            top = base == str(op_dir)
+            for name in list(dirs):
+                real = os.path.realpath(os.path.join(base, name))
+                if os.path.commonpath([real, real_root]) != real_root:
+                    return None
+                if name in _NOT_THE_KERNELS or real in seen or (top and name in _OWN_FOLDERS):
+                    dirs.remove(name)  # a loop of links, or nothing the kernel reads
+                seen.add(real)
+            dirs.sort()
+            for name in sorted(names):
+                if (top and (name in own or QUARANTINE_SUFFIX in name)) or _TEMPORARY.match(name):
+                    continue
+                path = os.path.join(base, name)
+                relative = os.path.relpath(path, op_dir).replace(os.sep, "/")
+                found[relative] = safe_files.digest(path, limit=safe_files.LEDGER_BYTES, root=root)
+    except (OSError, LedgerError):
         return None
+    return found
 
 
-def _front_matter_digest(spec: Path) -> str | None:
+def _raise(error: OSError) -> None:
+    raise error
+
+
+def _front_matter_digest(op_dir: Path) -> str | None:
     """sha256 of SPEC.md's front matter (the adapter reads all of it; the prose is not read)."""
     try:
-        lines = spec.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        text = read_spec(op_dir)
+    except LedgerError:
         return None
+    lines = (text or "").splitlines()
     if not lines or lines[0].strip() != "---":
         return None
     end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), len(lines))

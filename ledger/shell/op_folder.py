@@ -13,8 +13,10 @@ from attrs import frozen
 
 from ledger.domain.manifest import parse_manifest, read_front_matter
 from ledger.errors import BadInput
+from ledger.log import safe_files
 from ledger.schema.shared_methods import SharedValue
 from ledger.shell import layout_check
+from ledger.shell.manifest_file import read_spec
 
 IMPL_NAMES = ("INPUT_NAMES", "OUTPUT_NAMES", "DTYPES", "resolve_config", "build_kernel")
 GOLDEN_NAMES = ("make_inputs", "golden")
@@ -34,8 +36,10 @@ class Violation(SharedValue):
 
 
 def _defined(path: Path) -> set[str]:
-    """Module-level names a file assigns or defines."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    """Module-level names a file assigns or defines (BadInput for a file that is not a
+    regular UTF-8 file inside the root: ledger/log/safe_files.py)."""
+    text = safe_files.read_text(path, limit=safe_files.TEXT_BYTES, root=path.parents[2])
+    tree = ast.parse(text, str(path))
     names: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
@@ -55,8 +59,8 @@ def check(op_dir: Path, op: str, run_layout: bool = True) -> list[Violation]:
         return [Violation(rel, "no such op folder", f"tune-ledger new-op {op}")]
     if not spec.is_file():
         return [Violation(f"{rel}/SPEC.md", "missing", f"tune-ledger new-op {op} writes one")]
-    text = spec.read_text(encoding="utf-8")
     try:
+        text = read_spec(op_dir) or ""
         manifest = parse_manifest(text, f"{rel}/SPEC.md")
         front = read_front_matter(text, f"{rel}/SPEC.md")
     except BadInput as e:
@@ -84,6 +88,9 @@ def check(op_dir: Path, op: str, run_layout: bool = True) -> list[Violation]:
             continue
         try:
             defined = _defined(path)
+        except BadInput as e:
+            found.append(Violation(f"{rel}/{name}", e.message, e.hint or "replace the file"))
+            continue
         except SyntaxError as e:
             found.append(
                 Violation(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from attrs import frozen
 
 from ledger.errors import BadInput, LedgerDamaged
+from ledger.log import safe_files
 from ledger.schema.events import RollbackAccepted
 from ledger.schema.shared_methods import SharedValue
 
@@ -157,9 +158,9 @@ def _recorded(memory_path: Path, op: str | None) -> Position | None:
     """The position MEMORY.md records for `op`; None when there is no such evidence."""
     try:
         found = _header_position(memory_path)
-    except OSError:
-        # No MEMORY.md (or none readable) is no evidence; the commands that render or check it
-        # report its problems themselves.
+    except (OSError, BadInput):
+        # No MEMORY.md (or none readable: a folder, a FIFO, too large) is no evidence; the
+        # commands that render or check it report its problems themselves.
         return None
     if found is None:
         return None
@@ -174,13 +175,13 @@ def _header_position(memory_path: Path) -> tuple[str, Position] | None:
     # character cut at the chunk's end (replaced) cannot change what is found.
     from ledger.projections import memory_file
 
-    fd = os.open(memory_path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = safe_files.open_regular(memory_path)  # never through a link, never a FIFO
     try:
         head = os.read(fd, _HEAD_BYTES)
         found = memory_file.recorded_position(head.decode("utf-8", "replace"))
         if found is not None or len(head) < _HEAD_BYTES:
             return found
-        rest = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+        whole = safe_files.read_descriptor(fd, memory_path, safe_files.TEXT_BYTES)
     finally:
         os.close(fd)
-    return memory_file.recorded_position((head + rest).decode("utf-8", "replace"))
+    return memory_file.recorded_position(whole.decode("utf-8", "replace"))

@@ -22,7 +22,7 @@ from attrs import frozen
 from ledger import processes
 from ledger.domain import inputs
 from ledger.errors import BadInput
-from ledger.log import codec
+from ledger.log import codec, safe_files
 from ledger.schema.events import FAILURES, Binding, Origin, OutputCheck
 from stages import commands as cmd
 
@@ -167,7 +167,7 @@ def perf_dir_document(directory: str) -> tuple[dict[str, Any], str, str]:
             hint="parse the artefacts first: python -m tools.pypto.run --perf-dir DIR --json "
             "> DIR/measurement.json",
         )
-    data = path.read_bytes()
+    data = safe_files.read_bytes(path, limit=safe_files.JSON_BYTES)
     try:
         doc = codec.loads(data)
     except ValueError as e:

@@ -8,11 +8,13 @@ name; the adapter's package is the one importable where the scaffold runs.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 from pathlib import Path
 from string import Template
 
 from ledger.errors import BadInput
+from ledger.log import safe_files
 from ledger.shell.layout_check import adapter_package
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -34,7 +36,7 @@ def write_op(root: Path, op: str, package: str | None = None) -> list[Path]:
             hint="use letters, digits and underscores, starting with a letter (e.g. layer_norm)",
         )
     op_dir = root / "custom" / op
-    if op_dir.exists():
+    if os.path.lexists(op_dir):
         raise BadInput(
             f"{op_dir} exists already",
             hint=f"check it with `tune-ledger check-op {op}`, or pick another name",
@@ -48,12 +50,13 @@ def write_op(root: Path, op: str, package: str | None = None) -> list[Path]:
     name = found[0]
     templates = _template_folder(name)
     values = {"op": op, "package": package or name}
-    op_dir.mkdir(parents=True)
+    # Never through a link (`custom/` may be one in a cloned repository): ledger/log/safe_files.
+    safe_files.make_dirs(op_dir, root=root)
     written = []
     for target, template in TEMPLATES.items():
         path = op_dir / target.format(op=op)
-        text = (templates / template).read_text(encoding="utf-8")
-        path.write_text(Template(text).substitute(values), encoding="utf-8")
+        text = (templates / template).read_text(encoding="utf-8")  # shipped with the package
+        safe_files.write_new(path, Template(text).substitute(values).encode("utf-8"), root=root)
         written.append(path)
     return written
 
