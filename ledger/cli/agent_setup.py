@@ -3,27 +3,30 @@ registration for one client (opencode or Claude Code) into a kernel repository."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ledger.cli.base import Ctx, pass_ctx
 from ledger.errors import BadInput
+from ledger.shell.op_folder import adapter_folder
 
-# The agents ship as files beside the adapter (tools/agents/<client>/), read as data: the core
-# never imports tools/ (an import contract).
-AGENTS = Path(__file__).resolve().parents[2] / "tools" / "agents"
 CLIENTS = ("opencode", "claude")
 
 
-def _shipped(client: str) -> list[Path]:
-    folder = AGENTS / client
-    if not folder.is_dir():
+def shipped_files(client: str) -> dict[str, bytes]:
+    """The files of `client`'s agent, by their path in a kernel repository."""
+    # They ship in the adapter's package, `agents/CLIENT/` (tools/agents/ in this checkout,
+    # `tune_ledger_tools/agents/` once installed), and are read as data: the core never
+    # imports the adapter (an import contract).
+    found = adapter_folder()
+    folder = found[1] / "agents" / client if found else None
+    if folder is None or not folder.is_dir():
         raise BadInput(
-            f"the shipped agent files are not found at {folder}",
-            hint="run agent-setup from a tune-ledger source checkout (pip install -e .)",
+            f"the shipped agent files for {client} are not installed (agents/{client}/ of the "
+            "adapter's package)",
+            hint="reinstall tune-ledger (pip install tune-ledger), then run agent-setup again",
         )
-    return sorted(p for p in folder.rglob("*") if p.is_file())
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in files}
 
 
 @click.command("agent-setup")
@@ -38,7 +41,7 @@ def _shipped(client: str) -> list[Path]:
 @pass_ctx
 def agent_setup(ctx: Ctx, client: str, force: bool) -> None:
     """Install the optimizer agent and the MCP server's config for CLIENT under --root."""
-    files = {p.relative_to(AGENTS / client).as_posix(): p.read_bytes() for p in _shipped(client)}
+    files = shipped_files(client)
     differing = [
         name
         for name, data in files.items()

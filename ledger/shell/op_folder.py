@@ -38,15 +38,21 @@ class Violation(SharedValue):
         return f"{self.file}: {self.problem} (fix: {self.fix})"
 
 
-def adapter_package() -> tuple[str, Path] | None:
-    """The importable package holding the PyPTO adapter (the wheel's, else this checkout's)
-    and the folder to put on PYTHONPATH for it; top-level lookups import nothing."""
+def adapter_folder() -> tuple[str, Path] | None:
+    """The importable package holding the PyPTO adapter (the wheel's `tune_ledger_tools`, else
+    this checkout's `tools`) and its own folder; top-level lookups import nothing."""
     for name in ("tune_ledger_tools", "tools"):
         found = importlib.util.find_spec(name)
         for folder in list(found.submodule_search_locations or []) if found else []:
             if (Path(folder) / "pypto" / "run.py").is_file():
-                return name, Path(folder).resolve().parent
+                return name, Path(folder).resolve()
     return None
+
+
+def adapter_package() -> tuple[str, Path] | None:
+    """The adapter's package name and the folder to put on PYTHONPATH for it."""
+    found = adapter_folder()
+    return None if found is None else (found[0], found[1].parent)
 
 
 def _defined(path: Path) -> set[str]:
