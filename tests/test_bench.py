@@ -13,7 +13,7 @@ from cli_harness import run_main
 
 from ledger.log.store import FileStore
 from ledger.shell.api import OpLedger
-from tools.bench import core, ledgers, run
+from tools.bench import campaign, core, ledgers, run
 from tools.bench.timing import Guardrail
 
 
@@ -142,3 +142,19 @@ def test_the_bench_runs_as_a_module_from_the_repository_root(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert found["events"] == 100 and Path(found["root"]).parent == tmp_path
+
+
+@pytest.mark.slow
+def test_the_agent_sessions_ledger_time_leaves_out_the_runs_it_made(tmp_path: Path) -> None:
+    """A real (one-attempt) MCP session on softmax: the compare, layout check and measurement
+    are runs of this session (the baseline is the compare's cached run), and the ledger's time
+    is what remains of the calls."""
+    pytest.importorskip("pypto")
+    pytest.importorskip("mcp")
+    guardrail = campaign.agent_over_mcp(tmp_path, 1, lambda _m: None)
+    (ledger_s,), (wall_s,) = guardrail.value, guardrail.reference
+    assert guardrail.extra["runs"] == 3
+    assert 0 < ledger_s < guardrail.extra["calls_s"] < wall_s
+    assert guardrail.extra["calls_s"] - guardrail.extra["runs_s"] == pytest.approx(
+        ledger_s, abs=0.01
+    )
