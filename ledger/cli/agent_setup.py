@@ -3,6 +3,8 @@ registration for one client (opencode or Claude Code) into a kernel repository."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ledger.cli.base import Ctx, pass_ctx
@@ -12,8 +14,8 @@ from ledger.shell.op_folder import adapter_folder
 CLIENTS = ("opencode", "claude")
 
 
-def shipped_files(client: str) -> dict[str, bytes]:
-    """The files of `client`'s agent, by their path in a kernel repository."""
+def shipped_folder(client: str) -> Path:
+    """The folder of `client`'s shipped agent files."""
     # They ship in the adapter's package, `agents/CLIENT/` (tools/agents/ in this checkout,
     # `tune_ledger_tools/agents/` once installed), and are read as data: the core never
     # imports the adapter (an import contract).
@@ -25,8 +27,7 @@ def shipped_files(client: str) -> dict[str, bytes]:
             "adapter's package)",
             hint="reinstall tune-ledger (pip install tune-ledger), then run agent-setup again",
         )
-    files = sorted(p for p in folder.rglob("*") if p.is_file())
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in files}
+    return folder
 
 
 @click.command("agent-setup")
@@ -41,7 +42,9 @@ def shipped_files(client: str) -> dict[str, bytes]:
 @pass_ctx
 def agent_setup(ctx: Ctx, client: str, force: bool) -> None:
     """Install the optimizer agent and the MCP server's config for CLIENT under --root."""
-    files = shipped_files(client)
+    folder = shipped_folder(client)
+    shipped = sorted(p for p in folder.rglob("*") if p.is_file())
+    files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in shipped}
     differing = [
         name
         for name, data in files.items()
@@ -51,7 +54,8 @@ def agent_setup(ctx: Ctx, client: str, force: bool) -> None:
         raise BadInput(
             f"{', '.join(differing)} already exist under {ctx.root} and differ from the "
             "shipped files; nothing was written",
-            hint="merge them by hand (see tools/agents/), or pass --force to overwrite them",
+            hint=f"merge them by hand (the shipped ones are in {folder}), or pass --force to "
+            "overwrite them",
             details={"differing": differing},
         )
     written = []
