@@ -12,12 +12,12 @@ from pathlib import Path
 from driver import Driver, candidate, compare, layout, vec, verify
 from test_report_golden import campaign as three_stage_campaign
 
-from ledger.errors import RetryRefusal
 from ledger.log.record import to_line
 from ledger.schema.events import Origin
 from ledger.shell.api import OpLedger
 from stages import commands as cmd
-from tools.bench.campaign import Campaign
+from tools.bench.dashboard import EVENTS_PER_ATTEMPT
+from tools.bench.ledgers import write_campaign
 
 # User text that tries to break out of HTML: a tag, a script, quotes, an entity, a comment,
 # and the end of a table cell and row.
@@ -109,21 +109,8 @@ def write_repository(root: Path) -> None:
     edit_line(write_op(root, "broken", small_campaign("broken")), 5)
 
 
-def api_campaign(root: Path, op: str, attempts: int, seed: int = 3) -> OpLedger:
-    """A synthetic campaign of `op` (tools/bench/campaign.py's script) run command by command
-    through the Python API, as an agent's would be: every append, render and verdict real."""
-    ledger = OpLedger(root, op)
-    campaign = Campaign(seed, attempts * 3, op)
-    script = campaign.script()
-    command = next(script)
-    while True:
-        try:
-            result = ledger.execute(command)
-        except RetryRefusal:  # R9: the script draws another
-            command = script.send(None)
-            continue
-        campaign.state = result.state
-        state = result.state
-        if len(state.attempts) >= attempts and state.pending is None:
-            return ledger
-        command = script.send(result.events)
+def api_campaign(root: Path, op: str, attempts: int, seed: int = 3) -> None:
+    """A synthetic campaign of `op` of about `attempts` attempts (tools/bench/ledgers.py's
+    model) run command by command through the Python API, as an agent's would be: every
+    append and verdict real, MEMORY.md rendered at the end."""
+    write_campaign(root, round(attempts * EVENTS_PER_ATTEMPT), seed=seed, op=op)

@@ -224,15 +224,17 @@ def test_the_page_of_an_op_that_is_gone_is_removed(tmp_path: Path) -> None:
 
 
 def test_the_bench_makes_ops_of_every_planned_size_that_audit_finds_clean(tmp_path: Path) -> None:
-    """tools/bench/dashboard.py's ops: campaigns of 30 to 300 attempts, each op clean, so the
-    200-op figure times the dashboard on ledgers audit accepts."""
+    """tools/bench/dashboard.py's ops: campaigns of about 30 to 300 attempts (planned by events,
+    within 20% of the plan), each op clean, so the 200-op figure times the dashboard on ledgers
+    audit accepts."""
     from tools.bench.dashboard import MAX_ATTEMPTS, MIN_ATTEMPTS, attempts_of, write_ops
 
     totals = write_ops(tmp_path, 3)
     result = site.build(tmp_path, tmp_path / "site")
     assert [v.op for v in result.views] == ["op000", "op001", "op002"] and result.clean
     sizes = [v.summary.attempts for v in result.views if v.summary is not None]
-    assert sizes == [attempts_of(n) for n in range(3)] and totals["attempts"] == sum(sizes)
+    assert all(abs(size - attempts_of(n)) <= 0.2 * attempts_of(n) for n, size in enumerate(sizes))
+    assert totals["attempts"] == sum(sizes)
     assert all(MIN_ATTEMPTS <= attempts_of(n) <= MAX_ATTEMPTS for n in range(200))
 
 

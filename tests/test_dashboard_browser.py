@@ -200,7 +200,7 @@ def test_the_attempts_filter_shows_only_matching_rows(repository: Path, visit: V
     page = visit.open(repository / site.DEFAULT_OUT / "ops" / "generated.html")
     rows = page.locator("#attempts tbody tr")
     total = rows.count()
-    assert total == 40
+    assert total == len(OpLedger(repository, "generated").load().state.attempts) > 30
 
     def shown() -> list[str]:
         return [rows.nth(i).inner_text() for i in range(total) if rows.nth(i).is_visible()]

@@ -37,20 +37,36 @@ def test_the_needed_config_runs_first_and_guesses_no_longer_wanted_are_dropped()
     assert ahead.runs == 3
 
 
+def _returns(ahead: MeasureAhead, config: dict[str, Any], seconds: float = 10) -> bool:
+    """Whether `ahead.wait(config)` returns within `seconds` (a blocked wait is left behind in
+    a daemon thread, so a broken behaviour fails the test instead of hanging it)."""
+    waiter = threading.Thread(target=ahead.wait, args=(config,), daemon=True)
+    waiter.start()
+    waiter.join(seconds)
+    return not waiter.is_alive()
+
+
 def test_a_failing_run_does_not_block_the_campaign() -> None:
     """A worker whose run raises (the verifier could not start) is done: `wait` returns and
-    the ledger's own `measure` then reports the error."""
+    the ledger's own `measure` then reports the error; the worker goes on with the next
+    config the campaign plans."""
+    attempted: list[int] = []
 
     def measure(config: dict[str, Any], _started: Started) -> None:
-        raise RuntimeError("the verifier could not start")
+        attempted.append(config["n"])
+        if config["n"] < 2:
+            raise RuntimeError("the verifier could not start")
 
     ahead = MeasureAhead(2, measure)
     try:
         ahead.plan({"n": 0}, [{"n": 1}])
-        ahead.wait({"n": 0})
-        ahead.wait({"n": 1})
+        assert _returns(ahead, {"n": 0}) and _returns(ahead, {"n": 1})
+        ahead.plan({"n": 2}, [])  # the next step, after `measure` reported the error
+        assert _returns(ahead, {"n": 2})
     finally:
         ahead.close()
+    assert sorted(attempted) == [0, 1, 2]
+    assert (ahead.runs, ahead.killed) == (3, 0)
 
 
 def test_closing_kills_the_runs_in_flight() -> None:

@@ -1,15 +1,17 @@
-"""R5-R7: change kinds, one change at a time, and the constrained search of each point."""
+"""R5-R7: change kinds, one change at a time, the constrained search of each point, and
+status warning when the kernel on disk is not the best's (R6: start from the best)."""
 
 from __future__ import annotations
 
 import pytest
+from cli_harness import OP, Cli, frontend
 from driver import BASE_CONFIG, Driver, candidate, in_point, in_stage, vec, verify
 
 from ledger.errors import BadInput
 from stages import allowed, alternates
 from stages import commands as cmd
 
-# --- R5 change kinds -----------------------------------------------------------------------
+# --- R5 change kinds -----------------------------------------------------------------------------
 
 
 def test_stages_one_to_three_refuse_algorithm_changes() -> None:
@@ -39,7 +41,7 @@ def test_an_algorithm_change_without_the_implementation_digest_warns() -> None:
     assert any("digest" in w for w in driver.warnings)
 
 
-# --- R6 one change at a time -----------------------------------------------------------------
+# --- R6 one change at a time ---------------------------------------------------------------------
 
 
 def test_a_second_change_waits_for_the_pending_one() -> None:
@@ -98,7 +100,7 @@ def test_fail_records_a_rollback_with_its_category() -> None:
     assert driver.state.pending is None
 
 
-# --- R7 points -------------------------------------------------------------------------------
+# --- R7 points -----------------------------------------------------------------------------------
 
 
 def test_every_attempt_belongs_to_the_open_point() -> None:
@@ -139,7 +141,7 @@ def test_not_applicable_needs_a_reason() -> None:
         in_point().run(cmd.ClosePoint(name="F-1", reason="", not_applicable=True))
 
 
-# --- R7 candidate phase ----------------------------------------------------------------------
+# --- R7 candidate phase --------------------------------------------------------------------------
 
 
 def test_a_candidate_needs_its_prior() -> None:
@@ -202,7 +204,7 @@ def test_too_many_candidates_warn() -> None:
     assert any("more than the 6" in w for w in driver.warnings)
 
 
-# --- R7 mutation phase: no-gain streaks --------------------------------------------------------
+# --- R7 mutation phase: no-gain streaks ----------------------------------------------------------
 
 
 def _mutate(driver: Driver, width: int, time: float) -> dict[str, object]:
@@ -248,3 +250,30 @@ def test_the_streak_limit_is_a_policy_per_stage() -> None:
     driver.run(cmd.SetPolicy(key="patience.swimlane", value=6))
     _mutate(driver, 48, 100.0)
     assert driver.state.points["S-1"].outcome == "exhausted"
+
+
+# --- R6: status warns when the kernel on disk is not the best's ----------------------------------
+
+
+def test_status_warns_as_soon_as_the_implementation_differs(cli: Cli) -> None:
+    from ledger.domain.inputs import file_digest
+
+    frontend(cli)
+    impl = cli.root / "custom" / OP / f"{OP}_impl.py"
+    best = file_digest(impl)
+    assert cli.ok("status", OP)["warnings"] == []
+    assert cli.ok("status", OP)["impl_digest_expected"] == best
+    original = impl.read_text("utf-8")
+    impl.write_text(original + "# edited\n", "utf-8")
+    now = file_digest(impl)[:12]
+    where = f"custom/{OP}/{OP}_impl.py"
+    warning = (
+        f"R6: {where} has digest {now}, the best was measured with {best[:12]}; restore "
+        f"{where} (`git restore {where}` or `git checkout -- {where}` when git tracks it) "
+        "before the next attempt, which starts from the best"
+    )
+    for view in ("status", "resume"):
+        assert cli.ok(view, OP)["warnings"] == [warning]
+        assert f"warning: {warning}" in cli(view, OP, as_json=False).stderr
+    impl.write_text(original, "utf-8")
+    assert cli.ok("status", OP)["warnings"] == []

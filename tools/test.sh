@@ -12,11 +12,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-.venv/bin/python}
-"$py" -m ruff check ledger stages tools tests
-"$py" -m ruff format --check ledger stages tools tests
+"$py" -m ruff check ledger stages tools tests setup.py
+"$py" -m ruff format --check ledger stages tools tests setup.py
 # The layers (pyproject.toml, [tool.importlinter]): an upward import fails here.
 "$py" -c "import sys; from importlinter.cli import lint_imports_command as run; sys.exit(run())"
-# Strict everywhere; pypto, torch and optuna are untyped to mypy, so it needs no extra here.
+# Strict everywhere; pypto and torch are untyped to mypy, so it needs no extra here.
 "$py" -m mypy
 "$py" -m pip install -q -e '.[pypto]'
 # -rs names skips.

@@ -10,21 +10,25 @@ import click
 from ledger.cli.base import Ctx, pass_ctx
 from ledger.errors import BadInput
 from ledger.log import safe_files
+from ledger.shell.layout_check import adapter_folder
 
-# The agents ship as files beside the adapter (tools/agents/<client>/), read as data: the core
-# never imports tools/ (an import contract).
-AGENTS = Path(__file__).resolve().parents[2] / "tools" / "agents"
 CLIENTS = ("opencode", "claude")
 
 
-def _shipped(client: str) -> list[Path]:
-    folder = AGENTS / client
-    if not folder.is_dir():
+def shipped_folder(client: str) -> Path:
+    """The folder of `client`'s shipped agent files."""
+    # They ship in the adapter's package, `agents/CLIENT/` (tools/agents/ in this checkout,
+    # `tune_ledger_tools/agents/` once installed), and are read as data: the core never
+    # imports the adapter (an import contract).
+    found = adapter_folder()
+    folder = found[1] / "agents" / client if found else None
+    if folder is None or not folder.is_dir():
         raise BadInput(
-            f"the shipped agent files are not found at {folder}",
-            hint="run agent-setup from a tune-ledger source checkout (pip install -e .)",
+            f"the shipped agent files for {client} are not installed (agents/{client}/ of the "
+            "adapter's package)",
+            hint="reinstall tune-ledger (pip install tune-ledger), then run agent-setup again",
         )
-    return sorted(p for p in folder.rglob("*") if p.is_file())
+    return folder
 
 
 def _existing(root: Path, name: str) -> bytes | None:
@@ -47,7 +51,9 @@ def _existing(root: Path, name: str) -> bytes | None:
 @pass_ctx
 def agent_setup(ctx: Ctx, client: str, force: bool) -> None:
     """Install the optimizer agent and the MCP server's config for CLIENT under --root."""
-    files = {p.relative_to(AGENTS / client).as_posix(): p.read_bytes() for p in _shipped(client)}
+    folder = shipped_folder(client)
+    shipped = sorted(p for p in folder.rglob("*") if p.is_file())
+    files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in shipped}
     # What is there now: never read or written through a link (ledger/log/safe_files.py).
     present = {name: _existing(ctx.root, name) for name in files}
     differing = [name for name, data in files.items() if present[name] not in (None, data)]
@@ -55,7 +61,8 @@ def agent_setup(ctx: Ctx, client: str, force: bool) -> None:
         raise BadInput(
             f"{', '.join(differing)} already exist under {ctx.root} and differ from the "
             "shipped files; nothing was written",
-            hint="merge them by hand (see tools/agents/), or pass --force to overwrite them",
+            hint=f"merge them by hand (the shipped ones are in {folder}), or pass --force to "
+            "overwrite them",
             details={"differing": differing},
         )
     written = []

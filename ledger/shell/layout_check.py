@@ -23,15 +23,21 @@ FILE_NAME = "layout_check.py"
 TIMEOUT_S = 120.0  # a static check; a manifest's verifier limit applies where one is declared
 
 
-def adapter_package() -> tuple[str, Path] | None:
-    """The importable package holding the PyPTO adapter (the wheel's, else this checkout's)
-    and the folder to put on PYTHONPATH for it; top-level lookups import nothing."""
+def adapter_folder() -> tuple[str, Path] | None:
+    """The importable package holding the PyPTO adapter (the wheel's `tune_ledger_tools`, else
+    this checkout's `tools`) and its own folder; top-level lookups import nothing."""
     for name in ("tune_ledger_tools", "tools"):
         found = importlib.util.find_spec(name)
         for folder in list(found.submodule_search_locations or []) if found else []:
             if (Path(folder) / "pypto" / "run.py").is_file():
-                return name, Path(folder).resolve().parent
+                return name, Path(folder).resolve()
     return None
+
+
+def adapter_package() -> tuple[str, Path] | None:
+    """The adapter's package name and the folder to put on PYTHONPATH for it."""
+    found = adapter_folder()
+    return None if found is None else (found[0], found[1].parent)
 
 
 def environment(env: Mapping[str, str] | None = None) -> dict[str, str]:

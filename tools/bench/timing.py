@@ -1,70 +1,28 @@
-"""The bench's measuring and reporting primitives: timed calls, alternated sides, one figure."""
+"""The bench's measuring primitives: timed calls and processes, sides timed in turn, and one
+guardrail (a ratio of two sides measured in the same run, with its limit)."""
 
 from __future__ import annotations
 
-import math
+import os
 import statistics
+import subprocess
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# Processes run with compiled modules, as an installed tool has them: a shell that sets
+# PYTHONDONTWRITEBYTECODE would make every side recompile its sources at every start.
+PROCESS_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
-def summary(samples: Sequence[float]) -> dict[str, Any]:
-    """min / median / max of repeated samples, and how many there were."""
+
+def summary(samples: Sequence[float]) -> dict[str, float]:
+    """min / median / max of repeated samples."""
     return {
-        "min": min(samples),
-        "median": statistics.median(samples),
-        "max": max(samples),
-        "n": len(samples),
+        "min": round(min(samples), 6),
+        "median": round(statistics.median(samples), 6),
+        "max": round(max(samples), 6),
     }
-
-
-def figure(
-    *,
-    value: float | None,
-    reference: float | None,
-    unit: str,
-    ratio: float | None,
-    ratio_is: str,
-    goal: str,
-    met: bool | None,
-    what: str,
-    reference_is: str,
-    noise: dict[str, Any] | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    """One figure of the report."""
-    return {
-        "what": what,
-        "value": rounded(value),
-        "reference": rounded(reference),
-        "reference_is": reference_is,
-        "unit": unit,
-        "ratio": rounded(ratio),
-        "ratio_is": ratio_is,
-        "goal": goal,
-        "met": met,
-        "noise": noise or {},
-        **extra,
-    }
-
-
-def rounded(value: float | None) -> float | None:
-    """Six significant digits, so a report does not print timer noise; None and inf as they are."""
-    if value is None or not math.isfinite(value):
-        return value
-    return float(f"{value:.6g}")
-
-
-# A figure's sides are timed alternately, so that drift (thermal, other load) hits both alike.
-def alternate(*measures: Callable[[], float], repeats: int) -> list[list[float]]:
-    """Time measurements in turn, round after round; each callable returns the seconds it
-    measured. The samples of each, in order."""
-    samples: list[list[float]] = [[] for _ in measures]
-    for _ in range(repeats):
-        for measure, taken in zip(measures, samples, strict=True):
-            taken.append(measure())
-    return samples
 
 
 def timed(fn: Callable[[], Any]) -> float:
@@ -72,3 +30,69 @@ def timed(fn: Callable[[], Any]) -> float:
     started = time.perf_counter()
     fn()
     return time.perf_counter() - started
+
+
+def process(argv: Sequence[str], env: dict[str, str] | None = None) -> float:
+    """The wall time of one process, start to exit; it must succeed."""
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=env or PROCESS_ENV, capture_output=True, check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stdout[-400:]!r}")
+    return elapsed
+
+
+def alternate(*measures: Callable[[], float], repeats: int) -> list[list[float]]:
+    """Each measure in turn, round after round, so that drift (other load on the machine)
+    hits every side alike; the seconds each returned, in order."""
+    samples: list[list[float]] = [[] for _ in measures]
+    for _ in range(repeats):
+        for measure, taken in zip(measures, samples, strict=True):
+            taken.append(measure())
+    return samples
+
+
+@dataclass
+class Guardrail:
+    """One guardrail: `value` (the side under test) over `reference` (its anchor, measured in
+    the same run), medians of their samples, against `limit` (`at_most` or at least)."""
+
+    name: str
+    what: str
+    value_is: str
+    reference_is: str
+    value: list[float]
+    reference: list[float]
+    limit: float
+    at_most: bool = True
+    ratio_is: str = "value / reference"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float:
+        value, reference = statistics.median(self.value), statistics.median(self.reference)
+        return value / reference if self.at_most else reference / value
+
+    @property
+    def passed(self) -> bool:
+        return self.ratio <= self.limit if self.at_most else self.ratio >= self.limit
+
+    def report(self) -> dict[str, Any]:
+        """The guardrail as plain data: its ratio, limit, verdict and both sides' noise."""
+        found = asdict(self)
+        found["value"], found["reference"] = summary(self.value), summary(self.reference)
+        found.update(ratio=round(self.ratio, 4), passed=self.passed, n=len(self.value))
+        return found
+
+    def line(self) -> str:
+        """One line for a person: verdict, name, ratio against its limit, both medians."""
+        sign = "≤" if self.at_most else "≥"
+        value, reference = statistics.median(self.value), statistics.median(self.reference)
+        return (
+            f"{'PASS' if self.passed else 'FAIL'}  {self.name:<34} {self.ratio:8.3f} {sign} "
+            f"{self.limit:<5}  ({_seconds(value)} vs {_seconds(reference)})"
+        )
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1e3:.2f} ms" if value < 1 else f"{value:.2f} s"

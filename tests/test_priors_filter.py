@@ -1,4 +1,4 @@
-"""Issue 15 item 10: `priors` leaves out candidates that cannot fit the op or change nothing:
+"""`priors` leaves out candidates that cannot fit the op or change nothing:
 tiles larger than the P0 shape, values the manifest's domain excludes, the best or the
 defaults once defaults are filled in, each named in the filtered list."""
 

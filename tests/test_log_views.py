@@ -1,4 +1,4 @@
-"""Issue 15 item 11: abandon reasons, failure details and notes appear whole where a reader
+"""Abandon reasons, failure details and notes appear whole where a reader
 looks: `log` prints them, `log OP --attempt ID` shows every field of one attempt and
 `log OP --notes` every note (MEMORY.md may shorten them)."""
 

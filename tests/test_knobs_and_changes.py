@@ -1,4 +1,4 @@
-"""Issue 15 items 2-4: knobs belong to stages and points, defaults are no change, R9 compares
+"""Knobs belong to stages and points, defaults are no change, R9 compares
 configs by value, and a new attempt starts from the best implementation (R5, R6, R7, R9)."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def refused(cli: Cli, code: int, *args: str) -> dict[str, object]:
     return result.json
 
 
-# --- item 2: knobs belong to stages and points ---------------------------------------------
+# --- knobs belong to stages and points -----------------------------------------------------------
 
 
 def test_a_knob_of_another_stage_is_refused_with_r5(cli: Cli) -> None:
@@ -111,7 +111,7 @@ def test_without_a_manifest_points_have_no_knobs(cli: Cli) -> None:
     cli.ok("try", OP, "--set", "stitch=64")
 
 
-# --- item 3: defaults are no change; R9 compares by value ---------------------------------
+# --- defaults are no change; R9 compares by value ------------------------------------------------
 
 
 def test_setting_a_knob_to_its_default_is_no_change(cli: Cli) -> None:
@@ -185,7 +185,7 @@ def test_minus_zero_is_zero_for_r9(rolled_back: Cli, spelling: str) -> None:
     assert rolled_back("try", OP, "--set", f"z={spelling}").code == 4
 
 
-# --- item 3: algorithm changes by implementation digest -----------------------------------
+# --- algorithm changes by implementation digest --------------------------------------------------
 
 
 def algorithm() -> Driver:
@@ -214,7 +214,7 @@ def test_an_implementation_measured_before_is_refused_with_r9() -> None:
     driver.decision(cmd.TryAlgorithm(description="other words", impl_digest="d2", override="why"))
 
 
-# --- item 4: start from the best -----------------------------------------------------------
+# --- start from the best -------------------------------------------------------------------------
 
 
 def test_after_a_rollback_the_implementation_must_be_the_best_again(cli: Cli) -> None:

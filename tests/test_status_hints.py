@@ -1,4 +1,4 @@
-"""Issue 15 items 2, 5, 6, 9, 11: what status, MEMORY.md and refusals tell (R1, R4, R10)."""
+"""What status, MEMORY.md and refusals tell (R1, R4, R10)."""
 
 from __future__ import annotations
 
