@@ -3,15 +3,23 @@ and closing kills the runs in flight (tools/measure_ahead.py)."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from ledger import processes
+from ledger.shell.measure import Cancel
 from tools.measure_ahead import MeasureAhead
 
-Started = Callable[[int], None]
+Started = Callable[[Cancel], None]
+
+
+def _kill(process: subprocess.Popen[bytes]) -> Cancel:
+    """The cancel of a run that is a process leading its own group."""
+    return functools.partial(processes.kill_group, process.pid)
 
 
 def test_the_needed_config_runs_first_and_guesses_no_longer_wanted_are_dropped() -> None:
@@ -23,7 +31,7 @@ def test_the_needed_config_runs_first_and_guesses_no_longer_wanted_are_dropped()
         gate.wait(10)
         order.append(config["n"])
 
-    ahead = MeasureAhead(1, measure)
+    ahead = MeasureAhead([measure])
     try:
         ahead.plan({"n": 0}, [{"n": 1}, {"n": 2}])
         time.sleep(0.1)  # the worker has taken n=0 and waits at the gate
@@ -57,7 +65,7 @@ def test_a_failing_run_does_not_block_the_campaign() -> None:
         if config["n"] < 2:
             raise RuntimeError("the verifier could not start")
 
-    ahead = MeasureAhead(2, measure)
+    ahead = MeasureAhead([measure, measure])
     try:
         ahead.plan({"n": 0}, [{"n": 1}])
         assert _returns(ahead, {"n": 0}) and _returns(ahead, {"n": 1})
@@ -71,23 +79,23 @@ def test_a_failing_run_does_not_block_the_campaign() -> None:
 
 def test_closing_kills_the_runs_in_flight() -> None:
     """A speculative run still going when the campaign ends is killed, not awaited."""
-    processes: list[subprocess.Popen[bytes]] = []
+    running: list[subprocess.Popen[bytes]] = []
 
     def measure(config: dict[str, Any], started: Started) -> None:
         process = subprocess.Popen(["sleep", "30"], start_new_session=True)
-        processes.append(process)
-        started(process.pid)
+        running.append(process)
+        started(_kill(process))
         process.wait()
 
-    ahead = MeasureAhead(2, measure)
+    ahead = MeasureAhead([measure, measure])
     ahead.plan({"n": 0}, [{"n": 1}])
     deadline = time.monotonic() + 10
-    while len(processes) < 2 and time.monotonic() < deadline:
+    while len(running) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     began = time.monotonic()
     ahead.close()
     assert time.monotonic() - began < 5
-    assert [p.poll() for p in processes] == [-9, -9]
+    assert [p.poll() for p in running] == [-9, -9]
 
 
 def test_the_pending_config_never_waits_for_a_stale_guess() -> None:
@@ -98,10 +106,10 @@ def test_the_pending_config_never_waits_for_a_stale_guess() -> None:
         ran.append(config["n"])
         if config["n"] == 1:  # the guess: a long run
             process = subprocess.Popen(["sleep", "30"], start_new_session=True)
-            started(process.pid)
+            started(_kill(process))
             process.wait()
 
-    ahead = MeasureAhead(1, measure)
+    ahead = MeasureAhead([measure])
     try:
         ahead.plan({"n": 0}, [{"n": 1}])
         ahead.wait({"n": 0})

@@ -197,6 +197,48 @@ def test_forced_npu_mode_without_a_toolkit_names_no_versions(
 
 
 @pytest.mark.slow  # adapter processes that import torch
+def test_a_pinned_run_measures_only_while_it_holds_the_npu_lock(
+    tmp_path: Path, fake_device: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given the NPU's lock ($TUNE_LEDGER_DEVICE_LOCK, tools/devices.py), the adapter opens the
+    device and prepares, then waits while another run holds the lock: no warm-up before it is
+    released, then the warm-up and the three runs."""
+    import fcntl
+    import time
+
+    lock = tmp_path / "npu0.lock"
+    held = device.open_lock(lock)
+    fcntl.flock(held, fcntl.LOCK_EX)  # another run measures on the NPU
+    monkeypatch.setenv(device.LOCK_ENV, str(lock))
+    phase_file = tmp_path / "phase"
+    monkeypatch.setenv("TUNE_LEDGER_PROGRESS_FILE", str(phase_file))
+    argv = [sys.executable, "-m", "tools.pypto.run", "--op-dir", str(write_op(tmp_path / "op"))]
+    process = subprocess.Popen(
+        [*argv, "--run-mode", "npu", "--json"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline and process.poll() is None:
+            if phase_file.exists() and "waiting for the NPU" in phase_file.read_text():
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)  # ample for the fake warm-up, were the run not waiting
+        assert fake_device.read_text().splitlines() == ["open 0"]
+    finally:
+        os.close(held)
+    out, _ = process.communicate(timeout=TIMEOUT_S)
+    assert process.returncode == 0, out
+    assert fake_device.read_text().splitlines() == [
+        "open 0",
+        "run warmup",
+        "run run_1",
+        "run run_2",
+        "run run_3",
+    ]
+    assert json.loads(out.strip().splitlines()[-1])["times_us"] == [9.5, 9.0, 8.8]
+
+
+@pytest.mark.slow  # adapter processes that import torch
 def test_a_missing_device_is_a_harness_error_nothing_measured(
     tmp_path: Path, fake_device: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,6 +20,10 @@ Stopping: the campaign's end and Ctrl-C kill the runs in flight. A SIGKILL of th
 cannot: each verifier runs in its own process group (so that its timeout kills all of it), and
 finishes by itself within its time limit, into the cache, where the resumed campaign finds it
 (its `measure` waits on the entry's lock instead of running the config a second time).
+
+Where a worker's runs go is its own `measure`: a process here (`--workers N`), one NPU of this
+host (`--devices`, tools/devices.py) or a Ray task (`--executor ray`, tools/farm.py); each run
+hands the worker the means to cancel it.
 """
 
 from __future__ import annotations
@@ -27,43 +31,45 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from ledger import processes
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Best, State
 from ledger.log import codec
 from ledger.schema.vocabulary import CONFIG_STAGES
+from ledger.shell.measure import Cancel
 
 from . import search_space
 
-# Runs one config into the cache; calls its argument with the process group of each verifier
-# run it starts (ledger/processes.py: the run and everything it started).
-Measure = Callable[[dict[str, Any], Callable[[int], None]], None]
+# Runs one config into the cache; calls its argument with the cancel of each verifier run it
+# starts (for a process here: the kill of its group, the run and everything it started).
+Measure = Callable[[dict[str, Any], Callable[[Cancel], None]], None]
 
 
 class MeasureAhead:
-    """Up to `workers` verifier runs at once, of the configs the campaign needs next."""
+    """One worker per `measures` entry (each its own way to run a config), all at once on the
+    configs the campaign needs next."""
 
-    def __init__(self, workers: int, measure: Measure) -> None:
-        self.workers = workers
-        self._measure = measure
+    def __init__(self, measures: Sequence[Measure]) -> None:
+        self.workers = len(measures)
         self._changed = threading.Condition()
         self._queue: list[str] = []  # config keys, in the order to run them
         self._configs: dict[str, dict[str, Any]] = {}
-        self._running: dict[str, list[int]] = {}  # config key -> process groups
+        self._running: dict[str, list[Cancel]] = {}  # config key -> its runs' cancels
         self._cancelled: set[str] = set()  # running, but killed: its run is not kept
         self._finished: set[str] = set()
         self._closed = False
         self.runs = 0  # verifier runs started by the workers
         self.killed = 0  # guesses killed once the campaign went another way
         self._threads = [
-            threading.Thread(target=self._work, name=f"measure-ahead-{n}", daemon=True)
-            for n in range(workers)
+            threading.Thread(
+                target=self._work, args=(measure,), name=f"measure-ahead-{n}", daemon=True
+            )
+            for n, measure in enumerate(measures)
         ]
         for thread in self._threads:
             thread.start()
@@ -122,10 +128,10 @@ class MeasureAhead:
             return
         self._cancelled.add(key)
         self.killed += 1
-        for group in self._running[key]:
-            processes.kill_group(group)
+        for cancel in self._running[key]:
+            cancel()
 
-    def _work(self) -> None:
+    def _work(self, measure: Measure) -> None:
         while True:
             with self._changed:
                 while not self._closed and not self._queue:
@@ -136,7 +142,7 @@ class MeasureAhead:
                 self._running[key] = []
                 self.runs += 1
             try:
-                self._measure(self._configs[key], functools.partial(self._started, key))
+                measure(self._configs[key], functools.partial(self._started, key))
             except Exception:  # noqa: BLE001 - `measure` reports it when the config is needed
                 pass
             finally:
@@ -148,11 +154,11 @@ class MeasureAhead:
                         self._finished.add(key)
                     self._changed.notify_all()
 
-    def _started(self, key: str, group: int) -> None:
+    def _started(self, key: str, cancel: Cancel) -> None:
         with self._changed:
-            self._running[key].append(group)
+            self._running[key].append(cancel)
             if self._closed or key in self._cancelled:
-                processes.kill_group(group)
+                cancel()
 
 
 def upcoming(space: search_space.Space, state: State, root: Path, op: str) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ a campaign resumes wherever it was interrupted; tools/autopilot.py is its comman
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -22,10 +23,12 @@ from ledger.shell import report_files
 from ledger.shell.api import OpLedger, StepResult
 from ledger.shell.layout_check import adapter_package
 from ledger.shell.manifest_file import read_manifest
+from ledger.shell.measure import Cancel, Executor
 from stages import commands as cmd
 from stages.policy import effective_policy
 
 from . import measure_ahead, search_space
+from .dispatch import ONE_WORKER, Dispatch, Placement, dispatch
 from .measure_ahead import MeasureAhead
 from .progress import Progress
 from .pypto import runner as pypto_runner
@@ -80,7 +83,7 @@ class Autopilot:
         python: str,
         max_attempts: int,
         progress: Progress,
-        workers: int = 1,
+        placement: Placement = ONE_WORKER,
         warm: bool = False,
     ) -> None:
         self.root = root
@@ -92,13 +95,28 @@ class Autopilot:
         self.say = progress.say
         self.timer = Timer()
         self.space = search_space.load(root / "custom" / op)
+        # Where the verifier runs: processes here, this host's NPUs, or a Ray cluster's
+        # (tools/dispatch.py); the PyPTO adapter holds an NPU's lock itself while it measures.
+        self.dispatch: Dispatch = dispatch(
+            placement,
+            verifier_locks=self.verifier_is_adapter(),
+            pythonpath=self.import_folders(),
+            cores=os.cpu_count() or 1,
+        )
         # A process that imported pypto and torch once; the adapter runs each of its children
         # in a fork of it (tools/pypto/warm.py), whoever starts the adapter: `tune-ledger
-        # measure` or a measure-ahead worker. Only for a verifier that is the adapter.
+        # measure` or a measure-ahead worker. Only for a verifier that is the adapter, and only
+        # on this host (a Ray task runs on another).
         self.warm: warm_worker.Worker | None = None
-        self.warm = self.start_warm_worker() if warm else None
+        if warm and placement.executor == "local":
+            self.warm = self.start_warm_worker()
         # One worker: each config is run when the ledger measures it, as before measure-ahead.
-        self.ahead = MeasureAhead(workers, self.measure_ahead) if workers > 1 else None
+        workers = self.dispatch.workers
+        self.ahead = (
+            MeasureAhead([functools.partial(self.measure_ahead, executor=e) for e in workers])
+            if len(workers) > 1
+            else None
+        )
 
     def close(self) -> None:
         """Stop the measure-ahead workers (their runs in flight are killed, not cached), then
@@ -108,12 +126,17 @@ class Autopilot:
         if self.warm is not None:
             self.warm.close()
 
+    def verifier_is_adapter(self) -> bool:
+        """Whether SPEC.md's verifier is the PyPTO adapter (it can use the warm worker, and
+        holds an NPU's lock itself while it measures)."""
+        manifest = read_manifest(self.ledger.dir)
+        verifier = manifest.verifier if manifest is not None else None
+        return verifier is not None and f"{warm_worker.__package__}.run" in verifier.argv
+
     def start_warm_worker(self) -> warm_worker.Worker | None:
         """The warm worker for this campaign's verifier runs, when SPEC.md's verifier is the
         PyPTO adapter (another verifier would never use it)."""
-        manifest = read_manifest(self.ledger.dir)
-        verifier = manifest.verifier if manifest is not None else None
-        if verifier is None or f"{warm_worker.__package__}.run" not in verifier.argv:
+        if not self.verifier_is_adapter():
             return None
         base = pypto_runner.child_environment(self.environment(), output_dir=None, home=None)
         return warm_worker.start(self.python, base)
@@ -133,16 +156,20 @@ class Autopilot:
             lambda: self.ledger.execute(command, command_line=f"autopilot {type(command).__name__}")
         )
 
+    def import_folders(self) -> list[str]:
+        """The folders the packages this process runs (the ledger, the adapter) import from."""
+        package = adapter_package()
+        folders = [str(Path(ledger.__file__).resolve().parents[1])]
+        return folders + ([str(package[1])] if package else [])
+
     def environment(self) -> dict[str, str]:
         """This environment, with the packages this process runs (the ledger, the adapter)
         importable by the processes it starts, whatever folder they run in."""
-        package = adapter_package()
-        folders = [str(Path(ledger.__file__).resolve().parents[1])]
-        folders += [str(package[1])] if package else []
         existing = os.environ.get("PYTHONPATH")
+        folders = [*self.import_folders(), *([existing] if existing else [])]
         return {
             **os.environ,
-            "PYTHONPATH": os.pathsep.join([*folders, *([existing] if existing else [])]),
+            "PYTHONPATH": os.pathsep.join(folders),
             **(self.warm.environment() if self.warm is not None else {}),
         }
 
@@ -166,8 +193,11 @@ class Autopilot:
             self.timer.runs += 1
         return outcome
 
-    def measure_ahead(self, config: dict[str, Any], on_start: Callable[[int], None]) -> None:
-        """A worker's run of `config` into the measurement cache (tools/measure_ahead.py)."""
+    def measure_ahead(
+        self, config: dict[str, Any], on_start: Callable[[Cancel], None], executor: Executor
+    ) -> None:
+        """A worker's run of `config` by `executor` into the measurement cache
+        (tools/measure_ahead.py)."""
         manifest = read_manifest(self.ledger.dir)
         plan = measuring.plan_config(
             manifest, config, "measure-ahead", None, root=self.root, op=self.op, python=self.python
@@ -179,6 +209,7 @@ class Autopilot:
             python=self.python,
             env=self.environment(),
             on_start=on_start,
+            executor=executor,
         )
 
     # --- the protocol, step by step -----------------------------------------------------------
@@ -229,7 +260,9 @@ class Autopilot:
         if not compare_ok:
             self.workflow(
                 "activation: E2E compare",
-                lambda env: self.ledger.evidence_from_spec("compare", python=self.python, env=env),
+                lambda env: self.ledger.evidence_from_spec(
+                    "compare", python=self.python, env=env, executor=self.dispatch.ledger
+                ),
             )
             self.say("recorded E2E tensor compare (the manifest's verifier, pass-verify vs golden)")
             return
@@ -252,7 +285,10 @@ class Autopilot:
         outcome = self.workflow(
             "target sheet: baseline",
             lambda env: self.ledger.target_from_spec(
-                python=self.python, cube_m=self.space.spec.cube_m, env=env
+                python=self.python,
+                cube_m=self.space.spec.cube_m,
+                env=env,
+                executor=self.dispatch.ledger,
             ),
         )
         sheet = next(e.data for e in outcome.events if e.type == "target.set")
@@ -277,7 +313,10 @@ class Autopilot:
                 self.ahead.wait(attempt.config)
             self.timer.pypto_s += time.monotonic() - started
         outcome = self.workflow(
-            label, lambda env: self.ledger.measure(attempt_id, python=self.python, env=env)
+            label,
+            lambda env: self.ledger.measure(
+                attempt_id, python=self.python, env=env, executor=self.dispatch.ledger
+            ),
         )
         result = views.attempt_result(outcome.events)
         best = self.state().best

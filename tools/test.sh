@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's checks, in the order that fails fastest: lint, format, layers and types first
-# (they need only the `test` extra), then the `pypto` extra (torch: the slow install) with the
-# same interpreter's pip, then every test, the slow ones (real processes, real PyPTO) included,
+# (they need only the `test` extra), then the `pypto` extra (torch: the slow install) and the
+# `farm` extra (Ray: tests/test_farm.py starts a local cluster) with the same interpreter's pip,
+# then every test, the slow ones (real processes, real PyPTO, Ray) included,
 # then the verdict tests again on the oldest NumPy we support (tools/oldest_numpy.sh).
 # Extra arguments go to the full pytest run. $PYTHON picks the interpreter (default
 # .venv/bin/python).
@@ -16,9 +17,9 @@ py=${PYTHON:-.venv/bin/python}
 "$py" -m ruff format --check ledger stages tools tests setup.py
 # The layers (pyproject.toml, [tool.importlinter]): an upward import fails here.
 "$py" -c "import sys; from importlinter.cli import lint_imports_command as run; sys.exit(run())"
-# Strict everywhere; pypto and torch are untyped to mypy, so it needs no extra here.
+# Strict everywhere; pypto, torch and ray are untyped to mypy, so it needs no extra here.
 "$py" -m mypy
-"$py" -m pip install -q -e '.[pypto]'
+"$py" -m pip install -q -e '.[pypto,farm]'
 # -rs names skips.
 "$py" -m pytest -rs "$@"
 bash tools/oldest_numpy.sh

@@ -4,6 +4,8 @@ The command is built from the manifest's verifier template and the attempt's ful
 argument per template token and no shell (the ledger does the quoting, never the agent). The
 verifier runs in its own process group under the manifest's wall-time limit; its memory limit
 is handed to it (`{memory_mb}`), since only the verifier knows which of its processes count.
+Where it runs is the caller's choice (an `Executor`: here by default; the autopilot pins it to
+an NPU or sends it to a Ray cluster); what comes back is sorted the same way wherever it ran.
 
 What comes back is sorted three ways (R11):
 - a harness error (the verifier could not start, exit 126/127; its usage error, exit 2; its own
@@ -17,12 +19,13 @@ What comes back is sorted three ways (R11):
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 from attrs import frozen
@@ -43,6 +46,44 @@ _FIX = (
     "fix the verifier (SPEC.md `verifier`), check it with `tune-ledger measure OP --dry-run`, "
     "then measure again"
 )
+
+
+# Handed to a run's `on_start`: stops that run from another thread (measure-ahead's cancel).
+Cancel = Callable[[], None]
+
+
+class Executor(Protocol):
+    """Runs a verifier's argv to its end or a limit, as `processes.run` does, and hands
+    `on_start` the means to cancel it. The default runs it here; the autopilot's device pinning
+    and Ray farm (tools/devices.py, tools/farm.py) run it on an NPU of this host or a cluster's.
+    FileNotFoundError / PermissionError: the program could not start."""
+
+    def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str] | None,
+        limits: processes.Limits,
+        on_start: Callable[[Cancel], None] | None,
+    ) -> processes.Finished: ...
+
+
+def run_here(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    limits: processes.Limits,
+    on_start: Callable[[Cancel], None] | None,
+) -> processes.Finished:
+    """The default executor: a process of this host, in its own group (its kill is the cancel)."""
+
+    def started(group: int) -> None:
+        if on_start is not None:
+            on_start(functools.partial(processes.kill_group, group))
+
+    return processes.run(argv, cwd=cwd, env=env, limits=limits, on_start=started)
 
 
 @frozen
@@ -156,10 +197,11 @@ def run(
     op: str,
     python: str = sys.executable,
     env: Mapping[str, str] | None = None,
-    on_start: Callable[[int], None] | None = None,
+    on_start: Callable[[Cancel], None] | None = None,
+    executor: Executor = run_here,
 ) -> Ran:
     """The plan's result: read from the measurement cache when this config ran before with
-    everything else equal, else run (`execute`) and kept in the cache when the simulator
+    everything else equal, else run by `executor` and kept in the cache when the simulator
     decided it (ledger/shell/measure_cache.py). One config is never run twice at once."""
     folder = measure_cache.folder(env)
     material = (
@@ -177,14 +219,14 @@ def run(
         )
     )
     if folder is None or material is None:
-        return execute(plan, env, on_start)
+        return execute(plan, env, on_start, executor)
     cache = measure_cache.MeasurementCache(folder)
     key = measure_cache.key_of(material)
     with cache.claim(key):
         entry = cache.lookup(key, material)
         if entry is not None:
             return Ran(run=entry.run, signal=entry.signal, cached=entry.source)
-        ran = execute(plan, env, on_start)
+        ran = execute(plan, env, on_start, executor)
         cache.store(key, material, ran.run, ran.signal)
         return ran
 
@@ -192,12 +234,14 @@ def run(
 def execute(
     plan: Plan,
     env: Mapping[str, str] | None = None,
-    on_start: Callable[[int], None] | None = None,
+    on_start: Callable[[Cancel], None] | None = None,
+    executor: Executor = run_here,
 ) -> Ran:
-    """Run the plan's argv (no shell) in its own process group under the wall-time limit, in
-    `env` (default: this process's environment); `on_start` is handed the group (to kill it)."""
+    """Run the plan's argv (no shell) with `executor` (default: in its own process group here)
+    under the wall-time limit, in `env` (default: this process's environment); `on_start` is
+    handed the run's cancel."""
     try:
-        done = processes.run(
+        done = executor(
             plan.argv,
             cwd=plan.cwd,
             env=env,
@@ -236,13 +280,14 @@ def run_baseline(
     op: str,
     python: str,
     env: Mapping[str, str] | None = None,
+    executor: Executor = run_here,
 ) -> tuple[Plan, Ran]:
     """Run the verifier on the manifest's baseline config (the target sheet's baseline, the
     activation compare), through the measurement cache, in `env` (default: this process's)."""
     plan = plan_config(
         manifest, manifest.baseline_config, label, impl_digest, root=root, op=op, python=python
     )
-    return plan, run(plan, manifest, op=op, python=python, env=env)
+    return plan, run(plan, manifest, op=op, python=python, env=env, executor=executor)
 
 
 def baseline_document(plan: Plan, ran: Ran) -> runner.Document:

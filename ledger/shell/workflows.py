@@ -46,6 +46,7 @@ class Running(TypedDict, total=False):
 
     python: str  # the interpreter the verifier template's {python} stands for
     env: Mapping[str, str] | None  # the processes' environment (default: this process's)
+    executor: measuring.Executor  # where the verifier runs (default: a process here)
     invocation: Invocation
 
 
@@ -72,6 +73,7 @@ def measure(
     *,
     python: str = sys.executable,
     env: Mapping[str, str] | None = None,
+    executor: measuring.Executor = measuring.run_here,
     invocation: Invocation = Invocation(),  # frozen: one shared default is safe
 ) -> StepResult:
     """Run the manifest's verifier on the attempt's config (None: the pending one) and record
@@ -80,7 +82,7 @@ def measure(
     def build() -> cmd.Verify | cmd.Fail:
         manifest = read_manifest(ledger.dir)
         plan = _plan(ledger, manifest, attempt, python)
-        ran = measuring.run(plan, manifest, op=ledger.op, python=python, env=env)
+        ran = measuring.run(plan, manifest, op=ledger.op, python=python, env=env, executor=executor)
         command = measuring.result_command(plan, ran)
         if manifest is not None:
             # Judge the binding by the manifest measured with, before anything is written;
@@ -98,6 +100,7 @@ def target_from_spec(
     python: str = sys.executable,
     cube_m: int | None = None,
     env: Mapping[str, str] | None = None,
+    executor: measuring.Executor = measuring.run_here,
     invocation: Invocation = Invocation(),
 ) -> StepResult:
     """Write the target sheet from SPEC.md's manifest (P0 shape, perf_target, baseline config),
@@ -127,7 +130,7 @@ def target_from_spec(
         )
         plan, ran = measuring.run_baseline(
             manifest, measuring.BASELINE, digest, root=ledger.root, op=ledger.op, python=python,
-            env=env,
+            env=env, executor=executor,
         )  # fmt: skip
         document = measuring.baseline_document(plan, ran)
         measuring.refuse_unbound_baseline("the baseline", manifest, digest, document.doc)
@@ -158,6 +161,7 @@ def evidence_from_spec(
     impl: Path | str | None = None,
     python: str = sys.executable,
     env: Mapping[str, str] | None = None,
+    executor: measuring.Executor = measuring.run_here,
     invocation: Invocation = Invocation(),
 ) -> StepResult:
     """Record activation evidence the ledger obtains itself from the op folder (R1, R11): the
@@ -173,7 +177,7 @@ def evidence_from_spec(
         digest = inputs.file_digest(path, None if impl else ledger.root)
         manifest = _manifest_with_verifier(ledger)
         if kind == "compare":
-            checks, origin = _compare(ledger, manifest, digest, python, env)
+            checks, origin = _compare(ledger, manifest, digest, python, env, executor)
             return cmd.RecordCompare(
                 outputs=checks, impl_path=shown, impl_digest=digest, origin=origin
             )
@@ -259,11 +263,12 @@ def _compare(
     impl_digest: str,
     python: str,
     env: Mapping[str, str] | None,
+    executor: measuring.Executor,
 ) -> tuple[tuple[Any, ...], Any]:
     """Every output's all_close from one verifier run of the baseline config, bound to it."""
     plan, ran = measuring.run_baseline(
         manifest, EVIDENCE_LABEL, impl_digest, root=ledger.root, op=ledger.op, python=python,
-        env=env,
+        env=env, executor=executor,
     )  # fmt: skip
     fix = "check the verifier with `tune-ledger measure OP --dry-run`, then record again"
     doc = harness.result_document(

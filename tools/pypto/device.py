@@ -8,9 +8,11 @@ compares two devices. The simulator is one device everywhere: its identity is a 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,9 @@ RUN_MODES = (SIM, NPU)
 HOME_ENV = "ASCEND_HOME_PATH"  # set by CANN's set_env.sh; PyPTO's switch to NPU mode
 DEVICE_ID_ENV = "TILE_FWK_DEVICE_ID"  # PyPTO's device id (an index among the visible NPUs)
 VISIBLE_ENV = "ASCEND_RT_VISIBLE_DEVICES"  # the physical NPUs a process sees, in order
+# A lock file whose flock stands for the NPU: whoever measures on it holds it (tools/devices.py
+# hands a pinned run its path; the run then holds it only while it measures on the device).
+LOCK_ENV = "TUNE_LEDGER_DEVICE_LOCK"
 # pypto 0.2.0's cost model (PYPTO.md): an Ascend 910B-class part, 24 cube + 48 vector cores.
 SIM_SOC = "Ascend910B (pypto cost model: 24 AIC + 48 AIV @ 1.8 GHz)"
 DRIVER_ROOT = Path("/usr/local/Ascend")  # where the driver installs when no ancestor has it
@@ -125,3 +130,27 @@ def _version_in(path: Path) -> str | None:
     except OSError:
         return None
     return match.group(1) if match else None
+
+
+def open_lock(path: Path) -> int:
+    """A descriptor of the NPU's lock file, made when missing; never through a link (the
+    folder may be shared by every user of the host). OSError when it cannot be opened."""
+    # Read-only is enough for flock, so another user's lock file can be opened too.
+    flags = os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    return os.open(path, flags, 0o666)
+
+
+@contextlib.contextmanager
+def measuring_alone(environ: Mapping[str, str]) -> Iterator[None]:
+    """Hold the NPU's lock ($TUNE_LEDGER_DEVICE_LOCK) for the duration, waiting for the run
+    that holds it to finish; without the variable, nothing is held."""
+    path = environ.get(LOCK_ENV)
+    if not path:
+        yield
+        return
+    fd = open_lock(Path(path))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

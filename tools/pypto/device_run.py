@@ -254,30 +254,27 @@ def run_on_device(
         return {**result, "status": "impl-error", "error": str(e)}
     except Exception as e:  # noqa: BLE001 - the kernel's own failure, classified by the parent
         return {**result, "error": child.error_chain(e), "traceback": traceback.format_exc()}
-    run_started = time.monotonic()
-    for name in run_names():
-        phase.report(f"{name} on the NPU" + (" (compiles first)" if name == "warmup" else ""))
-        folder = runs_folder / name
-        folder.mkdir()
+    if os.environ.get(device.LOCK_ENV):
+        phase.report("waiting for the NPU (another run measures on it)")
+    # Pinned by tools/devices.py, the run holds the NPU's lock from the warm-up (pypto 0.2.0
+    # compiles in the first launch) to the last warm run, so no other run measures on the NPU
+    # meanwhile; what comes before (imports, inputs, goldens, the kernel's build) and after (the
+    # host compare, parsing, the layout check) overlaps with another run's measuring.
+    with contextlib.ExitStack() as measuring:
         try:
-            for out in outputs:
-                out.zero_()
-            with stdout_to(folder / artefacts.STDOUT):
-                layer.run(kernel, [*on_device, *outputs])
-        except Exception as e:  # noqa: BLE001 - the kernel's own failure, classified by the parent
-            result.update(error=child.error_chain(e), traceback=traceback.format_exc()[-4000:])
-            result["run_s"] = round(time.monotonic() - run_started, 3)
-            return result
-        if not collect_profile(layer.profile_folder(), folder):
-            result["run_s"] = round(time.monotonic() - run_started, 3)
+            measuring.enter_context(device.measuring_alone(os.environ))
+        except OSError as e:
             return {
                 **result,
-                "status": "no-profile",
-                "error": f"{name} wrote no profile ({', '.join(artefacts.PROFILE_FILES[:3])}): "
-                "check that pypto's runtime_debug_mode=1 took effect (its log says 'aicore "
-                "profiling is opened') and that python3 can run pypto's draw_swim_lane.py",
+                "status": "device-error",
+                "error": f"cannot take the NPU's lock file {os.environ.get(device.LOCK_ENV)} "
+                f"({e}): check that its folder can be written ($TUNE_LEDGER_DEVICE_LOCKS)",
             }
-    result["run_s"] = round(time.monotonic() - run_started, 3)
+        run_started = time.monotonic()
+        stopped = _warmup_and_warm_runs(layer, kernel, on_device, outputs, runs_folder)
+        result["run_s"] = round(time.monotonic() - run_started, 3)
+    if stopped is not None:
+        return {**result, **stopped}
     if request["numerics"]:
         rtol, atol = float(request["rtol"]), float(request["atol"])
         on_host = [layer.to_host(out) for out in outputs]
@@ -286,3 +283,30 @@ def run_on_device(
         )
     result["status"] = "ok"
     return result
+
+
+def _warmup_and_warm_runs(
+    layer: DeviceLayer, kernel: Any, inputs: list[Any], outputs: list[Any], runs_folder: Path
+) -> dict[str, Any] | None:
+    """The warm-up, then the warm runs (outputs zeroed before each), each run's stdout and
+    profile kept in its folder; what the result gets when a run fails or leaves no profile,
+    else None."""
+    for name in run_names():
+        phase.report(f"{name} on the NPU" + (" (compiles first)" if name == "warmup" else ""))
+        folder = runs_folder / name
+        folder.mkdir()
+        try:
+            for out in outputs:
+                out.zero_()
+            with stdout_to(folder / artefacts.STDOUT):
+                layer.run(kernel, [*inputs, *outputs])
+        except Exception as e:  # noqa: BLE001 - the kernel's own failure, classified by the parent
+            return {"error": child.error_chain(e), "traceback": traceback.format_exc()[-4000:]}
+        if not collect_profile(layer.profile_folder(), folder):
+            return {
+                "status": "no-profile",
+                "error": f"{name} wrote no profile ({', '.join(artefacts.PROFILE_FILES[:3])}): "
+                "check that pypto's runtime_debug_mode=1 took effect (its log says 'aicore "
+                "profiling is opened') and that python3 can run pypto's draw_swim_lane.py",
+            }
+    return None
