@@ -64,7 +64,9 @@ def priors_text(data: dict[str, Any]) -> str:
             f"    {entry['command']}",
         ]
         lines += [
-            f"    {reason}" for reason in entry["reasons"][1:] if reason.startswith("warning:")
+            f"    {reason}"
+            for reason in entry["reasons"][1:]
+            if reason.startswith(("warning:", "learned from this op:"))
         ]
     if data["filtered"]:
         lines += ["", "filtered (not proposed):"]
@@ -74,6 +76,7 @@ def priors_text(data: dict[str, Any]) -> str:
         ]
     if data["notes"]:
         lines += ["", "notes:", *(f"  - {note}" for note in data["notes"])]
+    lines += ["", data["record_text"]]
     scan = data["scan"]
     if scan["files"] or scan["errors"]:
         lines += [

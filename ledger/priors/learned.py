@@ -1,0 +1,284 @@
+"""What this op's own measurements say about a candidate (issue 28 item 5): the ranking learns.
+
+A candidate moves the best config some ways (ledger/priors/moves.py: a tile axis larger, a
+scalar smaller). Two configs this ledger measured with the best's kernel speak for it when they
+differ only in the keys the candidate changes and the second moves from the first only in ways
+the candidate moves too: their medians say slower, faster or no gain (beyond the policy's
+`noise_threshold`, as a one-sample verdict of R8 judges). Of such pairs the ones starting
+nearest to the best decide (the start's values of the changed keys first, then the other keys),
+since a time rarely grows one way along a whole axis: a tile twice as large was faster from the
+baseline and slower from the best. A config that failed to compile (or failed its accuracy or
+layout check) is a limit: a candidate that moves its way and at least as far is predicted to
+fail as well.
+
+The call: failed or slower (and nowhere faster) drops the candidate with the attempts cited;
+faster ranks it first, then untested ones, then no gain, then mixed evidence. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from attrs import frozen
+
+from ledger.domain.configs import filled
+from ledger.domain.state import State
+from ledger.log import codec
+from ledger.priors.diversity import config_distance
+from ledger.priors.moves import Move, config_moves
+from ledger.schema.shared_methods import SharedValue
+from stages.binding import best_impl_digest
+from stages.policy import effective_policy
+
+Outcome = Literal["faster", "no-gain", "slower", "failed"]
+Call = Literal["faster", "untested", "no-gain", "mixed", "slower", "failed"]
+# The order the calls rank in; "slower" and "failed" are dropped, never ranked.
+RANK_OF_CALL: Mapping[str, int] = {"faster": 0, "untested": 1, "no-gain": 2, "mixed": 3}
+DROPPED: frozenset[str] = frozenset({"slower", "failed"})
+# Failures the config decides (a timeout, an OOM or a crash may be the machine's).
+CONFIG_FAILURES = ("compile", "accuracy", "layout")
+_ADOPTED = ("adopt", "target-reached")
+BASELINE = "baseline"
+SHOWN_FINDINGS = 3  # findings spelt out in a reason; --json lists them all
+
+
+@frozen(repr=False, eq=False)
+class MeasuredConfig(SharedValue):
+    """One config this op measured (the baseline or an attempt): its median, or its failure."""
+
+    attempt: str  # the attempt's id, or "baseline"
+    config: dict[str, Any]  # with the manifest's defaults filled in
+    median_us: float | None
+    failure: str | None
+    seq: int  # 0 for the baseline: later measurements win ties
+
+    @property
+    def label(self) -> str:
+        """ "the baseline" or "attempt <id>"."""
+        return "the baseline" if self.attempt == BASELINE else f"attempt {self.attempt}"
+
+
+@frozen(repr=False, eq=False)
+class Finding(SharedValue):
+    """A measured pair (or a failure) that speaks for a candidate, and what it says."""
+
+    moves: tuple[Move, ...]  # how `end` moved from `start` (from the best, for a failure)
+    start: str  # an attempt's id, or "baseline"
+    end: str
+    outcome: Outcome
+    ratio: float | None  # end's median / start's
+    text: str
+
+
+@frozen(repr=False, eq=False)
+class Learned(SharedValue):
+    """The call on one candidate and the findings behind it."""
+
+    call: Call
+    moves: tuple[Move, ...]  # how the candidate moves the best config
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def dropped(self) -> bool:
+        """True when the op's own measurements say the candidate is slower or fails."""
+        return self.call in DROPPED
+
+    def reason(self) -> str:
+        """One line: the call and the findings that made it."""
+        shown = "; ".join(f.text for f in self.findings[:SHOWN_FINDINGS])
+        more = len(self.findings) - SHOWN_FINDINGS
+        if more > 0:
+            shown += f"; {more} more"
+        what = {
+            "faster": "measured faster this way",
+            "no-gain": "measured no gain this way",
+            "mixed": "measured both faster and slower this way",
+            "slower": "measured slower this way",
+            "failed": "failed this way",
+            "untested": "not measured this way yet",
+        }[self.call]
+        ways = ", ".join(m.text() for m in self.moves)
+        return f"learned from this op: {ways}: {what}" + (f" ({shown})" if shown else "")
+
+
+@frozen(repr=False, eq=False)
+class OpMeasurements(SharedValue):
+    """The configs this op measured with the best's kernel, and how to judge them."""
+
+    best: MeasuredConfig | None
+    measured: tuple[MeasuredConfig, ...]
+    kinds: dict[str, str]  # the manifest's knob kinds, by key
+    defaults: dict[str, Any]
+    noise: float
+    other_kernel: int  # measured configs left out: they ran another kernel than the best's
+
+    def judge(self, config: Mapping[str, Any]) -> Learned:
+        """What the measurements say about moving the best config to `config`."""
+        if self.best is None:
+            return Learned("untested", ())
+        target = filled(config, self.defaults)
+        keys = set(self.best.config) | set(target)
+        moves = config_moves(self.best.config, target, keys, self.kinds)
+        if not moves:
+            return Learned("untested", ())
+        failures = self._failures(moves)
+        if failures:
+            return Learned("failed", moves, failures)
+        findings = self._nearest_pairs(moves)
+        outcomes = {f.outcome for f in findings}
+        call: Call = "untested"
+        if "slower" in outcomes:
+            call = "mixed" if "faster" in outcomes else "slower"
+        elif "faster" in outcomes:
+            call = "faster"
+        elif findings:
+            call = "no-gain"
+        return Learned(call, moves, findings)
+
+    def _failures(self, moves: Sequence[Move]) -> tuple[Finding, ...]:
+        """Failed configs the candidate reaches: every way they moved from the best, the
+        candidate moves too, at least as far."""
+        assert self.best is not None
+        keys = {m.key for m in moves}
+        found = []
+        for failed in reversed(self.measured):
+            if failed.failure is None:
+                continue
+            theirs = config_moves(self.best.config, failed.config, keys, self.kinds)
+            if theirs and all(any(m.reaches(t) for m in moves) for t in theirs):
+                found.append(
+                    Finding(
+                        theirs,
+                        self.best.attempt,
+                        failed.attempt,
+                        "failed",
+                        None,
+                        f"{_values(failed.config, keys)} failed ({failed.failure}) in "
+                        f"{failed.label}",
+                    )
+                )
+        return tuple(found)
+
+    def _nearest_pairs(self, moves: Sequence[Move]) -> tuple[Finding, ...]:
+        """The measured pairs that move only the candidate's ways, starting nearest the best."""
+        assert self.best is not None
+        keys = {m.key for m in moves}
+        ways = {m.way for m in moves}
+        timed = [m for m in self.measured if m.failure is None and m.median_us]
+        groups: dict[str, list[MeasuredConfig]] = {}
+        for entry in timed:
+            groups.setdefault(_context(entry.config, keys), []).append(entry)
+        best_config, moved = self.best.config, sorted(keys)
+        context = sorted(set(best_config) - keys)
+
+        def distance(entry: MeasuredConfig) -> tuple[float, float]:
+            near = config_distance(entry.config, best_config, moved)
+            around = config_distance(entry.config, best_config, context) if context else 0.0
+            return round(near, 9), round(around, 9)
+
+        starts = sorted(((distance(s), -s.seq, s) for s in timed), key=lambda d: d[:2])
+        found: list[Finding] = []
+        nearest: tuple[float, float] | None = None
+        for near, _, start in starts:
+            if nearest is not None and near != nearest:
+                break
+            for end in reversed(groups[_context(start.config, keys)]):
+                if end is start:
+                    continue
+                theirs = config_moves(start.config, end.config, keys, self.kinds)
+                if theirs and all(t.way in ways for t in theirs):
+                    found.append(self._pair(start, end, theirs, keys))
+                    nearest = near
+        return tuple(found)
+
+    def _pair(
+        self, start: MeasuredConfig, end: MeasuredConfig, moves: tuple[Move, ...], keys: set[str]
+    ) -> Finding:
+        assert start.median_us and end.median_us is not None
+        ratio = end.median_us / start.median_us
+        outcome: Outcome = "no-gain"
+        if ratio > 1.0 + self.noise:
+            outcome, said = "slower", f"{ratio:.2f}x slower"
+        elif ratio < 1.0 - self.noise:
+            outcome, said = "faster", f"{1 / ratio:.2f}x faster"
+        else:
+            said = f"no gain (x{ratio:.3f})"
+        return Finding(
+            moves,
+            start.attempt,
+            end.attempt,
+            outcome,
+            ratio,
+            f"{_values(start.config, keys)} ({start.label}, {start.median_us:.2f} us) -> "
+            f"{_values(end.config, keys)} ({end.label}, {end.median_us:.2f} us): {said}",
+        )
+
+
+def _context(config: Mapping[str, Any], keys: set[str]) -> str:
+    """The config without `keys`: pairs compared along those keys share it."""
+    return codec.canonical_json({k: v for k, v in config.items() if k not in keys})
+
+
+def _values(config: Mapping[str, Any], keys: set[str]) -> str:
+    return ", ".join(f"{k} {codec.canonical_json(config.get(k))}" for k in sorted(keys))
+
+
+def op_measurements(state: State) -> OpMeasurements:
+    """The configs this op measured with the best's kernel, in the order they were measured."""
+    manifest = state.manifest
+    defaults = manifest.defaults() if manifest is not None else {}
+    kinds = {
+        name: str(spec.get("kind", "json"))
+        for name, spec in (manifest.knobs.items() if manifest is not None else ())
+    }
+    noise = float(effective_policy(state)["noise_threshold"])
+    kernel = best_impl_digest(state)
+    by_config: dict[str, MeasuredConfig] = {}
+    other_kernel = 0
+    baseline = state.baseline_best
+    if baseline is not None and state.activation_digest == kernel:
+        entry = MeasuredConfig(
+            BASELINE, filled(baseline.config, defaults), baseline.time_us, None, 0
+        )
+        by_config[codec.canonical_json(entry.config)] = entry
+    # Each attempt runs the kernel of the best when it starts, or its own (an algorithm change).
+    running = state.activation_digest
+    for attempt in state.attempts.values():
+        ran = attempt.impl_digest or running
+        if attempt.status == "verified" and attempt.verdict in _ADOPTED:
+            running = ran
+        failure = attempt.failure if attempt.failure in CONFIG_FAILURES else None
+        measurement = attempt.measurement
+        if attempt.status not in ("verified", "failed") or (
+            failure is None and (attempt.failure is not None or measurement is None)
+        ):
+            continue  # pending, abandoned, or failed for a reason the machine may decide
+        if ran != kernel:
+            other_kernel += 1
+            continue
+        config = filled(attempt.config, defaults)
+        # A config measured again (a re-measure) is known by its latest measurement.
+        by_config[codec.canonical_json(config)] = MeasuredConfig(
+            attempt.id,
+            config,
+            measurement.median_us if measurement is not None and failure is None else None,
+            failure,
+            attempt.seq,
+        )
+    best = state.best
+    entry_of_best = None
+    if best is not None:
+        entry_of_best = by_config.get(codec.canonical_json(filled(best.config, defaults)))
+        if entry_of_best is None or entry_of_best.median_us is None:
+            entry_of_best = MeasuredConfig(
+                best.attempt or BASELINE, filled(best.config, defaults), best.time_us, None, 0
+            )
+    return OpMeasurements(
+        best=entry_of_best,
+        measured=tuple(sorted(by_config.values(), key=lambda m: m.seq)),
+        kinds=kinds,
+        defaults=defaults,
+        noise=noise,
+        other_kernel=other_kernel,
+    )
