@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from attrs import frozen
+from attrs import field, frozen
 
 from ledger.domain.configs import filled
 from ledger.domain.state import State
 from ledger.log import codec
 from ledger.priors.diversity import config_distance
-from ledger.priors.moves import Move, config_moves
+from ledger.priors.moves import Move, Reading, config_moves, moves_between, readings
 from ledger.schema.shared_methods import SharedValue
 from stages.binding import best_impl_digest
 from stages.policy import effective_policy
@@ -40,7 +40,8 @@ DROPPED: frozenset[str] = frozenset({"slower", "failed"})
 CONFIG_FAILURES = ("compile", "accuracy", "layout")
 _ADOPTED = ("adopt", "target-reached")
 BASELINE = "baseline"
-SHOWN_FINDINGS = 3  # findings spelt out in a reason; --json lists them all
+SHOWN_FINDINGS = 3  # findings spelt out in a reason
+CITED_FINDINGS = 10  # findings kept and listed by --json (latest first); all are counted
 
 
 @frozen(repr=False, eq=False)
@@ -64,11 +65,27 @@ class Finding(SharedValue):
     """A measured pair (or a failure) that speaks for a candidate, and what it says."""
 
     moves: tuple[Move, ...]  # how `end` moved from `start` (from the best, for a failure)
-    start: str  # an attempt's id, or "baseline"
-    end: str
+    start: MeasuredConfig
+    end: MeasuredConfig
     outcome: Outcome
     ratio: float | None  # end's median / start's
-    text: str
+
+    def text(self) -> str:
+        """The pair in words: both configs' changed values, times and what they say."""
+        keys = {m.key for m in self.moves}
+        end = self.end
+        if self.outcome == "failed":
+            return f"{_values(end.config, keys)} failed ({end.failure}) in {end.label}"
+        start = self.start
+        assert self.ratio is not None
+        said = {
+            "slower": f"{self.ratio:.2f}x slower",
+            "faster": f"{1 / self.ratio:.2f}x faster",
+        }.get(self.outcome, f"no gain (x{self.ratio:.3f})")
+        return (
+            f"{_values(start.config, keys)} ({start.label}, {start.median_us:.2f} us) -> "
+            f"{_values(end.config, keys)} ({end.label}, {end.median_us:.2f} us): {said}"
+        )
 
 
 @frozen(repr=False, eq=False)
@@ -77,7 +94,8 @@ class Learned(SharedValue):
 
     call: Call
     moves: tuple[Move, ...]  # how the candidate moves the best config
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[Finding, ...] = ()  # the latest CITED_FINDINGS of those that decided
+    counts: dict[str, int] = field(factory=dict)  # every finding that decided, by outcome
 
     @property
     def dropped(self) -> bool:
@@ -86,8 +104,8 @@ class Learned(SharedValue):
 
     def reason(self) -> str:
         """One line: the call and the findings that made it."""
-        shown = "; ".join(f.text for f in self.findings[:SHOWN_FINDINGS])
-        more = len(self.findings) - SHOWN_FINDINGS
+        shown = "; ".join(f.text() for f in self.findings[:SHOWN_FINDINGS])
+        more = sum(self.counts.values()) - min(len(self.findings), SHOWN_FINDINGS)
         if more > 0:
             shown += f"; {more} more"
         what = {
@@ -103,6 +121,16 @@ class Learned(SharedValue):
 
 
 @frozen(repr=False, eq=False)
+class Seen(SharedValue):
+    """A measured config read along the keys a candidate changes."""
+
+    entry: MeasuredConfig
+    readings: dict[str, Reading]  # the changed keys' values
+    context: str  # the other keys' values: pairs compared along the changed keys share it
+    distance: tuple[float, float]  # from the best: along the changed keys, then the others
+
+
+@frozen(repr=False, eq=False)
 class OpMeasurements(SharedValue):
     """The configs this op measured with the best's kernel, and how to judge them."""
 
@@ -112,6 +140,9 @@ class OpMeasurements(SharedValue):
     defaults: dict[str, Any]
     noise: float
     other_kernel: int  # measured configs left out: they ran another kernel than the best's
+    # The measured configs read along each set of changed keys, once per proposal: the
+    # candidates of a point all change the same keys.
+    _along: dict[frozenset[str], tuple[Seen, ...]] = field(factory=dict, init=False)
 
     def judge(self, config: Mapping[str, Any]) -> Learned:
         """What the measurements say about moving the best config to `config`."""
@@ -122,102 +153,86 @@ class OpMeasurements(SharedValue):
         moves = config_moves(self.best.config, target, keys, self.kinds)
         if not moves:
             return Learned("untested", ())
-        failures = self._failures(moves)
-        if failures:
-            return Learned("failed", moves, failures)
-        findings = self._nearest_pairs(moves)
-        outcomes = {f.outcome for f in findings}
+        seen = self.along(frozenset(m.key for m in moves))
+        findings = self._failures(moves, seen) or self._nearest_pairs(moves, seen)
+        counts: dict[str, int] = {}
+        for finding in findings:
+            counts[finding.outcome] = counts.get(finding.outcome, 0) + 1
         call: Call = "untested"
-        if "slower" in outcomes:
-            call = "mixed" if "faster" in outcomes else "slower"
-        elif "faster" in outcomes:
+        if "failed" in counts:
+            call = "failed"
+        elif "slower" in counts:
+            call = "mixed" if "faster" in counts else "slower"
+        elif "faster" in counts:
             call = "faster"
         elif findings:
             call = "no-gain"
-        return Learned(call, moves, findings)
+        return Learned(call, moves, tuple(findings[:CITED_FINDINGS]), counts)
 
-    def _failures(self, moves: Sequence[Move]) -> tuple[Finding, ...]:
+    def along(self, keys: frozenset[str]) -> tuple[Seen, ...]:
+        """The measured configs read along `keys`, nearest the best first (then latest)."""
+        if keys not in self._along:
+            assert self.best is not None
+            best, moved = self.best.config, sorted(keys)
+            others = sorted(set(best) - keys)
+            seen = [
+                Seen(
+                    entry,
+                    readings(entry.config, keys, self.kinds),
+                    codec.canonical_json({k: v for k, v in entry.config.items() if k not in keys}),
+                    (
+                        round(config_distance(entry.config, best, moved), 9),
+                        round(config_distance(entry.config, best, others), 9) if others else 0.0,
+                    ),
+                )
+                for entry in self.measured
+            ]
+            self._along[keys] = tuple(sorted(seen, key=lambda s: (s.distance, -s.entry.seq)))
+        return self._along[keys]
+
+    def _failures(self, moves: Sequence[Move], seen: Sequence[Seen]) -> list[Finding]:
         """Failed configs the candidate reaches: every way they moved from the best, the
         candidate moves too, at least as far."""
         assert self.best is not None
         keys = {m.key for m in moves}
+        best = readings(self.best.config, keys, self.kinds)
         found = []
-        for failed in reversed(self.measured):
-            if failed.failure is None:
-                continue
-            theirs = config_moves(self.best.config, failed.config, keys, self.kinds)
+        for failed in sorted((s for s in seen if s.entry.failure), key=lambda s: -s.entry.seq):
+            theirs = moves_between(best, failed.readings)
             if theirs and all(any(m.reaches(t) for m in moves) for t in theirs):
-                found.append(
-                    Finding(
-                        theirs,
-                        self.best.attempt,
-                        failed.attempt,
-                        "failed",
-                        None,
-                        f"{_values(failed.config, keys)} failed ({failed.failure}) in "
-                        f"{failed.label}",
-                    )
-                )
-        return tuple(found)
+                found.append(Finding(theirs, self.best, failed.entry, "failed", None))
+        return found
 
-    def _nearest_pairs(self, moves: Sequence[Move]) -> tuple[Finding, ...]:
+    def _nearest_pairs(self, moves: Sequence[Move], seen: Sequence[Seen]) -> list[Finding]:
         """The measured pairs that move only the candidate's ways, starting nearest the best."""
-        assert self.best is not None
-        keys = {m.key for m in moves}
         ways = {m.way for m in moves}
-        timed = [m for m in self.measured if m.failure is None and m.median_us]
-        groups: dict[str, list[MeasuredConfig]] = {}
-        for entry in timed:
-            groups.setdefault(_context(entry.config, keys), []).append(entry)
-        best_config, moved = self.best.config, sorted(keys)
-        context = sorted(set(best_config) - keys)
-
-        def distance(entry: MeasuredConfig) -> tuple[float, float]:
-            near = config_distance(entry.config, best_config, moved)
-            around = config_distance(entry.config, best_config, context) if context else 0.0
-            return round(near, 9), round(around, 9)
-
-        starts = sorted(((distance(s), -s.seq, s) for s in timed), key=lambda d: d[:2])
+        timed = [s for s in seen if s.entry.failure is None and s.entry.median_us]
+        groups: dict[str, list[Seen]] = {}
+        for item in sorted(timed, key=lambda s: -s.entry.seq):  # latest first
+            groups.setdefault(item.context, []).append(item)
         found: list[Finding] = []
         nearest: tuple[float, float] | None = None
-        for near, _, start in starts:
-            if nearest is not None and near != nearest:
+        for start in timed:
+            if nearest is not None and start.distance != nearest:
                 break
-            for end in reversed(groups[_context(start.config, keys)]):
+            for end in groups[start.context]:
                 if end is start:
                     continue
-                theirs = config_moves(start.config, end.config, keys, self.kinds)
+                theirs = moves_between(start.readings, end.readings)
                 if theirs and all(t.way in ways for t in theirs):
-                    found.append(self._pair(start, end, theirs, keys))
-                    nearest = near
-        return tuple(found)
+                    found.append(self._pair(start.entry, end.entry, theirs))
+                    nearest = start.distance
+        return found
 
-    def _pair(
-        self, start: MeasuredConfig, end: MeasuredConfig, moves: tuple[Move, ...], keys: set[str]
-    ) -> Finding:
+    def _pair(self, start: MeasuredConfig, end: MeasuredConfig, moves: tuple[Move, ...]) -> Finding:
         assert start.median_us and end.median_us is not None
         ratio = end.median_us / start.median_us
         outcome: Outcome = "no-gain"
         if ratio > 1.0 + self.noise:
-            outcome, said = "slower", f"{ratio:.2f}x slower"
+            outcome = "slower"
         elif ratio < 1.0 - self.noise:
-            outcome, said = "faster", f"{1 / ratio:.2f}x faster"
-        else:
-            said = f"no gain (x{ratio:.3f})"
-        return Finding(
-            moves,
-            start.attempt,
-            end.attempt,
-            outcome,
-            ratio,
-            f"{_values(start.config, keys)} ({start.label}, {start.median_us:.2f} us) -> "
-            f"{_values(end.config, keys)} ({end.label}, {end.median_us:.2f} us): {said}",
-        )
-
-
-def _context(config: Mapping[str, Any], keys: set[str]) -> str:
-    """The config without `keys`: pairs compared along those keys share it."""
-    return codec.canonical_json({k: v for k, v in config.items() if k not in keys})
+            outcome = "faster"
+        return Finding(moves, start, end, outcome, ratio)
 
 
 def _values(config: Mapping[str, Any], keys: set[str]) -> str:

@@ -84,13 +84,26 @@ def _nested(value: Any, path: str, found: dict[str, float]) -> bool:
     return False
 
 
-def key_moves(key: str, before: Any, after: Any, kind: str | None) -> tuple[Move, ...]:
+@frozen(repr=False, eq=False)
+class Reading(SharedValue):
+    """A key's value read once: its canonical JSON and its numbered positions."""
+
+    text: str
+    positions: dict[str, float] | None
+
+
+def read(value: Any, kind: str | None) -> Reading:
+    """The value of a key of `kind`, read for comparing."""
+    return Reading(codec.canonical_json(value), positions(value, kind))
+
+
+def reading_moves(key: str, before: Reading, after: Reading) -> tuple[Move, ...]:
     """How `key` moved from `before` to `after`: one move per position that changed, or one
     "changed" move when the values cannot be compared position by position."""
-    if codec.canonical_json(before) == codec.canonical_json(after):
+    if before.text == after.text:
         return ()
-    old, new = positions(before, kind), positions(after, kind)
-    whole = (Move(key, "", "changed", codec.canonical_json(after)),)
+    old, new = before.positions, after.positions
+    whole = (Move(key, "", "changed", after.text),)
     if old is None or new is None or old.keys() != new.keys():
         return whole
     moved = tuple(
@@ -102,6 +115,23 @@ def key_moves(key: str, before: Any, after: Any, kind: str | None) -> tuple[Move
     return moved or whole
 
 
+def key_moves(key: str, before: Any, after: Any, kind: str | None) -> tuple[Move, ...]:
+    """How `key` moved from `before` to `after` (see `reading_moves`)."""
+    return reading_moves(key, read(before, kind), read(after, kind))
+
+
+def readings(
+    config: Mapping[str, Any], keys: Iterable[str], kinds: Mapping[str, str]
+) -> dict[str, Reading]:
+    """The values of `keys` in `config`, read (a key it lacks is None), in key order."""
+    return {key: read(config.get(key), kinds.get(key)) for key in sorted(set(keys))}
+
+
+def moves_between(before: Mapping[str, Reading], after: Mapping[str, Reading]) -> tuple[Move, ...]:
+    """Every move from one config's readings to another's (of the same keys)."""
+    return tuple(move for key in before for move in reading_moves(key, before[key], after[key]))
+
+
 def config_moves(
     before: Mapping[str, Any],
     after: Mapping[str, Any],
@@ -109,8 +139,4 @@ def config_moves(
     kinds: Mapping[str, str],
 ) -> tuple[Move, ...]:
     """Every move of `keys` from one config to another (a key one of them lacks is None)."""
-    return tuple(
-        move
-        for key in sorted(set(keys))
-        for move in key_moves(key, before.get(key), after.get(key), kinds.get(key))
-    )
+    return moves_between(readings(before, keys, kinds), readings(after, keys, kinds))

@@ -207,14 +207,15 @@ def learned_json(learned: Learned | None) -> dict[str, Any] | None:
     return {
         "call": learned.call,
         "moves": [_move_json(m) for m in learned.moves],
+        "counts": dict(sorted(learned.counts.items())),
         "findings": [
             {
                 "outcome": f.outcome,
                 "ratio": round(f.ratio, 4) if f.ratio is not None else None,
-                "start": f.start,
-                "end": f.end,
+                "start": f.start.attempt,
+                "end": f.end.attempt,
                 "moves": [_move_json(m) for m in f.moves],
-                "text": f.text,
+                "text": f.text(),
             }
             for f in learned.findings
         ],
