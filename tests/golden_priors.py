@@ -19,7 +19,7 @@ from ledger.priors.focus import resolve_focus
 from ledger.priors.knowledge import builtin_priors
 from ledger.priors.prior import Prior
 from ledger.priors.profile import OpProfile
-from ledger.priors.rank import propose, proposal_json
+from ledger.priors.rank import proposal_json, propose
 from ledger.shell.priors_load import load_knowledge
 from stages import commands as cmd
 from stages.target import vec_limit

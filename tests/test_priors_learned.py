@@ -128,14 +128,24 @@ def test_larger_tiles_measured_faster_rank_first_whatever_their_score() -> None:
 
 
 def test_pairs_starting_at_the_best_outweigh_farther_ones() -> None:
-    # Larger was faster from the baseline (16 -> 32) but slower from the best (32 -> 64).
-    driver = measured([1, 8, 1, 16], ([1, 8, 1, 64], 120.0), ([1, 8, 1, 32], 50.0))
+    # Larger was faster from the baseline (8 -> 16) but slower from the best (16 -> 32).
+    driver = measured([1, 8, 1, 8], ([1, 8, 1, 32], 120.0), ([1, 8, 1, 16], 50.0))
     assert driver.state.best is not None and driver.state.best.time_us == 50.0
 
     proposal = propose(driver.state, VEC, [source([1, 8, 1, 48])])
 
     reason = dropped(proposal)["[1,8,1,48]"]
     assert "2.40x slower" in reason and "faster" not in reason
+
+
+def test_a_slower_config_drops_only_candidates_that_go_at_least_as_far() -> None:
+    # Softmax's P0: axis 1 from 4 to 32 was slower, yet 16 is the fastest of the three.
+    driver = measured([1, 4, 1, 64], ([1, 32, 1, 64], 180.0))
+
+    proposal = propose(driver.state, VEC, [source([1, 16, 1, 64]), source([1, 32, 1, 32])])
+
+    assert candidate_tiles(proposal) == [[1, 16, 1, 64]]
+    assert set(dropped(proposal)) == {"[1,32,1,32]"}
 
 
 def test_a_config_that_failed_to_compile_drops_candidates_that_go_as_far_its_way() -> None:

@@ -150,7 +150,9 @@ def priors(
     """Propose about 10 diverse candidate configs for the current point, with provenance (R7).
 
     Each candidate is the best config with one prior's values for the point's keys; configs
-    already measured (R9) or beyond an unrelaxed tile limit (R3) are listed as filtered.
+    already measured (R9) or beyond an unrelaxed tile limit (R3) are listed as filtered, and so
+    are those that move the best config a way this op measured slower or failed; a way it
+    measured faster ranks first. The last line says how the op's prior candidates fared.
     """
     gathered = gather(
         ctx.root,

@@ -140,17 +140,25 @@ class OpMeasurements(SharedValue):
     defaults: dict[str, Any]
     noise: float
     other_kernel: int  # measured configs left out: they ran another kernel than the best's
-    # The measured configs read along each set of changed keys, once per proposal: the
-    # candidates of a point all change the same keys.
-    _along: dict[frozenset[str], tuple[Seen, ...]] = field(factory=dict, init=False)
+
+
+class Judge:
+    """Judges candidates by one state's measurements (a plain class: it keeps the measured
+    configs read along each set of changed keys, since a point's candidates share them)."""
+
+    def __init__(self, measurements: OpMeasurements) -> None:
+        self.measurements = measurements
+        self.best = measurements.best
+        self._along: dict[frozenset[str], tuple[Seen, ...]] = {}
 
     def judge(self, config: Mapping[str, Any]) -> Learned:
         """What the measurements say about moving the best config to `config`."""
         if self.best is None:
             return Learned("untested", ())
-        target = filled(config, self.defaults)
+        kinds = self.measurements.kinds
+        target = filled(config, self.measurements.defaults)
         keys = set(self.best.config) | set(target)
-        moves = config_moves(self.best.config, target, keys, self.kinds)
+        moves = config_moves(self.best.config, target, keys, kinds)
         if not moves:
             return Learned("untested", ())
         seen = self.along(frozenset(m.key for m in moves))
@@ -178,14 +186,14 @@ class OpMeasurements(SharedValue):
             seen = [
                 Seen(
                     entry,
-                    readings(entry.config, keys, self.kinds),
+                    readings(entry.config, keys, self.measurements.kinds),
                     codec.canonical_json({k: v for k, v in entry.config.items() if k not in keys}),
                     (
                         round(config_distance(entry.config, best, moved), 9),
                         round(config_distance(entry.config, best, others), 9) if others else 0.0,
                     ),
                 )
-                for entry in self.measured
+                for entry in self.measurements.measured
             ]
             self._along[keys] = tuple(sorted(seen, key=lambda s: (s.distance, -s.entry.seq)))
         return self._along[keys]
@@ -195,16 +203,17 @@ class OpMeasurements(SharedValue):
         candidate moves too, at least as far."""
         assert self.best is not None
         keys = {m.key for m in moves}
-        best = readings(self.best.config, keys, self.kinds)
+        best = readings(self.best.config, keys, self.measurements.kinds)
         found = []
         for failed in sorted((s for s in seen if s.entry.failure), key=lambda s: -s.entry.seq):
             theirs = moves_between(best, failed.readings)
-            if theirs and all(any(m.reaches(t) for m in moves) for t in theirs):
+            if theirs and _reached(moves, theirs):
                 found.append(Finding(theirs, self.best, failed.entry, "failed", None))
         return found
 
     def _nearest_pairs(self, moves: Sequence[Move], seen: Sequence[Seen]) -> list[Finding]:
-        """The measured pairs that move only the candidate's ways, starting nearest the best."""
+        """The measured pairs that move only the candidate's ways (a slower one: no farther
+        than the candidate goes), starting nearest the best."""
         ways = {m.way for m in moves}
         timed = [s for s in seen if s.entry.failure is None and s.entry.median_us]
         groups: dict[str, list[Seen]] = {}
@@ -219,20 +228,32 @@ class OpMeasurements(SharedValue):
                 if end is start:
                     continue
                 theirs = moves_between(start.readings, end.readings)
-                if theirs and all(t.way in ways for t in theirs):
-                    found.append(self._pair(start.entry, end.entry, theirs))
-                    nearest = start.distance
+                if not theirs or not all(t.way in ways for t in theirs):
+                    continue
+                pair = self._pair(start.entry, end.entry, theirs)
+                # A slower end is a limit, as a failure is: short of it, the time may still
+                # fall (softmax: axis 1 from 4 to 32 slower, to 16 faster).
+                if pair.outcome == "slower" and not _reached(moves, theirs):
+                    continue
+                found.append(pair)
+                nearest = start.distance
         return found
 
     def _pair(self, start: MeasuredConfig, end: MeasuredConfig, moves: tuple[Move, ...]) -> Finding:
         assert start.median_us and end.median_us is not None
         ratio = end.median_us / start.median_us
         outcome: Outcome = "no-gain"
-        if ratio > 1.0 + self.noise:
+        noise = self.measurements.noise
+        if ratio > 1.0 + noise:
             outcome = "slower"
-        elif ratio < 1.0 - self.noise:
+        elif ratio < 1.0 - noise:
             outcome = "faster"
         return Finding(moves, start, end, outcome, ratio)
+
+
+def _reached(moves: Sequence[Move], theirs: Sequence[Move]) -> bool:
+    """True when `moves` go every way `theirs` go, and at least as far."""
+    return all(any(m.reaches(t) for m in moves) for t in theirs)
 
 
 def _values(config: Mapping[str, Any], keys: set[str]) -> str:

@@ -29,7 +29,7 @@ from ledger.errors import BadInput
 from ledger.priors.candidates import build_candidates, screen
 from ledger.priors.diversity import select
 from ledger.priors.focus import Focus, applicable_keys
-from ledger.priors.learned import RANK_OF_CALL, Learned, OpMeasurements, op_measurements
+from ledger.priors.learned import RANK_OF_CALL, Judge, Learned, OpMeasurements, op_measurements
 from ledger.priors.prior import Candidate, FailedConfig, Filtered, Prior
 from ledger.priors.record import TrackRecord, track_record
 from ledger.schema.shared_methods import SharedValue
@@ -98,6 +98,7 @@ def propose(
     wanted, count_notes = candidate_count(state, count)
     built, unrelated = build_candidates(best.config, keys, priors)
     measurements = op_measurements(state)
+    judge = Judge(measurements)
     pool: list[Candidate] = []
     filtered: list[Filtered] = []
     for candidate in built:
@@ -105,7 +106,7 @@ def propose(
         if isinstance(screened, Filtered):
             filtered.append(screened)
         else:
-            judged = _judged(screened, measurements)
+            judged = _judged(screened, judge)
             if isinstance(judged, Filtered):
                 filtered.append(judged)
             else:
@@ -142,10 +143,10 @@ def propose(
     )
 
 
-def _judged(candidate: Candidate, measurements: OpMeasurements) -> Candidate | Filtered:
+def _judged(candidate: Candidate, judge: Judge) -> Candidate | Filtered:
     """The candidate with what this op measured of its way, or left out when that way
     measured slower or failed."""
-    learned = measurements.judge(candidate.config)
+    learned = judge.judge(candidate.config)
     if learned.dropped:
         return Filtered(
             config=candidate.config,
