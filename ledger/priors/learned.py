@@ -82,9 +82,11 @@ class Finding(SharedValue):
             "slower": f"{self.ratio:.2f}x slower",
             "faster": f"{1 / self.ratio:.2f}x faster",
         }.get(self.outcome, f"no gain (x{self.ratio:.3f})")
+        # One key changed: its name once, then both values ("vec_tile_shape [..] -> [..]").
+        arrow = _values(end.config, keys, named=len(keys) > 1)
         return (
-            f"{_values(start.config, keys)} ({start.label}, {start.median_us:.2f} us) -> "
-            f"{_values(end.config, keys)} ({end.label}, {end.median_us:.2f} us): {said}"
+            f"{_values(start.config, keys)} ({start.label}, {start.median_us:.2f} µs) -> "
+            f"{arrow} ({end.label}, {end.median_us:.2f} µs): {said}"
         )
 
 
@@ -216,17 +218,21 @@ class Judge:
         than the candidate goes), starting nearest the best."""
         ways = {m.way for m in moves}
         timed = [s for s in seen if s.entry.failure is None and s.entry.median_us]
-        groups: dict[str, list[Seen]] = {}
+        lanes = {id(s): _lane(s, moves) for s in timed}
+        # Only configs in one lane can pair: the same everywhere the candidate keeps.
+        groups: dict[tuple[Any, ...], list[Seen]] = {}
         for item in sorted(timed, key=lambda s: -s.entry.seq):  # latest first
-            groups.setdefault(item.context, []).append(item)
+            groups.setdefault(lanes[id(item)][0], []).append(item)
         found: list[Finding] = []
         nearest: tuple[float, float] | None = None
         for start in timed:
             if nearest is not None and start.distance != nearest:
                 break
-            for end in groups[start.context]:
-                if end is start:
-                    continue
+            lane, reach = lanes[id(start)]
+            for end in groups[lane]:
+                further = lanes[id(end)][1]
+                if end is start or any(e < s for e, s in zip(further, reach, strict=True)):
+                    continue  # goes some way back against the candidate's
                 theirs = moves_between(start.readings, end.readings)
                 if not theirs or not all(t.way in ways for t in theirs):
                     continue
@@ -251,13 +257,45 @@ class Judge:
         return Finding(moves, start, end, outcome, ratio)
 
 
+def _lane(item: Seen, moves: Sequence[Move]) -> tuple[tuple[Any, ...], tuple[float, ...]]:
+    """Where a measured config lies for the candidate's `moves`: its lane (the other keys, and
+    each changed key's positions the candidate keeps) and how far it is along the candidate's
+    ways (each moved position, negated where the candidate goes smaller; 1 where a value the
+    candidate sets is set). A pair can move only the candidate's ways when both share a lane and
+    the second is no less far on any of them: a quick test before the exact one."""
+    lane: list[Any] = [item.context]
+    reach: list[float] = []
+    for key, reading in item.readings.items():
+        mine = [m for m in moves if m.key == key]
+        if any(m.direction == "changed" for m in mine):
+            reach.append(1.0 if reading.text == mine[0].value else 0.0)
+            continue
+        wheres = {m.where: m.direction for m in mine}
+        positions = reading.positions
+        if positions is None or not wheres.keys() <= positions.keys():
+            lane.append(reading.text)  # pairs only with the very same value of this key
+            continue
+        lane.append(tuple(sorted((w, v) for w, v in positions.items() if w not in wheres)))
+        reach.extend(
+            positions[w] if direction == "larger" else -positions[w]
+            for w, direction in sorted(wheres.items())
+        )
+    return tuple(lane), tuple(reach)
+
+
 def _reached(moves: Sequence[Move], theirs: Sequence[Move]) -> bool:
     """True when `moves` go every way `theirs` go, and at least as far."""
     return all(any(m.reaches(t) for m in moves) for t in theirs)
 
 
-def _values(config: Mapping[str, Any], keys: set[str]) -> str:
-    return ", ".join(f"{k} {codec.canonical_json(config.get(k))}" for k in sorted(keys))
+def _values(config: Mapping[str, Any], keys: set[str], *, named: bool = True) -> str:
+    """The values of `keys` in `config`, each after its key's name (or bare)."""
+    return ", ".join(
+        f"{k} {codec.canonical_json(config.get(k))}"
+        if named
+        else codec.canonical_json(config.get(k))
+        for k in sorted(keys)
+    )
 
 
 def op_measurements(state: State) -> OpMeasurements:
