@@ -127,6 +127,19 @@ def test_larger_tiles_measured_faster_rank_first_whatever_their_score() -> None:
     assert candidate_tiles(fresh)[-1] == [1, 8, 1, 64]
 
 
+def test_smaller_tiles_measured_faster_rank_first_whatever_their_score() -> None:
+    driver = measured([1, 8, 1, 64], ([1, 8, 1, 32], 60.0))  # adopted: the best
+    priors = [source([1, 4, 1, 32], 0.9), source([1, 16, 1, 32], 0.8), source([1, 8, 1, 16], 0.2)]
+
+    proposal = propose(driver.state, VEC, priors)
+
+    assert candidate_tiles(proposal) == [[1, 8, 1, 16], [1, 4, 1, 32], [1, 16, 1, 32]]
+    first = proposal.candidates[0]
+    assert first.learned is not None and first.learned.call == "faster"
+    assert "vec_tile_shape axis 3 smaller: measured faster this way" in first.reasons[-1]
+    assert "1.67x faster" in first.reasons[-1]
+
+
 def test_pairs_starting_at_the_best_outweigh_farther_ones() -> None:
     # Larger was faster from the baseline (8 -> 16) but slower from the best (16 -> 32).
     driver = measured([1, 8, 1, 8], ([1, 8, 1, 32], 120.0), ([1, 8, 1, 16], 50.0))

@@ -4,14 +4,14 @@ A candidate moves the best config some ways (ledger/priors/moves.py: a tile axis
 scalar smaller). Two configs this ledger measured with the best's kernel speak for it when they
 differ only in the keys the candidate changes and the second moves from the first only in ways
 the candidate moves too: their medians say slower, faster or no gain (beyond the policy's
-`noise_threshold`, as a one-sample verdict of R8 judges). Of such pairs the ones starting
-nearest to the best decide (the start's values of the changed keys first, then the other keys),
-since a time rarely grows one way along a whole axis: a tile twice as large was faster from the
-baseline and slower from the best. A config that failed to compile (or failed its accuracy or
-layout check) is a limit: a candidate that moves its way and at least as far is predicted to
-fail as well.
+`noise_threshold`, as a one-sample verdict of R8 judges). A slower second config is a limit: it
+speaks only for a candidate that goes at least as far each way, since a time rarely grows one
+way along a whole axis (softmax from [1,4,1,64]: [1,32,1,64] slower, [1,16,1,64] faster). Of the
+pairs left, those starting nearest the best decide (the changed keys' values first, then the
+other keys). A config that failed to compile (or failed its accuracy or layout check) is a limit
+too: a candidate that goes its ways and at least as far is predicted to fail as well.
 
-The call: failed or slower (and nowhere faster) drops the candidate with the attempts cited;
+The call: failed, or slower and nowhere faster, drops the candidate with the attempts cited;
 faster ranks it first, then untested ones, then no gain, then mixed evidence. Pure.
 """
 

@@ -154,14 +154,9 @@ def _judged(candidate: Candidate, judge: Judge) -> Candidate | Filtered:
             reason=learned.reason(),
             learned=learned,
         )
-    reasons = (
-        candidate.reasons
-        if learned.call == "untested"
-        else (
-            *candidate.reasons,
-            learned.reason(),
-        )
-    )
+    reasons = candidate.reasons
+    if learned.call != "untested":
+        reasons = (*reasons, learned.reason())
     return attrs.evolve(candidate, reasons=reasons, learned=learned)
 
 
