@@ -199,7 +199,10 @@ def test_the_autopilot_records_the_same_campaign_with_one_worker_and_with_two(
     summary = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
     assert summary["timing"]["workers"] == 2 and summary["timing"]["ahead_runs"] >= 7
     assert _history(one) == _history(two)
-    assert len(_history(one)) == 7
+    # Priors leave out the tiles this ledger measured slower the same way (issue 28 item 5),
+    # so the mutations reach the target at the 6th attempt, within the budget of 7.
+    assert len(_history(one)) == 6
+    assert OpLedger(one, OP).load().state.stopped == "target-reached"
     roots = [one, two]
     # The report names attempts by id, so its digest differs with the ids; its text may not.
     ledgers = [[e for e in _ledger(root) if e["type"] != "report.generated"] for root in roots]

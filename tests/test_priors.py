@@ -265,8 +265,9 @@ def test_proposal_json_has_candidates_with_config_prior_score_and_reasons() -> N
     )
     assert data["keys"] == ["vec_tile_shape", "unroll_list"]
     [entry] = data["candidates"]
-    assert set(entry) == {"rank", "config", "prior", "score", "reasons", "sources"}
-    assert [set(f) for f in data["filtered"]] == [{"config", "prior", "reason", "rule"}]
+    assert set(entry) == {"rank", "config", "prior", "score", "reasons", "sources", "learned"}
+    assert [set(f) for f in data["filtered"]] == [{"config", "prior", "reason", "rule", "learned"}]
+    assert data["record"]["measured"] == 0 and data["record_text"].startswith("prior candidates")
     codec.canonical_json(data)  # plain JSON throughout
 
 

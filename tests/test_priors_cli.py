@@ -93,12 +93,23 @@ def test_json_output_has_candidates_filtered_notes_and_ready_commands(cli: Cli) 
         "scan",
         "ledgers",
         "builtin_sources",
+        "record",
+        "record_text",
     }
     assert (data["op"], data["stage"], data["point"]) == ("softmax", "frontend", "F-1")
     assert data["keys"] == ["vec_tile_shape", "unroll_list"]
     assert 5 <= len(data["candidates"]) <= data["count"] == 10
     for rank, entry in enumerate(data["candidates"], start=1):
-        assert set(entry) == {"rank", "config", "prior", "score", "reasons", "sources", "command"}
+        assert set(entry) == {
+            "rank",
+            "config",
+            "prior",
+            "score",
+            "reasons",
+            "sources",
+            "command",
+            "learned",
+        }
         assert entry["rank"] == rank and 0 < entry["score"] <= 1 and entry["prior"]
         assert set(entry["config"]) == set(BASE)
     assert set(data["builtin_sources"]) == set(load_knowledge().sources)

@@ -16,7 +16,18 @@ from test_codec import PAYLOADS
 
 from ledger.domain import knobs, manifest
 from ledger.log import chain, quarantine, record, store_interface, tip_stamp, verification
-from ledger.priors import focus, knowledge, prior, profile, rank, scan, sources
+from ledger.priors import (
+    focus,
+    knowledge,
+    learned,
+    moves,
+    prior,
+    profile,
+    rank,
+    scan,
+    sources,
+)
+from ledger.priors import record as priors_record
 from ledger.projections import memory_file, splice, timeline
 from ledger.schema import events, values
 from ledger.schema.shared_methods import SharedRepr, SharedValue
@@ -30,6 +41,7 @@ MODULES = (
     *(memory_file, splice, timeline, api, rollback),
     *(allowed, alternates, outcome, refusal, retry, verdict),
     *(focus, knowledge, prior, profile, rank, scan, sources, priors_load),
+    *(learned, moves, priors_record),
     *(knobs, manifest, op_folder),
 )
 

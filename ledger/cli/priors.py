@@ -64,7 +64,9 @@ def priors_text(data: dict[str, Any]) -> str:
             f"    {entry['command']}",
         ]
         lines += [
-            f"    {reason}" for reason in entry["reasons"][1:] if reason.startswith("warning:")
+            f"    {reason}"
+            for reason in entry["reasons"][1:]
+            if reason.startswith(("warning:", "learned from this op:"))
         ]
     if data["filtered"]:
         lines += ["", "filtered (not proposed):"]
@@ -74,6 +76,7 @@ def priors_text(data: dict[str, Any]) -> str:
         ]
     if data["notes"]:
         lines += ["", "notes:", *(f"  - {note}" for note in data["notes"])]
+    lines += ["", data["record_text"]]
     scan = data["scan"]
     if scan["files"] or scan["errors"]:
         lines += [
@@ -147,7 +150,9 @@ def priors(
     """Propose about 10 diverse candidate configs for the current point, with provenance (R7).
 
     Each candidate is the best config with one prior's values for the point's keys; configs
-    already measured (R9) or beyond an unrelaxed tile limit (R3) are listed as filtered.
+    already measured (R9) or beyond an unrelaxed tile limit (R3) are listed as filtered, and so
+    are those that move the best config a way this op measured slower or failed; a way it
+    measured faster ranks first. The last line says how the op's prior candidates fared.
     """
     gathered = gather(
         ctx.root,

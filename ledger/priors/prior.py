@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import frozen
 
 from ledger.schema.shared_methods import SharedValue
+
+if TYPE_CHECKING:  # learned.py reads candidates' distances, which import this module
+    from ledger.priors.learned import Learned
 
 PriorKind = Literal["ledger", "source", "builtin"]
 KINDS: tuple[PriorKind, ...] = ("ledger", "source", "builtin")
@@ -43,13 +46,16 @@ class Candidate(SharedValue):
     score: float
     reasons: tuple[str, ...]
     kinds: tuple[PriorKind, ...]
+    learned: Learned | None = None  # what this op's own measurements say of it
 
 
 @frozen(repr=False, eq=False)
 class Filtered(SharedValue):
-    """A candidate left out, and why (R3, R9, an invalid value, a failure elsewhere)."""
+    """A candidate left out, and why (R3, R9, an invalid value, a failure elsewhere, measured
+    slower or failed in this op)."""
 
     config: dict[str, Any]
     prior: str
     reason: str
     rule: str | None = None
+    learned: Learned | None = None  # set when this op's own measurements left it out

@@ -9,8 +9,11 @@ knowledge.py, the file reading in ledger/shell/priors_load.py, the command in
 ledger/cli/priors.py.
 
 The steps, one module each: which keys (focus.py), candidates built from priors and screened
-(candidates.py), a diverse pick by maximal marginal relevance (diversity.py); this module
-counts, proposes and lists the picks by score.
+(candidates.py), what this op's own measurements say of each (learned.py: measured slower or
+failed this way drops it, measured faster ranks it first), a diverse pick by maximal marginal
+relevance (diversity.py) within each of those ranks; this module counts, proposes and lists
+the picks by rank, then score. How the op's prior candidates fared so far comes along
+(record.py).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import attrs
 from attrs import frozen
 
 from ledger.domain.state import State
@@ -25,7 +29,9 @@ from ledger.errors import BadInput
 from ledger.priors.candidates import build_candidates, screen
 from ledger.priors.diversity import select
 from ledger.priors.focus import Focus, applicable_keys
+from ledger.priors.learned import RANK_OF_CALL, Judge, Learned, OpMeasurements, op_measurements
 from ledger.priors.prior import Candidate, FailedConfig, Filtered, Prior
+from ledger.priors.record import TrackRecord, track_record
 from ledger.schema.shared_methods import SharedValue
 from stages.policy import effective_policy
 from stages.search import candidate_blocker
@@ -45,6 +51,7 @@ class Proposal(SharedValue):
     filtered: tuple[Filtered, ...]
     unselected: tuple[Candidate, ...] = ()  # eligible but not picked
     notes: tuple[str, ...] = ()
+    record: TrackRecord = attrs.field(factory=TrackRecord)  # this op's prior candidates so far
 
 
 def candidate_count(state: State, requested: int | None) -> tuple[int, list[str]]:
@@ -90,6 +97,8 @@ def propose(
     keys, key_notes = applicable_keys(focus, best.config)
     wanted, count_notes = candidate_count(state, count)
     built, unrelated = build_candidates(best.config, keys, priors)
+    measurements = op_measurements(state)
+    judge = Judge(measurements)
     pool: list[Candidate] = []
     filtered: list[Filtered] = []
     for candidate in built:
@@ -97,11 +106,14 @@ def propose(
         if isinstance(screened, Filtered):
             filtered.append(screened)
         else:
-            pool.append(screened)
-    # MMR decides which candidates make the list; the list itself is ranked by score.
-    chosen = sorted(select(pool, wanted, keys), key=lambda c: -c.score)
+            judged = _judged(screened, judge)
+            if isinstance(judged, Filtered):
+                filtered.append(judged)
+            else:
+                pool.append(judged)
+    chosen = _pick(pool, wanted, keys)
     unselected = [c for c in pool if c not in chosen]
-    all_notes = [*notes, *key_notes, *count_notes]
+    all_notes = [*notes, *key_notes, *count_notes, *_learning_notes(measurements, filtered, pool)]
     if unrelated:
         all_notes.append(
             f"{unrelated} prior(s) set none of the keys "
@@ -127,7 +139,87 @@ def propose(
         filtered=tuple(filtered),
         unselected=tuple(unselected),
         notes=tuple(all_notes),
+        record=track_record(state),
     )
+
+
+def _judged(candidate: Candidate, judge: Judge) -> Candidate | Filtered:
+    """The candidate with what this op measured of its way, or left out when that way
+    measured slower or failed."""
+    learned = judge.judge(candidate.config)
+    if learned.dropped:
+        return Filtered(
+            config=candidate.config,
+            prior=candidate.prior,
+            reason=learned.reason(),
+            learned=learned,
+        )
+    reasons = candidate.reasons
+    if learned.call != "untested":
+        reasons = (*reasons, learned.reason())
+    return attrs.evolve(candidate, reasons=reasons, learned=learned)
+
+
+def _rank_of(candidate: Candidate) -> int:
+    learned = candidate.learned
+    return RANK_OF_CALL[learned.call if learned is not None else "untested"]
+
+
+def _pick(pool: Sequence[Candidate], wanted: int, keys: Sequence[str]) -> list[Candidate]:
+    """The candidates to propose: measured faster first, then untested, no gain, mixed; MMR
+    decides which make the list within each rank, and the list is ranked by rank, then score."""
+    chosen: list[Candidate] = []
+    for rank in sorted({_rank_of(c) for c in pool}):
+        members = [c for c in pool if _rank_of(c) == rank]
+        chosen.extend(select(members, wanted - len(chosen), keys))
+    return sorted(chosen, key=lambda c: (_rank_of(c), -c.score))
+
+
+def _learning_notes(
+    measurements: OpMeasurements, filtered: Sequence[Filtered], pool: Sequence[Candidate]
+) -> list[str]:
+    """What the op's own measurements changed in the ranking, in one or two notes."""
+    notes = []
+    dropped = sum(1 for f in filtered if f.learned is not None)
+    first = sum(1 for c in pool if c.learned is not None and c.learned.call == "faster")
+    if dropped or first:
+        notes.append(
+            f"learned from this op's {len(measurements.measured)} measured config(s): "
+            f"{dropped} candidate(s) left out as measured slower or failed that way, "
+            f"{first} ranked first as measured faster that way"
+        )
+    if measurements.other_kernel:
+        notes.append(
+            f"{measurements.other_kernel} measured config(s) ran another kernel than the "
+            "best's and are not learned from"
+        )
+    return notes
+
+
+def learned_json(learned: Learned | None) -> dict[str, Any] | None:
+    """What the op's measurements say of a candidate, as plain JSON."""
+    if learned is None:
+        return None
+    return {
+        "call": learned.call,
+        "moves": [_move_json(m) for m in learned.moves],
+        "counts": dict(sorted(learned.counts.items())),
+        "findings": [
+            {
+                "outcome": f.outcome,
+                "ratio": round(f.ratio, 4) if f.ratio is not None else None,
+                "start": f.start.attempt,
+                "end": f.end.attempt,
+                "moves": [_move_json(m) for m in f.moves],
+                "text": f.text(),
+            }
+            for f in learned.findings
+        ],
+    }
+
+
+def _move_json(move: Any) -> dict[str, Any]:
+    return {"key": move.key, "where": move.where, "direction": move.direction, "to": move.value}
 
 
 def proposal_json(proposal: Proposal) -> dict[str, Any]:
@@ -147,13 +239,22 @@ def proposal_json(proposal: Proposal) -> dict[str, Any]:
                 "score": round(c.score, 4),
                 "reasons": list(c.reasons),
                 "sources": list(c.kinds),
+                "learned": learned_json(c.learned),
             }
             for rank, c in enumerate(proposal.candidates, start=1)
         ],
         "filtered": [
-            {"config": f.config, "prior": f.prior, "reason": f.reason, "rule": f.rule}
+            {
+                "config": f.config,
+                "prior": f.prior,
+                "reason": f.reason,
+                "rule": f.rule,
+                "learned": learned_json(f.learned),
+            }
             for f in proposal.filtered
         ],
         "unselected": len(proposal.unselected),
         "notes": list(proposal.notes),
+        "record": proposal.record.as_json(),
+        "record_text": proposal.record.text(),
     }
