@@ -7,13 +7,9 @@ import functools
 import re
 from typing import TYPE_CHECKING, Any
 
-from attrs import define, field
-
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
-from ledger.domain.tail import added_since
 from ledger.errors import BadInput
-from ledger.schema.shared_methods import SharedRepr
 
 if TYPE_CHECKING:
     import difflib
@@ -22,7 +18,6 @@ from stages.policy import effective_policy
 from stages.refusal import Refusal
 
 _UNSUCCESSFUL = ("rollback", "no-gain")
-_IDEAS = "algorithm-ideas"  # the key of `_Ideas` in State.derived
 _NEXT = "try another idea, or pass --override-retry REASON to measure it again anyway"
 
 
@@ -138,34 +133,14 @@ def _similar(first: str, second: str, threshold: float) -> float | None:
     return score if score >= threshold else None
 
 
-@define(repr=False)
-class _Ideas(SharedRepr):
-    """Every algorithm attempt's id in start order: an index kept in `State.derived` and
-    extended with the attempts started since (an attempt's kind never changes, and attempts
-    are only added), so finding the earlier ideas costs O(ideas), not O(attempts). Ids, not
-    attempts: their status and verdict are read fresh (see stages/alternates.py `_Candidates`)."""
-
-    seen: int = 0
-    ids: list[str] = field(factory=list)
-
-
-def warm_idea_index(state: State) -> _Ideas:
-    """The index of algorithm ideas kept in `state.derived`, extended to every attempt. The
-    state snapshot carries it: built cold, it reads every attempt (every part of them)."""
-    ideas = state.derived.get(_IDEAS)
-    if not isinstance(ideas, _Ideas):
-        ideas = state.derived[_IDEAS] = _Ideas()
-    ideas.ids += [a.id for a in added_since(state.attempts, ideas.seen) if a.kind == "algorithm"]
-    ideas.seen = len(state.attempts)
-    return ideas
-
-
 def _unsuccessful_ideas(state: State) -> list[Attempt]:
-    ideas = warm_idea_index(state)
     return [
         a
-        for a in map(state.attempts.__getitem__, ideas.ids)
-        if a.status in ("verified", "failed") and a.verdict in _UNSUCCESSFUL and a.description
+        for a in state.attempts.values()
+        if a.kind == "algorithm"
+        and a.status in ("verified", "failed")
+        and a.verdict in _UNSUCCESSFUL
+        and a.description
     ]
 
 

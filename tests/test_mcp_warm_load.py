@@ -33,10 +33,7 @@ def _append_behind(store: Store, data: bytes) -> None:
 
 @pytest.fixture
 def count_full_streams(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the stores read whole (`Store.stream`) from now on (the disposable state
-    snapshot, which would spare new OpLedgers their full reads too, is off: these tests count
-    what a kept OpLedger does)."""
-    monkeypatch.setenv("TUNE_LEDGER_NO_CACHE", "1")
+    """The names of the stores read whole (`Store.stream`) from now on."""
     streams: list[str] = []
     original = Store.stream
 

@@ -258,7 +258,7 @@ def on_disk(ledger: OpLedger) -> dict[str, str | None]:
 def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
     """The op's replayed state and warnings about the file (a torn tail awaiting repair, a
     rollback behind MEMORY.md's back)."""
-    from ledger.projections.view_cache import torn_warning
+    from ledger.projections.views import torn_warning
     from ledger.shell import rollback
 
     ledger = ctx.op(op)
@@ -267,12 +267,9 @@ def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
     warnings = (
         [] if torn is None else [torn_warning(ledger.path, torn.line, torn.byte_count, torn.reason)]
     )
-    # A warning keeps `status` from caching its views, so every read warns until it is resolved.
     found = ledger.rolled_back()
     if found is not None:
         warnings.append(rollback.warning(found, op))
-    if not warnings:  # as the view cache: a state read with a warning is not kept
-        ledger.keep_snapshot()  # the next command starts from it, unless the file moves
     return loaded.state, warnings
 
 

@@ -163,8 +163,6 @@ def _measured(state: State, event: Event) -> None:
         all_close,
         data["layout_exit"],
     )
-    if attempt.status != "pending":  # measured after it finished: merged branches only
-        state.finished_revision += 1
     if attempt.kind != "algorithm":  # _mark_measured, inlined: one call less per attempt
         state.measured_configs[measured_key(state, attempt.config)] = attempt.id
 
@@ -179,7 +177,6 @@ def _mark_measured(state: State, attempt: Attempt) -> None:
 def _finish(state: State, attempt: Attempt, status: str) -> None:
     if attempt.status != "pending":  # finished on two merged branches
         state.merge.finished_twice.append((attempt.id, attempt.status, status))
-        state.finished_revision += 1
     else:
         state.pending_count -= 1
     attempt.status = status

@@ -329,7 +329,7 @@ def provenance_summary(events: Sequence[Event]) -> dict[str, int]:
 def check_memory_file(ledger: OpLedger, loaded: Loaded | None = None) -> list[str]:
     """Findings about MEMORY.md: missing, stale, or hand-edited managed sections."""
     if loaded is None:
-        loaded = ledger.load(snapshot=False)  # audit and check trust the ledger's bytes only
+        loaded = ledger.load()
     if not ledger.memory_path.exists():
         return [f"{ledger.memory_path}: missing; run `tune-ledger render {ledger.op}`"]
     text = splice.read_text(ledger.memory_path) or ""

@@ -136,7 +136,6 @@ def gather(
     op's OpLedger when the caller keeps one (the CLI keeps it to the end of the process)."""
     ledger = OpLedger(root, op) if ledger is None else ledger
     state = ledger.load().state
-    ledger.keep_snapshot()  # the next command starts from this state, unless the file moves
     focus = resolve_focus(state, point=point, stage=stage, keys=keys)
     current, notes = read_profile(ledger.dir, op)
     others, other_notes = load_others(root, op, ledgers)
