@@ -88,7 +88,7 @@ class KeptLedgers:
         self._kept: dict[tuple[Path, str], OpLedger] = {}
 
     def __call__(self, root: Path, op: str) -> OpLedger:
-        from ledger.shell.api import OpLedger  # not imported by a `status` that hits its cache
+        from ledger.shell.api import OpLedger
 
         key = (root.resolve(), op)
         ledger = self._kept.get(key)

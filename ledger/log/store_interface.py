@@ -94,18 +94,13 @@ class Store(ABC):
     def stream(self, sink: Callable[[Event], object]) -> Tip:
         """Verify the log and hand its events to `sink` in file order, keeping none of them
         (replay's path); the tip it returns lets `append` skip re-reading the file."""
-        # The collector stays paused until the tip is built, not only while lines are folded:
-        # the first allocation after it resumes starts a pass over every object the sink kept
-        # (the whole replayed state, ~10% of a replay). That pass is the caller's to pay, at
-        # its next allocations, as for any state it keeps (tools/bench/README.md).
-        with chain.paused_gc():
-            data, identity = self._read_stamped()
-            tip = chain.stream(data, self.name, sink)
-            names = self.quarantine_names()
-            if tip.torn is not None or any(name not in tip.repaired for name in names):
-                return tip  # the next append has a repair to make: it takes the full path
-            stamp = stamp_of(identity, data, next_quarantine_name(self.name, names))
-            return evolve(tip, stamp=stamp)
+        data, identity = self._read_stamped()
+        tip = chain.stream(data, self.name, sink)
+        names = self.quarantine_names()
+        if tip.torn is not None or any(name not in tip.repaired for name in names):
+            return tip  # the next append has a repair to make: it takes the full path
+        stamp = stamp_of(identity, data, next_quarantine_name(self.name, names))
+        return evolve(tip, stamp=stamp)
 
     def stream_after(self, tip: Tip, sink: Callable[[Event], object]) -> Tip | None:
         """Verify only the bytes appended since `tip` (a tip from `stream`), handing their events

@@ -7,13 +7,11 @@ Pure code over lines of bytes, shared by the fast scan (`chain`) and audit's tho
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import NamedTuple
 
 from ledger.log import codec, record
-from ledger.log.lamport_table import compacted
 from ledger.log.record import Event
 
 _GIT_MARKERS = (b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>")
@@ -50,13 +48,6 @@ class OpenBatch(NamedTuple):
     first: int
 
 
-_BRACE_HASH = hashlib.sha256(b"{")
-
-
-def _ignore(_event: Event) -> None:
-    """No sink: the walker keeps its events instead."""
-
-
 class Walker:
     """Checks lines in order against the events before them and remembers what it saw.
 
@@ -79,10 +70,6 @@ class Walker:
         # The byte count of the clean prefix this walker has verified, when a stream keeps it
         # to verify only what is appended later (`chain.resume`); -1 while it cannot resume.
         self.position = -1
-
-    def __getstate__(self) -> dict[str, object]:
-        # Pickled into the state snapshot: every id seen, compactly (ledger/log/lamport_table.py).
-        return {**self.__dict__, "lamports": compacted(self.lamports)}
 
     def _deliver(self, event: Event) -> None:
         """Hand `event` to the sink once its batch is complete (all or none, DESIGN §4)."""
@@ -107,124 +94,28 @@ class Walker:
             sink(part)
 
     def feed(self, lines: Sequence[bytes], start: int = 0) -> None:
-        """Verify and record `lines[start:]` in order; raise BadLine at the first that does not fit.
-
-        This loop is the replay hot path: it only detects a problem with cheap tests and
-        leaves explaining it to `diagnose`, which re-checks that one line step by step. It
-        builds each event as `record.from_record` does, inlined for the current schema
-        (tests/test_walker_fast_path.py checks both give equal events and equal errors).
-        """
-        lamports, open_batches, heads = self.lamports, self.open, self.heads
-        loads, from_record = codec.loads, record.from_record
-        # The hash of a record starts with its "{": a copy of that state plus the bytes after
-        # the id, through a memoryview, hashes what codec.id_of_line hashes without copying
-        # the line twice (its slice, then "{" + slice).
-        brace = _BRACE_HASH.copy
-        current_schema, new_event, event_class = record.CURRENT_SCHEMA, record.new_event, Event
-        keep, pending = self.sink is None, self.pending
-        sink: Callable[[Event], object] = self.sink or _ignore
-        events_append, deliver, pending_append = self.events.append, self._deliver, pending.append
-        heads_add, heads_drop = heads.add, heads.difference_update
-        prefix, body_start, id_hex = codec.ID_PREFIX, codec.BODY_START, codec.ID_HEX
-        id_end = codec.ID_END
-        max_lamport = self.max_lamport
+        """Verify and record `lines[start:]` in order; raise BadLine at the first that fails."""
         for index in range(start, len(lines)):
-            line = lines[index]
-            # The content id, checked from the raw bytes (as codec.id_of_line, inlined: this
-            # is a third of the loop's time).
-            hashed = brace()
-            hashed.update(memoryview(line)[body_start:])
-            event_id = hashed.hexdigest()[:id_hex]
             try:
-                parsed = loads(line)
-                type_name = parsed["type"]
-                schema = parsed["schema"]
-                if current_schema.get(type_name) == schema:
-                    part = parsed["part"]
-                    i, n = part[0], part[1]
-                    lamport = parsed["lamport"]
-                    parents = tuple(parsed["parents"])
-                    event = new_event(
-                        event_class,
-                        (
-                            parsed["id"],
-                            lamport,
-                            parents,
-                            (i, n),
-                            type_name,
-                            schema,
-                            parsed["payload"],
-                            parsed["provenance"],
-                        ),
-                    )
-                else:  # an older schema to upcast, or an unknown type (a ValueError)
-                    event = from_record(parsed)
-                    i, n = event.part
-                    lamport = event.lamport
-                    parents = event.parents
-                if i == 0:
-                    top = 0
-                    for parent in parents:
-                        parent_lamport = lamports[parent]
-                        if parent_lamport > top:
-                            top = parent_lamport
-                    first = index
-                    fits = not open_batches or open_batches.keys().isdisjoint(parents)
-                else:
-                    batch = open_batches[parents[0]]
-                    top = lamports[parents[0]]
-                    first = batch.first
-                    fits = len(parents) == 1 and batch.part == i - 1 and batch.size == n
-            except (KeyError, TypeError, ValueError, IndexError):
-                fits = False
-            if not (
-                fits
-                and event[0] == event_id
-                # The line starts with exactly `{"id":"<that id>",`: its first key is "id"
-                # (the prefix) and the string after it ends where the id's 32 characters end
-                # (`",` right there); the parsed id being those 32 hex characters, the bytes
-                # between are them (an escape or a non-ASCII byte would make it shorter).
-                and line.startswith(prefix)
-                and line[id_end:body_start] == b'",'
-                and type(lamport) is int
-                and type(i) is int
-                and type(n) is int
-                and 0 <= i < n
-                and top < lamport
-                and event_id not in lamports
-            ):
-                self.max_lamport = max_lamport
-                raise self.diagnose(index, line)
-            if i > 0:
-                del open_batches[parents[0]]
+                event = self.check(lines[index])
+            except BadLine as bad:
+                bad.index = index
+                raise
+            i, n = event.part
+            first = index if i == 0 else self.open.pop(event.parents[0]).first
             if i < n - 1:
-                open_batches[event_id] = new_event(OpenBatch, (i, n, first))
-            lamports[event_id] = lamport
-            if lamport > max_lamport:
-                max_lamport = lamport
-            heads_drop(parents)
-            heads_add(event_id)
-            if keep:
-                events_append(event)
-            elif n == 1:
-                if pending or type_name == "ledger.repaired":
-                    deliver(event)
-                else:
-                    sink(event)  # the common case, inlined: a one-event batch goes straight on
-            elif i == 0:
-                pending.clear()  # parts of a batch that never finished (as `_deliver` does)
-                pending_append(event)
-            elif i < n - 1:
-                pending_append(event)  # a middle part waits for its batch (as `_deliver`)
-            else:  # the last part: the batch is complete (`_deliver`, inlined)
-                pending_append(event)
-                complete = pending[:]
-                pending.clear()
-                for part_event in complete:
-                    if part_event[4] == "ledger.repaired":
-                        self.repaired.add(str(part_event[6].get("quarantine")))
-                    sink(part_event)
-        self.max_lamport = max_lamport
+                self.open[event.id] = OpenBatch(i, n, first)
+            self.lamports[event.id] = event.lamport
+            if event.lamport > self.max_lamport:
+                self.max_lamport = event.lamport
+            self.heads.difference_update(event.parents)
+            self.heads.add(event.id)
+            if self.sink is None:
+                self.events.append(event)
+            elif n == 1 and not self.pending and event.type != "ledger.repaired":
+                self.sink(event)  # a one-event batch, the usual case, goes straight on
+            else:
+                self._deliver(event)
 
     def take_written(self, events: Sequence[Event], position: int) -> None:
         """Take in a batch this process sealed after the walker's head and wrote itself (valid

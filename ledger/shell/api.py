@@ -6,13 +6,14 @@ optimistic concurrency, re-render MEMORY.md. The CLI is a thin layer over it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
-from ledger.domain.replay import folder, replay
+from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.domain.units import check_op_name
 from ledger.errors import BadInput, Conflict, HandBack, LedgerError
@@ -118,14 +119,14 @@ class OpLedger:
         if kept is not None:
             if self.store.unchanged_since(kept.tip):
                 return kept
-            tip = self.store.stream_after(kept.tip, folder(kept.state))
+            tip = self.store.stream_after(kept.tip, functools.partial(evolve, kept.state))
             if tip is not None:
                 self._loaded = Loaded(tip=tip, state=kept.state)
                 return self._loaded
             # The kept state may hold part of what could not be resumed: it is dropped.
             self._loaded = None
         state = State()
-        tip = self.store.stream(folder(state))
+        tip = self.store.stream(functools.partial(evolve, state))
         self._loaded = Loaded(tip=tip, state=state)
         return self._loaded
 
