@@ -29,7 +29,7 @@ from ledger.projections.memory_file import Position, check_memory, render_memory
 from ledger.projections.memory_layout import SECTION_ORDER
 from ledger.projections.timeline import is_failed
 from stages import commands as cmd
-from stages import effective_policy
+from stages.policy import effective_policy
 
 GOLDEN = Path(__file__).parent / "data" / "memory"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

@@ -21,9 +21,10 @@ from ledger.errors import LedgerError
 from ledger.log import chain, codec, record
 from ledger.log.record import Event, to_line
 from ledger.schema.events import LedgerRepaired, NoteAdded
-from stages import Refusal, decide
 from stages import commands as cmd
 from stages.conflicts import conflicts
+from stages.decide import decide
+from stages.refusal import Refusal
 
 NAME = "custom/op/events.jsonl"
 

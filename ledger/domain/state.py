@@ -73,6 +73,7 @@ class Measurement:
     all_close: bool = True
     layout_exit: int = 0
 
+
 @define
 class Attempt:
     """One measured change, from start to its verdict or failure (R5-R9)."""
@@ -101,6 +102,7 @@ class Attempt:
     # The best the verdict compared it with: an attempt id, None for the baseline (R8); it
     # leads back to the best two merged branches last shared (DESIGN §8, "re-measure both").
     compared_best: str | None = None
+
 
 @define
 class Point:

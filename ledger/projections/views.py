@@ -114,7 +114,8 @@ def status(state: State) -> dict[str, Any]:
     """The `status --json` object (DESIGN §5 keys and a few more), in time that does not grow
     with the ledger on a warm state (the points listed are bounded, the alternates indexed)."""
     from ledger.projections.conflicts import texts as conflict_texts
-    from stages import allowed, alternates
+    from stages.allowed import allowed
+    from stages.alternates import alternates
     from stages.policy import policy_overrides
 
     sheet = state.target

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
     from ledger.schema.events import Payload
     from ledger.shell.workflows import EvidenceKind, Running
-    from stages import Decision, Refusal
+    from stages.outcome import Decision
+    from stages.refusal import Refusal
 
 # Appends retried after another writer got in first; more means a livelock, which is a bug.
 _MAX_CONFLICT_RETRIES = 20
@@ -157,7 +158,8 @@ class OpLedger:
         verifier runs again. `decider` replaces `stages.decide` for commands outside the
         protocol's steps (merge-conflict resolutions), which append the same way.
         """
-        from stages import Refusal, decide
+        from stages.decide import decide
+        from stages.refusal import Refusal
 
         decide_step = decider or decide
         request = request or request_digest(command)
@@ -322,7 +324,7 @@ def _replayed(loaded: Loaded, key: str, request: str) -> StepResult | None:
 
 def _raise_recorded_refusal(events: Sequence[Event], state: State) -> None:
     """A retried failed activation fails again: its hand-back is the original result (R1)."""
-    from stages import allowed
+    from stages.allowed import allowed
 
     failed = next((e for e in events if e.type == "activation.failed"), None)
     if failed is None:

@@ -216,7 +216,9 @@ def legality_findings(events: Sequence[Event], lines: Sequence[int] | None = Non
     branches, each side's steps were decided without the other's, and what breaks a rule
     only in combination is a conflict (stages/conflicts.py), not a finding.
     """
-    from stages import Refusal, decide, resolve
+    from stages import resolve
+    from stages.decide import decide
+    from stages.refusal import Refusal
 
     findings: list[str] = []
     causal = merge.CausalReplay(events)
