@@ -31,7 +31,6 @@ from ledger.domain.knobs import (
 )
 from ledger.errors import BadInput
 from ledger.log import codec
-from ledger.schema.shared_methods import SharedValue
 from ledger.schema.vocabulary import CONFIG_STAGES
 
 # Placeholders a verifier template may use; each is substituted into one argument, never
@@ -51,8 +50,8 @@ DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_MEMORY_MB = 8192.0
 
 
-@frozen(repr=False, eq=False)
-class Verifier(SharedValue):
+@frozen
+class Verifier:
     """The command template that measures one config, and the limits it runs under."""
 
     argv: tuple[str, ...]
@@ -64,8 +63,8 @@ class Verifier(SharedValue):
         return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)], token) for token in self.argv)
 
 
-@frozen(repr=False, eq=False)
-class Manifest(SharedValue):
+@frozen
+class Manifest:
     """An op's declarations, as SPEC.md's front matter gives them."""
 
     source: str

@@ -22,7 +22,6 @@ from ledger.log.walker import (
     torn_start,
     unfinished_batch,
 )
-from ledger.schema.shared_methods import SharedValue
 
 _DAMAGE_HINT = (
     "the ledger was edited or damaged in the middle; it is never repaired silently: restore "
@@ -32,8 +31,8 @@ _DAMAGE_HINT = (
 )
 
 
-@frozen(repr=False, eq=False)
-class Torn(SharedValue):
+@frozen
+class Torn:
     """A torn tail: the bytes from `offset` (line `line`, 1-based) to the end of the file."""
 
     line: int
@@ -48,8 +47,8 @@ class Torn(SharedValue):
         return self.byte_count == 0
 
 
-@frozen(repr=False, eq=False)
-class Log(SharedValue):
+@frozen
+class Log:
     """The verified events of a ledger in file order, and where its valid bytes end."""
 
     name: str
@@ -135,8 +134,8 @@ class Scanner:
         return (_completed_by_newline(data, self.name) if rest else None) or log
 
 
-@frozen(repr=False, eq=False)
-class Tip(SharedValue):
+@frozen
+class Tip:
     """Where a verified ledger ends, without its events: what a command needs beside the
     replayed state (the head to append after, the counter, the size, a torn tail)."""
 

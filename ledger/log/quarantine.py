@@ -12,13 +12,12 @@ from ledger.log import codec
 from ledger.log.chain import Log
 from ledger.log.verification import Finding, Verification
 from ledger.schema.events import LedgerRepaired, NewlineRestored
-from ledger.schema.shared_methods import SharedValue
 
 QUARANTINE_SUFFIX = ".quarantine-"
 
 
-@frozen(repr=False, eq=False)
-class Quarantined(SharedValue):
+@frozen
+class Quarantined:
     """A quarantine file beside a ledger: its name, size and sha256 digest."""
 
     name: str
@@ -26,8 +25,8 @@ class Quarantined(SharedValue):
     digest: str
 
 
-@frozen(repr=False, eq=False)
-class TornCut(SharedValue):
+@frozen
+class TornCut:
     """Torn bytes to move to the quarantine file `name` (`kept`: already there)."""
 
     name: str

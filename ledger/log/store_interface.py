@@ -37,11 +37,10 @@ from ledger.log.tip_stamp import (
     unchanged_since,
 )
 from ledger.log.verification import Finding
-from ledger.schema.shared_methods import SharedValue
 
 
-@frozen(repr=False, eq=False)
-class AppendResult(SharedValue):
+@frozen
+class AppendResult:
     """What an append wrote: the command's sealed events, the repair events written before
     them (a torn tail quarantined now, or a quarantine an interrupted repair left unrecorded),
     and the head after them."""

@@ -9,7 +9,6 @@ from attrs import frozen
 
 from ledger.log.chain import Tip
 from ledger.log.record import Event
-from ledger.schema.shared_methods import SharedValue
 
 # How much of the ledger's end an append compares with what the command read: an append
 # never rewrites earlier bytes, so another writer's batch shows in the size, and anything
@@ -23,8 +22,8 @@ StampNow = Callable[[int], tuple[object, int, bytes]]
 ReadFrom = Callable[[int], tuple[object, bytes]]
 
 
-@frozen(repr=False, eq=False)
-class Stamp(SharedValue):
+@frozen
+class Stamp:
     """What the bytes behind a tip looked like: holder identity, size, last bytes, and the
     quarantine file the next torn-tail repair would create."""
 

@@ -21,13 +21,12 @@ from ledger.log.walker import (
     torn_start,
     unfinished_batch,
 )
-from ledger.schema.shared_methods import SharedValue
 
 ENVELOPE_KEYS = ("id", "lamport", "parents", "part", "payload", "provenance", "schema", "type")
 
 
-@frozen(repr=False, eq=False)
-class Finding(SharedValue):
+@frozen
+class Finding:
     """One problem found in a ledger: its 1-based line (if any), event id (if known), message."""
 
     line: int | None
@@ -40,8 +39,8 @@ class Finding(SharedValue):
         return f"{where}{event}{self.message}"
 
 
-@frozen(repr=False, eq=False)
-class Verification(SharedValue):
+@frozen
+class Verification:
     """Every finding about a ledger's bytes, and the events that verified (in file order)."""
 
     findings: tuple[Finding, ...]

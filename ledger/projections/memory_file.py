@@ -21,7 +21,6 @@ from ledger.errors import BadInput
 from ledger.projections import splice
 from ledger.projections.formatting import plural, short_id
 from ledger.projections.memory_layout import SECTION_ORDER, TITLES, op_name
-from ledger.schema.shared_methods import SharedValue
 
 _RENDERED = re.compile(
     r"<!-- tune-ledger:rendered-from op=(?P<op>\S+) events=(?P<events>\d+) "
@@ -31,8 +30,8 @@ _DIGESTS = re.compile(r"<!-- tune-ledger:digest (?P<pairs>[a-z0-9=\- ]*) -->")
 _DIGEST_PREFIX = "<!-- tune-ledger:digest "
 
 
-@frozen(repr=False, eq=False)
-class Position(SharedValue):
+@frozen
+class Position:
     """Where in the ledger a rendering comes from: how many events, and the last one's id."""
 
     events: int

@@ -26,7 +26,6 @@ from attrs import frozen
 
 from ledger.errors import BadInput
 from ledger.log import safe_files
-from ledger.schema.shared_methods import SharedValue
 
 NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
 _MARKER = re.compile(r"<!-- tune-ledger:(begin|end) ([a-z][a-z0-9-]{0,39}) -->")
@@ -68,8 +67,8 @@ def _checked(name: str) -> str:
     return name
 
 
-@frozen(repr=False, eq=False)
-class Section(SharedValue):
+@frozen
+class Section:
     """One managed section: marker line indexes (0-based) and the body between, as in the file."""
 
     name: str

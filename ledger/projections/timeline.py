@@ -16,11 +16,10 @@ from attrs import frozen
 
 from ledger.domain.state import Attempt, State
 from ledger.log.codec import canonical_json
-from ledger.schema.shared_methods import SharedValue
 
 
-@frozen(repr=False, eq=False)
-class Step(SharedValue):
+@frozen
+class Step:
     """An attempt with the best config and time it was measured against."""
 
     attempt: Attempt

@@ -14,7 +14,6 @@ from typing import Any, ClassVar, Literal, get_args
 from attrs import field, frozen
 
 from ledger.schema.conflicts import Conflict
-from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import (
     Binding,
     Origin,
@@ -51,8 +50,8 @@ from ledger.schema.vocabulary import (
 # --- payloads ------------------------------------------------------------------------------
 
 
-@frozen(repr=False, eq=False)
-class OpInitialized(SharedValue):
+@frozen
+class OpInitialized:
     """The op's ledger was created."""
 
     TYPE: ClassVar[str] = "op.initialized"
@@ -60,8 +59,8 @@ class OpInitialized(SharedValue):
     op: str = field(validator=nonempty)
 
 
-@frozen(repr=False, eq=False)
-class CompareEvidence(SharedValue):
+@frozen
+class CompareEvidence:
     """An E2E tensor compare of the implementation with the golden reference (R1)."""
 
     TYPE: ClassVar[str] = "evidence.compare"
@@ -72,8 +71,8 @@ class CompareEvidence(SharedValue):
     origin: Origin
 
 
-@frozen(repr=False, eq=False)
-class LayoutEvidence(SharedValue):
+@frozen
+class LayoutEvidence:
     """A layout check of the implementation and its exit code (R1)."""
 
     TYPE: ClassVar[str] = "evidence.layout"
@@ -84,8 +83,8 @@ class LayoutEvidence(SharedValue):
     origin: Origin
 
 
-@frozen(repr=False, eq=False)
-class ActivationPassed(SharedValue):
+@frozen
+class ActivationPassed:
     """Both pieces of evidence pass for the current implementation (R1)."""
 
     TYPE: ClassVar[str] = "activation.passed"
@@ -95,8 +94,8 @@ class ActivationPassed(SharedValue):
     layout_event: str
 
 
-@frozen(repr=False, eq=False)
-class ActivationFailed(SharedValue):
+@frozen
+class ActivationFailed:
     """Activation failed; control goes back to the orchestrator (R1, exit 5)."""
 
     TYPE: ClassVar[str] = "activation.failed"
@@ -106,8 +105,8 @@ class ActivationFailed(SharedValue):
     handed_back_to: str = "pypto-op-orchestrator"
 
 
-@frozen(repr=False, eq=False)
-class SkillLoaded(SharedValue):
+@frozen
+class SkillLoaded:
     """A skill document was loaded into the agent's context (R2)."""
 
     TYPE: ClassVar[str] = "skill.loaded"
@@ -115,8 +114,8 @@ class SkillLoaded(SharedValue):
     name: str
 
 
-@frozen(repr=False, eq=False)
-class SkillUnloaded(SharedValue):
+@frozen
+class SkillUnloaded:
     """A skill document was unloaded (R2)."""
 
     TYPE: ClassVar[str] = "skill.unloaded"
@@ -124,8 +123,8 @@ class SkillUnloaded(SharedValue):
     name: str
 
 
-@frozen(repr=False, eq=False)
-class TargetSheetWritten(SharedValue):
+@frozen
+class TargetSheetWritten:
     """The Performance target sheet: measured baseline, target and its source (R3)."""
 
     TYPE: ClassVar[str] = "target.set"
@@ -146,8 +145,8 @@ class TargetSheetWritten(SharedValue):
     bubble_pct: float | None = field(default=None, converter=percent_or_none)
 
 
-@frozen(repr=False, eq=False)
-class LimitRelaxed(SharedValue):
+@frozen
+class LimitRelaxed:
     """A tile-shape upper limit relaxed with its basis in profiling data (R3)."""
 
     TYPE: ClassVar[str] = "limit.relaxed"
@@ -162,8 +161,8 @@ class LimitRelaxed(SharedValue):
     supersedes: tuple[str, ...] | None = None
 
 
-@frozen(repr=False, eq=False)
-class StageEntered(SharedValue):
+@frozen
+class StageEntered:
     """A stage of the pipeline was entered (R4)."""
 
     TYPE: ClassVar[str] = "stage.entered"
@@ -171,8 +170,8 @@ class StageEntered(SharedValue):
     stage: Stage
 
 
-@frozen(repr=False, eq=False)
-class StageExited(SharedValue):
+@frozen
+class StageExited:
     """A stage was exited under one of its exit conditions (R4)."""
 
     TYPE: ClassVar[str] = "stage.exited"
@@ -182,8 +181,8 @@ class StageExited(SharedValue):
     reason: str = ""
 
 
-@frozen(repr=False, eq=False)
-class PointOpened(SharedValue):
+@frozen
+class PointOpened:
     """An optimization point of the current stage was opened (R7)."""
 
     TYPE: ClassVar[str] = "point.opened"
@@ -194,8 +193,8 @@ class PointOpened(SharedValue):
     knobs: tuple[str, ...] = ()
 
 
-@frozen(repr=False, eq=False)
-class PointClosed(SharedValue):
+@frozen
+class PointClosed:
     """An optimization point was closed: exhausted, not applicable, or by the agent (R7)."""
 
     TYPE: ClassVar[str] = "point.closed"
@@ -206,8 +205,8 @@ class PointClosed(SharedValue):
     reason: str = field(validator=nonempty)
 
 
-@frozen(repr=False, eq=False)
-class AttemptStarted(SharedValue):
+@frozen
+class AttemptStarted:
     """One change was applied and awaits verification (R5, R6, R7).
 
     Its id is the first characters of this event's id. `config` is the full resulting config.
@@ -227,8 +226,8 @@ class AttemptStarted(SharedValue):
     retry_override: str | None = None
 
 
-@frozen(repr=False, eq=False)
-class AttemptMeasured(SharedValue):
+@frozen
+class AttemptMeasured:
     """The verifier's result for an attempt: accuracy, layout and time samples (R8, R11)."""
 
     TYPE: ClassVar[str] = "attempt.measured"
@@ -248,8 +247,8 @@ class AttemptMeasured(SharedValue):
     accuracy_origin: Origin | None = None
 
 
-@frozen(repr=False, eq=False)
-class VerdictReached(SharedValue):
+@frozen
+class VerdictReached:
     """The ledger's verdict on a measured attempt, with the statistics that decided it (R8)."""
 
     TYPE: ClassVar[str] = "attempt.verdict"
@@ -269,8 +268,8 @@ class VerdictReached(SharedValue):
     policy: dict[str, Any] = field(factory=dict)
 
 
-@frozen(repr=False, eq=False)
-class AttemptFailed(SharedValue):
+@frozen
+class AttemptFailed:
     """An attempt failed to run or verify; the verdict is rollback (R7, R8)."""
 
     TYPE: ClassVar[str] = "attempt.failed"
@@ -281,8 +280,8 @@ class AttemptFailed(SharedValue):
     origin: Origin | None = None
 
 
-@frozen(repr=False, eq=False)
-class AttemptAbandoned(SharedValue):
+@frozen
+class AttemptAbandoned:
     """A pending attempt was given up without a result, e.g. after a crash (R6)."""
 
     TYPE: ClassVar[str] = "attempt.abandoned"
@@ -291,8 +290,8 @@ class AttemptAbandoned(SharedValue):
     reason: str = field(validator=nonempty)
 
 
-@frozen(repr=False, eq=False)
-class ReportGenerated(SharedValue):
+@frozen
+class ReportGenerated:
     """A tuning report was written (needed before the algorithm stage, R4)."""
 
     TYPE: ClassVar[str] = "report.generated"
@@ -301,8 +300,8 @@ class ReportGenerated(SharedValue):
     digest: str
 
 
-@frozen(repr=False, eq=False)
-class CampaignStopped(SharedValue):
+@frozen
+class CampaignStopped:
     """Tuning stopped: target reached, utilization limit, or the user (R10)."""
 
     TYPE: ClassVar[str] = "campaign.stopped"
@@ -311,8 +310,8 @@ class CampaignStopped(SharedValue):
     detail: str = ""
 
 
-@frozen(repr=False, eq=False)
-class PolicySet(SharedValue):
+@frozen
+class PolicySet:
     """A policy threshold of this op was set; later decisions apply it (DESIGN §3)."""
 
     TYPE: ClassVar[str] = "policy.set"
@@ -322,8 +321,8 @@ class PolicySet(SharedValue):
     reason: str = ""
 
 
-@frozen(repr=False, eq=False)
-class NoteAdded(SharedValue):
+@frozen
+class NoteAdded:
     """Free text recorded by the agent or a reviewer."""
 
     TYPE: ClassVar[str] = "note.added"
@@ -331,8 +330,8 @@ class NoteAdded(SharedValue):
     text: str = field(validator=nonempty)
 
 
-@frozen(repr=False, eq=False)
-class LedgerRepaired(SharedValue):
+@frozen
+class LedgerRepaired:
     """A torn tail was moved to a quarantine file before this append (DESIGN §4)."""
 
     TYPE: ClassVar[str] = "ledger.repaired"
@@ -343,8 +342,8 @@ class LedgerRepaired(SharedValue):
     digest: str
 
 
-@frozen(repr=False, eq=False)
-class ManifestRecorded(SharedValue):
+@frozen
+class ManifestRecorded:
     """SPEC.md's op manifest as the campaign uses it from here on (DESIGN §4, R5-R7, R11).
 
     `declared` is the front matter's manifest fields as plain data, so replay knows the knobs,
@@ -358,8 +357,8 @@ class ManifestRecorded(SharedValue):
     declared: dict[str, Any] = field(converter=json_object)
 
 
-@frozen(repr=False, eq=False)
-class ConflictResolved(SharedValue):
+@frozen
+class ConflictResolved:
     """A protocol conflict created by merging branches was resolved by a recorded decision."""
 
     TYPE: ClassVar[str] = "conflict.resolved"
@@ -374,8 +373,8 @@ class ConflictResolved(SharedValue):
 # --- reliability (issue 20): repairs and confirmations written outside the protocol's steps --
 
 
-@frozen(repr=False, eq=False)
-class NewlineRestored(SharedValue):
+@frozen
+class NewlineRestored:
     """The ledger's last line verified completely but had lost its newline, which was written
     back before this append instead of quarantining the event (DESIGN §4.3)."""
 
@@ -385,8 +384,8 @@ class NewlineRestored(SharedValue):
     event: str
 
 
-@frozen(repr=False, eq=False)
-class RollbackAccepted(SharedValue):
+@frozen
+class RollbackAccepted:
     """A person accepted that the ledger no longer holds `missing`, the last event MEMORY.md
     was rendered from (a rollback or truncation), for `reason` (DESIGN §7.5)."""
 
@@ -403,8 +402,8 @@ class RollbackAccepted(SharedValue):
 # --- protocol fidelity (issue 15 items 6, 8): how a stopped campaign ends or goes on ---------
 
 
-@frozen(repr=False, eq=False)
-class CampaignHandedBack(SharedValue):
+@frozen
+class CampaignHandedBack:
     """The stopped campaign's result was handed back to the orchestrator with its report (R10)."""
 
     TYPE: ClassVar[str] = "campaign.handed_back"
@@ -414,8 +413,8 @@ class CampaignHandedBack(SharedValue):
     summary: str = ""
 
 
-@frozen(repr=False, eq=False)
-class CampaignResumed(SharedValue):
+@frozen
+class CampaignResumed:
     """The user lifted a utilization stop; tuning goes on from where it stopped (R10)."""
 
     TYPE: ClassVar[str] = "campaign.resumed"

@@ -21,7 +21,6 @@ from ledger.log import codec
 from ledger.log.files import LEDGER_NAME, ledger_path
 from ledger.log.record import Draft, Event, converter
 from ledger.log.store import AppendResult, FileStore, MemoryStore, Store, Tip
-from ledger.schema.shared_methods import SharedValue
 from ledger.shell import rollback
 
 # MEMORY.md's rendering and the view cache are imported where a command writes them: a read
@@ -39,8 +38,8 @@ if TYPE_CHECKING:
 _MAX_CONFLICT_RETRIES = 20
 
 
-@frozen(repr=False, eq=False)
-class StepResult(SharedValue):
+@frozen
+class StepResult:
     """What a command did: the events it appended (or found, for a retried key) and warnings."""
 
     events: tuple[Event, ...]
@@ -51,8 +50,8 @@ class StepResult(SharedValue):
     replayed: bool = False  # True when an idempotency key returned an earlier result
 
 
-@frozen(repr=False, eq=False)
-class Loaded(SharedValue):
+@frozen
+class Loaded:
     """The state replayed from an op's verified log, and where that log ends (its head, size
     and any torn tail; the events themselves are not kept: `store.read()` has them)."""
 

@@ -27,7 +27,6 @@ from ledger.priors.profile import OpProfile, profile
 from ledger.priors.rank import Proposal, propose
 from ledger.priors.scan import ScanResult, scan_paths
 from ledger.priors.sources import OtherOp, ledger_priors, source_priors
-from ledger.schema.shared_methods import SharedValue
 from ledger.shell.api import OpLedger
 from ledger.shell.manifest_file import read_front_matter_of, spec_path
 from stages.target import vec_limit
@@ -35,8 +34,8 @@ from stages.target import vec_limit
 KNOWLEDGE_FILE = "data/priors.json"
 
 
-@frozen(repr=False, eq=False)
-class Gathered(SharedValue):
+@frozen
+class Gathered:
     """A proposal and what was read to make it."""
 
     proposal: Proposal

@@ -21,7 +21,6 @@ from attrs import frozen
 from ledger.errors import BadInput, LedgerDamaged
 from ledger.log import safe_files
 from ledger.schema.events import RollbackAccepted
-from ledger.schema.shared_methods import SharedValue
 
 # MEMORY.md's header is parsed (ledger.projections.memory_file, which imports the splice and
 # its formatting) only where a rollback is looked for: `priors` imports this module through
@@ -39,16 +38,16 @@ _HEAD_BYTES = 4096
 READS = ("status", "resume", "log", "audit", "check")
 
 
-@frozen(repr=False, eq=False)
-class Rollback(SharedValue):
+@frozen
+class Rollback:
     """What MEMORY.md was rendered from, which the ledger lost, and where the ledger ends now."""
 
     memory: Position
     ledger: Position
 
 
-@frozen(repr=False, eq=False)
-class AcceptRollback(SharedValue):
+@frozen
+class AcceptRollback:
     """Accept that the ledger lost `missing`, the last event MEMORY.md was rendered from."""
 
     missing: str
