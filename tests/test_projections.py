@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from ledger.domain.state import Attempt, State
+from ledger.log.position import Position
 from ledger.projections import memory_history, splice
 from ledger.projections.formatting import md_code, md_table, md_text, one_line
-from ledger.projections.memory_file import Position, check_memory, render_memory
+from ledger.projections.memory_file import check_memory, render_memory
 from ledger.projections.memory_layout import SECTION_ORDER
 from ledger.projections.timeline import is_failed
 from stages import commands as cmd

@@ -263,7 +263,7 @@ def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
 
     ledger = ctx.op(op)
     loaded = ledger.load()
-    torn = loaded.tip.torn
+    torn = loaded.position.torn
     warnings = (
         [] if torn is None else [torn_warning(ledger.path, torn.line, torn.byte_count, torn.reason)]
     )

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import define, field
 
+from ledger.log.position import Position
+
 if TYPE_CHECKING:
     from ledger.log.record import Event
 
@@ -273,3 +275,8 @@ class State:
     # --idempotency-key -> the events the keyed command appended (DESIGN §5: a retry returns
     # them instead of appending again); only keyed events are kept, not the whole log.
     keyed: dict[str, list[Event]] = field(factory=dict)
+
+    @property
+    def position(self) -> Position:
+        """Where the replayed ledger ends: how many events, and the last one's id."""
+        return Position(events=self.event_count, last=self.last_event or "")

@@ -2,17 +2,17 @@
 
 `scan` is the path every read takes (it raises at the first damaged line); `stream` is
 replay's, handing each complete batch to a sink and keeping nothing. Audit's thorough check,
-which reports every finding instead, is `verification.verify`.
+which reports every finding instead, is `integrity.check`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import attrs
 from attrs import evolve, frozen
 
 from ledger.errors import LedgerDamaged
+from ledger.log.position import Position, Torn
 from ledger.log.record import Event
 from ledger.log.walker import (
     BadLine,
@@ -29,22 +29,6 @@ _DAMAGE_HINT = (
     "repeated or out of order after a git merge without the tune-ledger driver are put back "
     "in order by `tune-ledger normalize OP`"
 )
-
-
-@frozen
-class Torn:
-    """A torn tail: the bytes from `offset` (line `line`, 1-based) to the end of the file."""
-
-    line: int
-    offset: int
-    byte_count: int
-    reason: str
-
-    @property
-    def newline_only(self) -> bool:
-        """True when nothing is torn but the last line's newline: that line verified
-        completely (id, parents, Lamport, its batch), so it counts and only `\n` is missing."""
-        return self.byte_count == 0
 
 
 @frozen
@@ -72,9 +56,10 @@ class Log:
             str(e.data.get("quarantine")) for e in self.events if e.type == "ledger.repaired"
         )
 
-    def tip(self) -> Tip:
+    def position(self) -> Position:
         """Where this log ends, without its events."""
-        return Tip(
+        return Position(
+            last=self.events[-1].id if self.events else "",
             name=self.name,
             head=self.head,
             lamport=self.lamport,
@@ -134,27 +119,7 @@ class Scanner:
         return (_completed_by_newline(data, self.name) if rest else None) or log
 
 
-@frozen
-class Tip:
-    """Where a verified ledger ends, without its events: what a command needs beside the
-    replayed state (the head to append after, the counter, the size, a torn tail)."""
-
-    name: str
-    head: tuple[str, ...]
-    lamport: int
-    size: int
-    torn: Torn | None
-    events: int
-    # Quarantine files that ledger.repaired events record (an append checks the others).
-    repaired: frozenset[str]
-    # The backend's fingerprint of the bytes this tip was read from (see FileStore).
-    stamp: object = None
-    # The walker that verified these bytes, kept to verify only what is appended after them
-    # (`resume`); None when the tip cannot be resumed from (a torn tail, a keeping scan).
-    cursor: Walker | None = attrs.field(default=None, eq=False, repr=False)
-
-
-def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Tip:
+def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Position:
     """Verify a ledger's bytes like `scan`, handing each event of a complete batch to `sink`
     in file order instead of keeping them; raise LedgerDamaged at the first bad line."""
     lines, rest = split_lines(data)
@@ -173,37 +138,39 @@ def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Tip:
             seen = min((b.first for b in walker.open.values()), default=len(lines))
             for event in log.events[seen:]:
                 sink(event)
-        return Tip(
+        return Position(
+            events=len(log.events),
+            last=log.events[-1].id if log.events else "",
             name=name,
             head=log.head,
             lamport=log.lamport,
             size=log.size,
             torn=log.torn,
-            events=len(log.events),
             repaired=frozenset(walker.repaired),
         )
-    walker.position = len(data)
-    return Tip(
+    walker.verified = len(data)
+    return Position(
+        events=len(lines),
+        last=walker.last,
         name=name,
         head=tuple(sorted(walker.heads)),
         lamport=walker.max_lamport,
         size=len(data),
-        torn=None,
-        events=len(lines),
         repaired=frozenset(walker.repaired),
         cursor=walker,
     )
 
 
-def resume(tip: Tip, appended: bytes, sink: Callable[[Event], object]) -> Tip | None:
-    """Verify `appended`, the bytes written after `tip`'s clean end, with the walker that
-    verified the bytes before, handing each event to `sink`; the tip after them, or None when
+def resume(position: Position, appended: bytes, sink: Callable[[Event], object]) -> Position | None:
+    """Verify `appended`, the bytes written after `position`'s clean end, with the walker that
+    verified the bytes before, handing each event to `sink`; the position after them, or None
+    when
     they are not complete, valid batches (a torn tail, damage): the caller must then read the
     whole ledger again, which names the tail or the damage exactly, and drop what `sink` got."""
-    walker = tip.cursor
-    if walker is None or walker.position != tip.size:
-        return None  # another tip's resume or append moved this walker on
-    walker.position = -1  # spent until it verifies the new bytes cleanly
+    walker = position.cursor
+    if walker is None or walker.verified != position.size:
+        return None  # another position's resume or append moved this walker on
+    walker.verified = -1  # spent until it verifies the new bytes cleanly
     lines, rest = split_lines(appended)
     if rest:
         return None
@@ -214,15 +181,16 @@ def resume(tip: Tip, appended: bytes, sink: Callable[[Event], object]) -> Tip | 
         return None
     if walker.open or walker.pending:
         return None
-    walker.position = tip.size + len(appended)
-    return Tip(
-        name=tip.name,
+    walker.verified = position.size + len(appended)
+    return evolve(
+        position,
+        events=position.events + len(lines),
+        last=walker.last or position.last,
         head=tuple(sorted(walker.heads)),
         lamport=walker.max_lamport,
-        size=walker.position,
+        size=walker.verified,
         torn=None,
-        events=tip.events + len(lines),
-        repaired=tip.repaired | walker.repaired,
+        repaired=position.repaired | walker.repaired,
         cursor=walker,
     )
 

@@ -2,7 +2,7 @@
 counter, batch parts (docs/CONTRACTS.md), and where a torn tail or an unfinished batch begins.
 
 Pure code over lines of bytes, shared by the fast scan (`chain`) and audit's thorough check
-(`verification`); a line that does not fit is raised as `BadLine` for them to report.
+(`integrity`); a line that does not fit is raised as `BadLine` for them to report.
 """
 
 from __future__ import annotations
@@ -67,9 +67,10 @@ class Walker:
         self.sink = sink
         self.pending: list[Event] = []  # with a sink: the parts of the batch being read
         self.repaired: set[str] = set()  # quarantine files named by ledger.repaired events
+        self.last = ""  # the id of the last event fed
         # The byte count of the clean prefix this walker has verified, when a stream keeps it
         # to verify only what is appended later (`chain.resume`); -1 while it cannot resume.
-        self.position = -1
+        self.verified = -1
 
     def _deliver(self, event: Event) -> None:
         """Hand `event` to the sink once its batch is complete (all or none, DESIGN §4)."""
@@ -110,6 +111,7 @@ class Walker:
                 self.max_lamport = event.lamport
             self.heads.difference_update(event.parents)
             self.heads.add(event.id)
+            self.last = event.id
             if self.sink is None:
                 self.events.append(event)
             elif n == 1 and not self.pending and event.type != "ledger.repaired":
@@ -117,17 +119,18 @@ class Walker:
             else:
                 self._deliver(event)
 
-    def take_written(self, events: Sequence[Event], position: int) -> None:
+    def take_written(self, events: Sequence[Event], verified: int) -> None:
         """Take in a batch this process sealed after the walker's head and wrote itself (valid
-        by construction), so that the walker can still resume at `position`."""
+        by construction), so that the walker can still resume at `verified` bytes."""
         lamports, heads = self.lamports, self.heads
         for event in events:
             lamports[event[0]] = event[1]  # id, lamport (an append's hot path: no descriptors)
             heads.difference_update(event[2])  # parents
             heads.add(event[0])
-        if events and events[-1][1] > self.max_lamport:  # a batch's counters rise part by part
-            self.max_lamport = events[-1][1]
-        self.position = position
+        if events:
+            self.last = events[-1].id
+            self.max_lamport = max(self.max_lamport, events[-1].lamport)
+        self.verified = verified
 
     def diagnose(self, index: int, line: bytes) -> BadLine:
         """Why `line` (the `index`-th, 0-based) cannot be the next event."""

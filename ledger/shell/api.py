@@ -20,7 +20,7 @@ from ledger.errors import BadInput, Conflict, HandBack, LedgerError
 from ledger.log import codec
 from ledger.log.files import LEDGER_NAME, ledger_path
 from ledger.log.record import Draft, Event, converter
-from ledger.log.store import AppendResult, FileStore, MemoryStore, Store, Tip
+from ledger.log.store import AppendResult, FileStore, MemoryStore, Position, Store
 from ledger.shell import rollback
 
 # MEMORY.md's rendering and the view cache are imported where a command writes them: a read
@@ -55,7 +55,7 @@ class Loaded:
     """The state replayed from an op's verified log, and where that log ends (its head, size
     and any torn tail; the events themselves are not kept: `store.read()` has them)."""
 
-    tip: Tip
+    position: Position
     state: State
 
 
@@ -76,7 +76,7 @@ class OpLedger:
         # Where the ledger file is (or would be): named in messages even for a store in memory.
         self.path = ledger_path(self.root, self.op)
         self.store: Store = FileStore(self.path, self.root) if store is None else store
-        # The state replayed from the store and the tip it was read at: this OpLedger owns
+        # The state replayed from the store and the position it was read at: this OpLedger owns
         # that accumulator and folds its own commands into it (see `execute`).
         self._loaded: Loaded | None = None
         self.memory_path = self.dir / "MEMORY.md"
@@ -109,25 +109,25 @@ class OpLedger:
         """Read and verify the log, and replay it event by event as it is verified.
 
         While nothing has written to the ledger since, a later call returns the same Loaded
-        (checked as an append checks its tip): one CLI command looks up a retried key, resolves
+        (checked as an append checks its position): one CLI command looks up a retried key, resolves
         an attempt id and then decides, and each used to replay the whole ledger. `execute`
-        folds its new events into that state and keeps it with the tip after its append.
+        folds its new events into that state and keeps it with the position after its append.
         When another writer appended since, only its bytes are verified and folded (a server
         keeps its OpLedgers between calls); a rewritten or damaged ledger is read again whole."""
         self.require()
         kept = self._loaded
         if kept is not None:
-            if self.store.unchanged_since(kept.tip):
+            if self.store.unchanged_since(kept.position):
                 return kept
-            tip = self.store.stream_after(kept.tip, functools.partial(evolve, kept.state))
-            if tip is not None:
-                self._loaded = Loaded(tip=tip, state=kept.state)
+            position = self.store.stream_after(kept.position, functools.partial(evolve, kept.state))
+            if position is not None:
+                self._loaded = Loaded(position=position, state=kept.state)
                 return self._loaded
             # The kept state may hold part of what could not be resumed: it is dropped.
             self._loaded = None
         state = State()
-        tip = self.store.stream(functools.partial(evolve, state))
-        self._loaded = Loaded(tip=tip, state=state)
+        position = self.store.stream(functools.partial(evolve, state))
+        self._loaded = Loaded(position=position, state=state)
         return self._loaded
 
     def earlier(self, key: str, request: str) -> StepResult | None:
@@ -202,17 +202,21 @@ class OpLedger:
         drafts = [Draft(payload=p, provenance=written_by) for p in payloads]
         if loaded is None:
             return self.store.append(drafts, expected_head=())
-        return self.store.append(drafts, expected_head=loaded.tip.head, tip=loaded.tip)
+        return self.store.append(
+            drafts, expected_head=loaded.position.head, position=loaded.position
+        )
 
     def _after_append(self, written: AppendResult, state: State) -> tuple[State, tuple[str, ...]]:
         """Fold what was written into the state it was decided on, which is then the ledger's
         state (no second read and replay), render MEMORY.md from it; return it with the
         warnings of rendering."""
         new_state = replay([*written.repairs, *written.events], state)
-        # The state moved on with the ledger: keep it with the tip after the append, so the
-        # next load needs no replay. Without that tip (the store re-read the file), the next
-        # load replays; the kept tip no longer matches the file, so it cannot return it stale.
-        self._loaded = None if written.tip is None else Loaded(tip=written.tip, state=new_state)
+        # The state moved on with the ledger: keep it with the position after the append, so
+        # the next load needs no replay. Without that position (the store re-read the file),
+        # the next load replays; the kept one no longer matches the file, so it cannot be stale.
+        self._loaded = (
+            None if written.position is None else Loaded(position=written.position, state=new_state)
+        )
         return new_state, self._render_after_append(new_state)
 
     def _render_after_append(self, state: State) -> tuple[str, ...]:
@@ -249,7 +253,7 @@ class OpLedger:
             # Re-rendering MEMORY.md from a rolled-back ledger would erase the only trace.
             rollback.refuse_unaccepted(self.store, self.memory_path, state, self.op)
         existing = splice.read_text(self.memory_path)
-        position = memory_file.Position(events=state.event_count, last=state.last_event or "")
+        position = state.position
         text = memory_file.render_memory(existing, state, effective_policy(state), position)
         return splice.write_if_changed(self.memory_path, text, root=self.root)
 
