@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import copy
-import functools
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
-
-if TYPE_CHECKING:
-    import difflib
 from stages.outcome import refuse
 from stages.policy import effective_policy
 from stages.refusal import Refusal
@@ -61,10 +56,6 @@ def normalize_idea(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
-# Earlier ideas are normalized again at every new one: kept by text (a pure function).
-_normalized = functools.lru_cache(maxsize=4096)(normalize_idea)
-
-
 def similarity(first: str, second: str) -> float:
     """How alike two normalized ideas are: the higher of difflib's ratio and token Jaccard."""
     import difflib  # here: only a step that compares ideas needs it (~2 ms to import)
@@ -76,61 +67,6 @@ def similarity(first: str, second: str) -> float:
 def _jaccard(first: str, second: str) -> float:
     a, b = set(first.split()), set(second.split())
     return len(a & b) / len(a | b) if a | b else 1.0
-
-
-@functools.lru_cache(maxsize=4096)
-def _indexed(second: str) -> difflib.SequenceMatcher[str]:
-    """A matcher holding difflib's index of `second` as the second sequence (`b2j`). Indexing
-    each earlier idea anew was most of R9's time (~10 ms a `try` at 10k events); a pure
-    function of the text, so kept by text."""
-    import difflib  # here: only a step that compares ideas needs it (~2 ms to import)
-
-    return difflib.SequenceMatcher(None, "", second)
-
-
-@functools.lru_cache(maxsize=4096)
-def _signature(text: str) -> tuple[int, frozenset[str], dict[str, int]]:
-    """What the bounds below read of a text: its length, its words, and how many times each
-    character occurs (difflib's `fullbcount`). A pure function of the text, kept by text, so
-    each earlier idea is counted once, and a new idea once per `try`."""
-    counts: dict[str, int] = {}
-    for char in text:
-        counts[char] = counts.get(char, 0) + 1
-    return len(text), frozenset(text.split()), counts
-
-
-def _ratio(matches: int, length: int) -> float:
-    """difflib's `_calculate_ratio`, so that the bounds are the very floats difflib computes."""
-    return 2.0 * matches / length if length else 1.0
-
-
-def _similar(first: str, second: str, threshold: float) -> float | None:
-    """`similarity(first, second)` when it reaches `threshold`, else None."""
-    # difflib's full ratio is quadratic in the text and runs once per earlier idea; its
-    # upper bounds rule most pairs out first, same answer: real_quick_ratio (the lengths)
-    # and quick_ratio (the characters both have), here from each text's kept signature
-    # rather than from a matcher copied and re-pointed at `first` for every earlier idea.
-    length, mine, counts = _signature(first)
-    other_length, words, other_counts = _signature(second)
-    union = len(mine | words)
-    jaccard = len(mine & words) / union if union else 1.0
-    if jaccard < threshold:
-        total = length + other_length
-        if _ratio(min(length, other_length), total) < threshold:
-            return None
-        if len(counts) > len(other_counts):
-            counts, other_counts = other_counts, counts
-        common = 0
-        for char, count in counts.items():
-            other = other_counts.get(char)
-            if other is not None:
-                common += count if count < other else other
-        if _ratio(common, total) < threshold:
-            return None
-    matcher = copy.copy(_indexed(second))  # its own first sequence; the index is shared
-    matcher.set_seq1(first)
-    score = max(matcher.ratio(), jaccard)
-    return score if score >= threshold else None
 
 
 def _unsuccessful_ideas(state: State) -> list[Attempt]:
@@ -149,9 +85,9 @@ def idea_retry(state: State, description: str) -> Refusal | None:
     threshold = float(effective_policy(state)["retry_similarity"])
     idea = normalize_idea(description)
     for attempt in sorted(_unsuccessful_ideas(state), key=lambda a: a.seq):
-        earlier = _normalized(attempt.description or "")
-        score = 1.0 if earlier == idea else _similar(idea, earlier, threshold)
-        if score is not None and score >= threshold:
+        earlier = normalize_idea(attempt.description or "")
+        score = 1.0 if earlier == idea else similarity(idea, earlier)
+        if score >= threshold:
             outcome = outcome_of(state, attempt.id)
             return refuse(
                 "R9",

@@ -62,3 +62,15 @@ def test_a_verify_given_by_hand_starts_no_verifier_machinery(cli: Cli) -> None:
     out, modules = imported(cli.root, "--json", "verify", OP, attempt, "--from-json", str(document))
     assert "verdict" in json.loads(out), out
     assert "ledger.shell.runner" in modules  # the check can fail
+
+
+def test_the_command_table_names_every_module_command() -> None:
+    """ledger.cli finds a command's module without importing the others: its table must list
+    exactly the commands each module defines."""
+    import importlib
+
+    from ledger.cli import COMMAND_MODULES
+
+    for module, names in COMMAND_MODULES.items():
+        defined = [c.name for c in importlib.import_module(module).COMMANDS]
+        assert sorted(defined) == sorted(names), module

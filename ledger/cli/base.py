@@ -258,7 +258,6 @@ def on_disk(ledger: OpLedger) -> dict[str, str | None]:
 def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
     """The op's replayed state and warnings about the file (a torn tail awaiting repair, a
     rollback behind MEMORY.md's back)."""
-    from ledger.projections.views import torn_warning
     from ledger.shell import rollback
 
     ledger = ctx.op(op)
@@ -359,3 +358,13 @@ def output_options(command: F) -> F:
         metavar="NAME=true|false",
         help="One output's all_close (repeat for every output).",
     )(command)
+
+
+def torn_warning(path: object, line: int, byte_count: int, reason: str) -> str:
+    """The warning about a torn tail awaiting repair (none torn: a newline to restore)."""
+    if byte_count == 0:
+        return f"{path}:{line}: {reason}"
+    return (
+        f"{path}:{line}: torn tail of {byte_count} bytes ({reason}); the next "
+        "state-changing command quarantines it"
+    )

@@ -61,13 +61,14 @@ def log(
     if attempt_id is not None or notes:
         _log_one(ctx, op, state, warnings, attempt_id, notes)
         return
+    from ledger.projections import attempt_detail as detail
     from ledger.projections import views
 
     rows = views.attempt_rows(
         state, stage=stage_name, verdict=verdict, failure=failure, limit=limit
     )
     ctx.warn(warnings)
-    ctx.emit({"op": op, "attempts": rows, "warnings": warnings}, views.log_text(rows))
+    ctx.emit({"op": op, "attempts": rows, "warnings": warnings}, detail.log_text(rows))
 
 
 def _log_one(

@@ -13,7 +13,7 @@ from ledger.log.codec import canonical_json
 from ledger.log.record import Event
 from ledger.projections import campaign_end
 from ledger.projections.attempt_markdown import recent_points
-from ledger.projections.formatting import REPORTED_LEGEND, fmt_time_us, reported_mark
+from ledger.projections.formatting import fmt_time_us
 
 _MIN_PREFIX = 4
 # How many points `status` lists: the current stage's most recent ones (and the open one).
@@ -381,24 +381,6 @@ def audit_text(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def log_text(rows: list[dict[str, Any]]) -> str:
-    """`log` for humans: one line per attempt."""
-    if not rows:
-        return "no attempts"
-    return "\n".join(
-        f"{r['seq']:>4} {r['attempt']} {r['stage']:<9} {r['kind']:<9} "
-        f"{(r['verdict'] or r['status']):<14} {(r['failure'] or ''):<8} "
-        f"{fmt_time_us(r['time_us']) + reported_mark(r['provenance']):>13}  {r['change']}"
-        # A failure's detail or an abandon's reason, whole: the reader looks for it here.
-        + (
-            f"\n{'':>18}{'reason' if r['status'] == 'abandoned' else 'detail'}: {r['detail']}"
-            if r["detail"]
-            else ""
-        )
-        for r in rows
-    ) + (f"\n{REPORTED_LEGEND}" if any(r["provenance"] == "reported" for r in rows) else "")
-
-
 def json_safe(value: Any) -> Any:
     """`value` with every float JSON cannot carry (an infinity, NaN) as null: a value an older
     release recorded (a target so small that Baseline/Target overflows) must never make a read
@@ -410,13 +392,3 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
     return value
-
-
-def torn_warning(path: object, line: int, byte_count: int, reason: str) -> str:
-    """The warning about a torn tail awaiting repair (none torn: a newline to restore)."""
-    if byte_count == 0:
-        return f"{path}:{line}: {reason}"
-    return (
-        f"{path}:{line}: torn tail of {byte_count} bytes ({reason}); the next "
-        "state-changing command quarantines it"
-    )
