@@ -1,0 +1,91 @@
+"""Audit by re-measurement (issue 27.8): `audit OP --remeasure N` runs SPEC.md's verifier again
+on N measured attempts, the best first, each on its kept kernel and config in a temporary copy;
+a result beyond the noise band exits 10, consistent results pass, nothing is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_harness import OP, Cli, snapshot
+from kernel_campaign import KERNEL, candidate, impl, lie, measured_op
+
+
+@pytest.fixture(autouse=True)
+def no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The campaign's runs are made, never read from a cache (the lie must reach the ledger)."""
+    monkeypatch.setenv("TUNE_LEDGER_MEASURE_CACHE", "off")
+
+
+def _campaign(tmp_path: Path, *, lying: bool) -> tuple[Cli, str, str]:
+    """Two adopted candidates (tile 16, then 32); the second measured by a lying verifier when
+    `lying`. Returns (cli, first attempt, second attempt)."""
+    cli = measured_op(tmp_path / "root")
+    first = candidate(cli, 16)
+    assert first["verdict"] == "adopt"
+    lie(cli, lying)
+    second = candidate(cli, 32)
+    assert second["verdict"] in ("adopt", "target-reached")
+    lie(cli, False)
+    return cli, str(first["attempt"]), str(second["attempt"])
+
+
+def test_a_verifier_that_lied_is_caught_with_exit_10(tmp_path: Path) -> None:
+    """The best was recorded at 2 µs by a verifier that lied; measured again it takes 5 µs:
+    exit 10 naming it; the other attempt agrees; nothing in the root changes."""
+    cli, first, second = _campaign(tmp_path, lying=True)
+    recorded = cli.ok("status", OP)["best"]
+    assert recorded["time_us"] == 2.0
+    before = snapshot(cli.root)
+    result = cli("audit", OP, "--remeasure", "2")
+    assert result.code == 10
+    error = result.json
+    assert error["kind"] == "remeasure-disagrees"
+    assert f"attempt {second} measured again disagrees" in error["error"]
+    assert error["blocking"] == f"1 of 2 re-measured attempt(s) disagree: {second}"
+    again = error["remeasure"]
+    assert [r["attempt"] for r in again["remeasured"]] == [second, first]  # the best first
+    lied, honest = again["remeasured"]
+    assert (lied["agrees"], lied["recorded_us"], lied["again_us"]) == (
+        False,
+        [2.0, 2.02, 1.98],
+        [5.0, 5.05, 4.95],
+    )
+    assert "beyond the noise band" in lied["why"]
+    assert honest["agrees"] is True and "within the noise band" in honest["why"]
+    assert snapshot(cli.root) == before  # no event, no kernel file, no MEMORY.md change
+    human = cli("audit", OP, "--remeasure", "1", as_json=False)
+    assert human.code == 10 and f"{second}: DISAGREES" in human.stdout
+
+
+def test_an_honest_campaign_passes_and_the_users_kernel_is_never_run(tmp_path: Path) -> None:
+    """Consistent results exit 0. The verifier ran the kept kernel, not the file on disk: a
+    kernel being edited (a different time) changes nothing, and is left as it is."""
+    cli, first, second = _campaign(tmp_path, lying=False)
+    edited = KERNEL.replace("time_us: 20", "time_us: 90")
+    impl(cli).write_text(edited, "utf-8")
+    data = cli.ok("audit", OP, "--remeasure", "5")
+    again = data["remeasure"]
+    assert [r["attempt"] for r in again["remeasured"]] == [second, first]
+    assert again["disagree"] == [] and all(r["agrees"] for r in again["remeasured"])
+    assert impl(cli).read_text("utf-8") == edited
+    assert data["clean"] is True
+
+
+def test_the_baseline_is_the_best_until_an_attempt_is_adopted(tmp_path: Path) -> None:
+    """With nothing adopted, the target sheet's measured baseline is what is measured again."""
+    cli = measured_op(tmp_path / "root")
+    again = cli.ok("audit", OP, "--remeasure", "1")["remeasure"]
+    assert [(r["attempt"], r["agrees"]) for r in again["remeasured"]] == [("baseline", True)]
+
+
+def test_remeasure_is_refused_without_something_measured_or_for_all_ops(tmp_path: Path) -> None:
+    """Typed-in results cannot be measured again (exit 2), nor can --all take a count."""
+    from cli_harness import activate
+
+    cli = Cli(tmp_path)
+    activate(cli)
+    refused = cli("audit", OP, "--remeasure", "1")
+    assert refused.code == 2 and "verifier" in refused.json["error"]
+    assert cli("audit", "--all", "--remeasure", "1").code == 2
+    assert cli("audit", OP, "--remeasure", "0").code == 2
