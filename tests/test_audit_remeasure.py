@@ -89,3 +89,20 @@ def test_remeasure_is_refused_without_something_measured_or_for_all_ops(tmp_path
     assert refused.code == 2 and "verifier" in refused.json["error"]
     assert cli("audit", "--all", "--remeasure", "1").code == 2
     assert cli("audit", OP, "--remeasure", "0").code == 2
+
+
+def test_recheck_uses_the_noise_band_both_ways() -> None:
+    """Within the band agrees; faster or slower beyond it disagrees (threshold and bootstrap)."""
+    from stages import remeasure
+    from stages.policy import DEFAULT_POLICY
+
+    def agrees(recorded: list[float], again: list[float]) -> bool:
+        return remeasure.agrees(remeasure.recheck(recorded, again, DEFAULT_POLICY, "a" * 12))
+
+    threshold = float(DEFAULT_POLICY["noise_threshold"])
+    assert agrees([20.0], [20.0 * (1 + threshold / 2)])
+    assert not agrees([20.0], [20.0 * (1 + threshold * 2)])
+    assert not agrees([20.0], [2.0])
+    assert agrees([20.0, 20.2, 19.8], [20.1, 19.9, 20.0])
+    assert not agrees([2.0, 2.02, 1.98], [20.0, 20.2, 19.8])
+    assert not agrees([20.0, 20.2, 19.8], [2.0, 2.02, 1.98])
