@@ -21,6 +21,7 @@ KERNEL = "def kernel(x):\n    # time_us: 20\n    return x\n"
 VERIFIER = """
     import hashlib, json, pathlib, re, sys
     op_dir, config = pathlib.Path(sys.argv[1]), json.loads(sys.argv[2])
+    assert (op_dir / "SPEC.md").read_text().startswith("---")  # as the adapter reads it
     kernel = (op_dir / "sm_impl.py").read_bytes()
     found = re.search(rb"# time_us: ([0-9.]+)", kernel)
     base = float(found[1]) if found else 20.0

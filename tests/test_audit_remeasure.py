@@ -106,3 +106,17 @@ def test_recheck_uses_the_noise_band_both_ways() -> None:
     assert agrees([20.0, 20.2, 19.8], [20.1, 19.9, 20.0])
     assert not agrees([2.0, 2.02, 1.98], [20.0, 20.2, 19.8])
     assert not agrees([20.0, 20.2, 19.8], [2.0, 2.02, 1.98])
+
+
+def test_a_file_the_op_folder_links_to_is_found_from_the_copy(tmp_path: Path) -> None:
+    """SPEC.md a link to another op's (two ops sharing it): the temporary copy, which holds
+    only this op's folder, links to the same file, and the re-measurement agrees."""
+    cli, _first, _second = _campaign(tmp_path, lying=False)
+    spec = cli.root / "custom" / OP / "SPEC.md"
+    other = cli.root / "custom" / "other"  # another op's folder: not in the copy
+    other.mkdir()
+    (other / "SPEC.md").write_bytes(spec.read_bytes())
+    spec.unlink()
+    spec.symlink_to(Path("..") / "other" / "SPEC.md")
+    again = cli.ok("audit", OP, "--remeasure", "1")["remeasure"]
+    assert again["disagree"] == []

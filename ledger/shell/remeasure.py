@@ -196,6 +196,7 @@ def _copy(ledger: OpLedger, kernel: bytes) -> Iterator[Path]:
         shutil.copytree(
             ledger.dir, op_dir, symlinks=True, ignore=shutil.ignore_patterns(*_LEFT_OUT)
         )
+        _relink(ledger.dir, op_dir)
         for entry in ledger.root.iterdir():
             if entry.name != "custom":
                 os.symlink(entry.resolve(), root / entry.name)
@@ -206,3 +207,15 @@ def _copy(ledger: OpLedger, kernel: bytes) -> Iterator[Path]:
         yield root
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _relink(source: Path, copy: Path) -> None:
+    """The links copied from the op folder, pointed at what they lead to in the real root (a
+    SPEC.md shared by two ops is `../other/SPEC.md`, which the copy does not hold)."""
+    for folder, names, files in os.walk(copy):
+        for name in (*names, *files):
+            link = Path(folder) / name
+            if link.is_symlink():
+                original = source / link.relative_to(copy)
+                link.unlink()
+                os.symlink(os.path.realpath(original), link)
