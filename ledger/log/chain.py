@@ -76,47 +76,19 @@ def scan(data: bytes, name: str) -> Log:
     A torn tail (an unterminated last line, or a last batch missing its final parts) is left
     out of the events and reported in `Log.torn`.
     """
-    return Scanner(name).scan(data)
-
-
-class Scanner:
-    """Scans successive versions of one ledger, verifying only what was appended since the
-    last clean scan (a command reads, then appends under the lock: one full parse, not two)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self._reset()
-
-    def _reset(self) -> None:
-        self._data = b""
-        self._lines: list[bytes] = []
-        self._walker = Walker()
-
-    def scan(self, data: bytes) -> Log:
-        """Like `scan`, reusing the previous scan when `data` extends its bytes."""
-        if not data.startswith(self._data):
-            self._reset()  # rewritten (truncated, merged, checked out): verify from scratch
-        new_lines, rest = split_lines(data[len(self._data) :])
-        lines = self._lines
-        start = len(lines)
-        lines.extend(new_lines)
-        try:
-            self._walker.feed(lines, start)
-            keep, reason = torn_start(self._walker, len(lines), rest)
-            if keep is None:
-                raise _unfinished_batch(self._walker, lines, self.name)
-        except BadLine as bad:
-            self._reset()
-            raise _damaged(self.name, bad.index + 1, bad.event_id, bad.message) from None
-        except LedgerDamaged:
-            self._reset()
-            raise
-        log = _log(self.name, data, lines, self._walker, keep, reason)
-        if log.torn is None:
-            self._data = data
-            return log
-        self._reset()  # the tail will be cut off and replaced: do not build on it
-        return (_completed_by_newline(data, self.name) if rest else None) or log
+    lines, rest = split_lines(data)
+    walker = Walker()
+    try:
+        walker.feed(lines)
+        keep, reason = torn_start(walker, len(lines), rest)
+        if keep is None:
+            raise _unfinished_batch(walker, lines, name)
+    except BadLine as bad:
+        raise _damaged(name, bad.index + 1, bad.event_id, bad.message) from None
+    log = _log(name, data, lines, walker, keep, reason)
+    if log.torn is None:
+        return log
+    return (_completed_by_newline(data, name) if rest else None) or log
 
 
 def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Position:
@@ -234,7 +206,7 @@ def _completed_by_newline(data: bytes, name: str) -> Log | None:
     """The log of `data` whose unterminated last line verifies completely with its newline
     written back (its batch complete), or None when it does not: then it is a torn tail."""
     try:
-        completed = Scanner(name).scan(data + b"\n")
+        completed = scan(data + b"\n", name)
     except LedgerDamaged:
         return None
     if completed.torn is not None:

@@ -8,7 +8,6 @@ a `ledger.repaired` event); damage in the middle of the file is refused, never r
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -74,8 +73,6 @@ class Store(ABC):
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._scanner = chain.Scanner(name)
-        self._scanner_lock = threading.Lock()
 
     def read(self) -> Log:
         """The verified log; raises LedgerDamaged naming path:line if the middle is damaged."""
@@ -86,8 +83,7 @@ class Store(ABC):
         return self._read_stamped()[0]
 
     def _scan(self, data: bytes) -> Log:
-        with self._scanner_lock:
-            return self._scanner.scan(data)
+        return chain.scan(data, self.name)
 
     def stream(self, sink: Callable[[Event], object]) -> Position:
         """Verify the log and hand its events to `sink` in file order, keeping none of them
