@@ -148,35 +148,31 @@ class Walker:
             raise BadLine(id_problem(line), claimed_id(line), _parsed(line))
         try:
             event = record.from_record(codec.loads(line))
-            self._check_envelope(event_id, event)
-            top = self._check_parents(event)
+            lamport = event.lamport
+            i, n = event.part
+            if event.id != event_id:
+                raise BadLine(f"the line names two ids ({event_id}, {event.id})", event_id)
+            if event_id in self.lamports:
+                raise BadLine("duplicate event (the same id appears on an earlier line)", event_id)
+            if type(lamport) is not int or type(i) is not int or type(n) is not int:
+                raise BadLine("lamport and part must be integers", event_id)
+            if not 0 <= i < n:
+                raise BadLine(f"part {list(event.part)} is not an index within its batch", event_id)
+            top = self._check_next_part(event, i, n) if i > 0 else self._parents_top(event)
         except (KeyError, TypeError, ValueError, IndexError) as e:
             # Any shape error in a line whose id verifies: a buggy writer or a forged id.
             raise BadLine(f"malformed event: {e}", event_id) from e
-        if event.lamport <= top:
+        if lamport <= top:
             raise BadLine(
-                f"Lamport counter {event.lamport} is not greater than its parents' ({top})",
+                f"Lamport counter {lamport} is not greater than its parents' ({top})",
                 event_id,
                 event,
             )
         return event
 
-    def _check_envelope(self, event_id: str, event: Event) -> None:
-        if event.id != event_id:
-            raise BadLine(f"the line names two ids ({event_id}, {event.id})", event_id)
-        if event_id in self.lamports:
-            raise BadLine("duplicate event (the same id appears on an earlier line)", event_id)
-        i, n = event.part
-        if type(event.lamport) is not int or type(i) is not int or type(n) is not int:
-            raise BadLine("lamport and part must be integers", event_id)
-        if not 0 <= i < n:
-            raise BadLine(f"part {list(event.part)} is not an index within its batch", event_id)
-
-    def _check_parents(self, event: Event) -> int:
-        """The largest Lamport counter among the event's parents, once they check out."""
-        i, n = event.part
-        if i > 0:
-            return self._check_next_part(event, i, n)
+    def _parents_top(self, event: Event) -> int:
+        """The largest Lamport counter among a batch's first event's parents, once they check
+        out (earlier events outside unfinished batches)."""
         top = 0
         for parent in event.parents:
             lamport = self.lamports.get(parent)
@@ -184,7 +180,8 @@ class Walker:
                 raise BadLine(f"parent {parent} is not an earlier event", event.id, event)
             if parent in self.open:
                 raise BadLine(f"parent {parent} is inside an unfinished batch", event.id, event)
-            top = max(top, lamport)
+            if lamport > top:
+                top = lamport
         return top
 
     def _check_next_part(self, event: Event, i: int, n: int) -> int:
