@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import islice
 from typing import Any
 
 from ledger.domain.state import Attempt, State
@@ -81,21 +80,16 @@ def attempt_rows(
     failure: str | None = None,
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The attempts in the order they were started, filtered; the last `limit` of them.
-
-    `state.attempts` is in that order already (an attempt's seq is its position there), so
-    `--limit N` reads the newest attempts back from the end until N match: `log --limit 5`
-    sorted and filtered all 32k attempts at 100k events."""
-    matching = (
+    """The attempts in the order they were started (`state.attempts`' order), filtered; the
+    last `limit` of them."""
+    chosen = [
         a
-        for a in reversed(state.attempts.values())
+        for a in state.attempts.values()
         if (stage is None or a.stage == stage)
         and (verdict is None or a.verdict == verdict)
         and (failure is None or a.failure == failure)
-    )
-    chosen = list(islice(matching, limit) if limit else matching)
-    chosen.reverse()
-    return [attempt_row(a) for a in chosen]
+    ]
+    return [attempt_row(a) for a in (chosen[-limit:] if limit else chosen)]
 
 
 def _best(state: State) -> dict[str, Any] | None:

@@ -23,9 +23,8 @@ from ledger.log.record import Draft, Event, converter
 from ledger.log.store import AppendResult, FileStore, MemoryStore, Position, Store
 from ledger.shell import portable, rollback
 
-# MEMORY.md's rendering and the view cache are imported where a command writes them: a read
-# (`priors`, `log`, a `status` whose cache missed) needs neither, and every module is paid for
-# by each process (issue 19 times whole commands beside `python -c "import click"`).
+# MEMORY.md's rendering is imported where a command writes it: a read (`priors`, `log`,
+# `status`) needs none of it.
 if TYPE_CHECKING:
     from typing import Unpack
 
