@@ -8,7 +8,6 @@ Cells are cut to a fixed length, so a row stays readable however long the user's
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from itertools import islice
 from typing import Any
@@ -195,9 +194,6 @@ def _point_row(point: Point, policy: Mapping[str, Any]) -> list[str]:
     )
 
 
-# A pure function of exactly what a row shows, kept by those values: the table lists the same
-# closed points after every step, and formatting their cells was most of its time.
-@functools.lru_cache(maxsize=1024)
 def _point_cells(
     stage: str,
     name: str,
