@@ -6,7 +6,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from ledger.schema.events import Binding, Origin, OutputCheck
+from ledger.schema.events import Binding, Device, Origin, OutputCheck
 from ledger.schema.shared_methods import SharedValue
 
 
@@ -60,6 +60,7 @@ class SetTarget(SharedValue):
     baseline_samples_us: tuple[float, ...] = ()
     util_pct: float | None = None
     bubble_pct: float | None = None
+    device: Device | None = None  # where the baseline ran; None: unknown
 
 
 @frozen(repr=False, eq=False)
@@ -172,6 +173,8 @@ class Verify(SharedValue):
     binding: Binding | None = None
     # Provenance of outputs and layout exit when they come from another source than the times.
     accuracy_origin: Origin | None = None
+    # The device the verifier says it ran on; None: unknown (R8 compares only like devices).
+    device: Device | None = None
 
 
 @frozen(repr=False, eq=False)

@@ -207,6 +207,7 @@ def decide_target(state: State, command: SetTarget) -> Result:
         baseline_samples_us=_samples(command.baseline_samples_us, float(command.baseline_us)),
         util_pct=command.util_pct,
         bubble_pct=command.bubble_pct,
+        device=command.device,
     )
     # Derived values are checked like recorded ones: the views print this ratio (R11).
     if not math.isfinite(sheet.baseline_us / sheet.target_us):

@@ -13,8 +13,9 @@ from typing import Any, Literal, get_args
 
 from attrs import frozen
 
+from ledger.domain import devices
 from ledger.domain.samples import median
-from ledger.domain.state import Attempt, State
+from ledger.domain.state import Attempt, Best, State
 from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.schema.events import (
@@ -160,10 +161,14 @@ def decide_verify(state: State, command: Verify) -> Result:
         metrics=command.metrics,
         binding=command.binding,
         accuracy_origin=command.accuracy_origin,
+        device=command.device,
     )
     best, sheet = state.best, state.target
     if best is None or sheet is None:  # the sheet precedes every stage and so every attempt
         raise BadInput("no target sheet: nothing to compare with")
+    other_device = _device_refusal(state, attempt.id, measured, best)
+    if other_device is not None:
+        return other_device
     policy = effective_policy(state)
     failure = _failure_of(measured)
     if failure is not None:
@@ -229,6 +234,28 @@ def decide_verify(state: State, command: Verify) -> Result:
         if stop is not None:
             events.append(stop)
     return accept(*events)
+
+
+def _device_refusal(
+    state: State, attempt_id: str, measured: AttemptMeasured, best: Best
+) -> Refusal | None:
+    """Refuse a measurement made on another device than the best's: a verdict never compares
+    two run modes, parts, CANN or driver versions, nor a known device with an unknown (R8)."""
+    if devices.same_kind(measured.device, best.measurement.device):
+        return None
+    which = f"attempt {best.attempt}" if best.attempt else "the baseline"
+    here, there = devices.label(measured.device), devices.label(best.measurement.device)
+    differ = "; ".join(devices.differences(measured.device, best.measurement.device))
+    return refuse(
+        "R8",
+        "a verdict never compares measurements of two devices",
+        f"attempt {attempt_id} was measured on {here}, the best it would be compared with "
+        f"({which}) on {there} ({differ})",
+        f"measure attempt {attempt_id} on {there} (`--devices` pins the verifier to an NPU of "
+        f"that part; nothing was written, it stays pending: `tune-ledger measure {state.op}`); "
+        f"to tune on {here} instead, re-measure the best there first: its own campaign, whose "
+        "target sheet (`tune-ledger target OP --from-spec`) is measured on that device",
+    )
 
 
 def _rests_on_reported(state: State, measured: AttemptMeasured) -> str | None:

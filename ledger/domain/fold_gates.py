@@ -95,6 +95,7 @@ def target(state: State, event: Event) -> None:
         cube_m=data["cube_m"],
         tool=origin.get("tool"),
         origin_level=origin["level"],
+        device=data["device"],
     )
     state.baseline_config = data["config"]
     state.measured_configs[measured_key(state, data["config"])] = "baseline"
@@ -113,6 +114,7 @@ def target(state: State, event: Event) -> None:
             util_pct=data["util_pct"],
             bubble_pct=data["bubble_pct"],
             origin_level=origin["level"],
+            device=data["device"],
         ),
         attempt=None,
     )

@@ -48,6 +48,8 @@ class TargetSheet:
     cube_m: int | None
     tool: str | None
     origin_level: str
+    # The device the baseline ran on, as recorded (plain data); None: unknown.
+    device: dict[str, Any] | None = None
 
     @property
     def required_speedup(self) -> float:
@@ -83,6 +85,8 @@ class Measurement:
     _metrics: dict[str, float] | str = field(factory=dict, eq=_as_dict)
     all_close: bool = True
     layout_exit: int = 0
+    # The device it ran on, as recorded (plain data); None: unknown (ledger/domain/devices.py).
+    device: dict[str, Any] | None = None
 
     @property
     def metrics(self) -> dict[str, float]:

@@ -6,6 +6,7 @@ sheet shows exactly what the ledger refuses by.
 
 from __future__ import annotations
 
+from ledger.domain import devices
 from ledger.domain.state import State
 from ledger.projections.attempt_markdown import CELL
 from ledger.projections.formatting import (
@@ -78,6 +79,12 @@ def _render_target_sheet(state: State, op: str) -> str:
             fmt_speedup(sheet.required_speedup),
             "Baseline / Target: how many times faster the kernel must become (the seed's "
             '"Target / Baseline" is inverted)',
+        ],
+        [
+            "Device",
+            md_text(devices.label(sheet.device), CELL),
+            "where the baseline ran; a verdict compares only measurements of this run mode, "
+            "part, CANN and driver (R8)",
         ],
         ["Metric", md_text(sheet.metric, 60), "the execution time every verdict compares"],
         [

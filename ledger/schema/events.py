@@ -17,6 +17,7 @@ from ledger.schema.conflicts import Conflict
 from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import (
     Binding,
+    Device,
     Origin,
     OutputCheck,
     as_tuple,
@@ -129,7 +130,8 @@ class TargetSheetWritten(SharedValue):
     """The Performance target sheet: measured baseline, target and its source (R3)."""
 
     TYPE: ClassVar[str] = "target.set"
-    SCHEMA: ClassVar[int] = 1
+    # Schema 2 adds `device` (issue 29); a schema-1 sheet is read with device unknown.
+    SCHEMA: ClassVar[int] = 2
     baseline_us: float = field(converter=positive_time)
     shape: str = field(validator=nonempty)
     target_us: float = field(converter=positive_time)
@@ -144,6 +146,8 @@ class TargetSheetWritten(SharedValue):
     baseline_samples_us: tuple[float, ...] = field(default=(), converter=as_tuple)
     util_pct: float | None = field(default=None, converter=percent_or_none)
     bubble_pct: float | None = field(default=None, converter=percent_or_none)
+    # The device the baseline ran on; None: unknown (typed in, or a verifier that names none).
+    device: Device | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -232,7 +236,8 @@ class AttemptMeasured(SharedValue):
     """The verifier's result for an attempt: accuracy, layout and time samples (R8, R11)."""
 
     TYPE: ClassVar[str] = "attempt.measured"
-    SCHEMA: ClassVar[int] = 1
+    # Schema 2 adds `device` (issue 29); a schema-1 measurement is read with device unknown.
+    SCHEMA: ClassVar[int] = 2
     attempt: str
     outputs: tuple[OutputCheck, ...] = field(converter=sorted_outputs)
     layout_exit: int = field(converter=integer)
@@ -246,6 +251,8 @@ class AttemptMeasured(SharedValue):
     # Where outputs and layout exit came from when not from `origin`'s run (accuracy and
     # performance measured apart, e.g. typed-in compare results beside a PyPTO perf folder).
     accuracy_origin: Origin | None = None
+    # The device it ran on; None: unknown. A verdict never compares two devices (R8).
+    device: Device | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -487,6 +494,7 @@ __all__ = [
     "CompareEvidence",
     "Conflict",
     "ConflictResolved",
+    "Device",
     "ExitCondition",
     "Failure",
     "LayoutEvidence",

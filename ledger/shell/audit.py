@@ -23,7 +23,7 @@ from ledger.log.record import Event, converter, unstructure_payload
 from ledger.projections import conflicts as conflict_view
 from ledger.projections import memory_file, splice
 from ledger.schema import events as ev
-from ledger.schema.events import Binding, Origin, OutputCheck
+from ledger.schema.events import Binding, Device, Origin, OutputCheck
 from ledger.shell import audit_trust as trust
 from ledger.shell import rollback
 from stages import commands as cmd
@@ -66,6 +66,7 @@ def _target(d: dict[str, Any]) -> cmd.Command:
         baseline_samples_us=tuple(d["baseline_samples_us"]),
         util_pct=d["util_pct"],
         bubble_pct=d["bubble_pct"],
+        device=_device(d["device"]),
     )
 
 
@@ -83,7 +84,12 @@ def _measured(d: dict[str, Any]) -> cmd.Command:
         accuracy_origin=None
         if d.get("accuracy_origin") is None
         else converter().structure(d["accuracy_origin"], Origin),
+        device=_device(d["device"]),
     )
+
+
+def _device(data: dict[str, Any] | None) -> Device | None:
+    return None if data is None else converter().structure(data, Device)
 
 
 def _binding(data: dict[str, Any] | None) -> Binding | None:

@@ -149,6 +149,7 @@ def target_from_spec(
             baseline_samples_us=samples,
             util_pct=runner.percent_of(document.doc, "util_pct"),
             bubble_pct=runner.percent_of(document.doc, "bubble_pct"),
+            device=runner.device_of(document.doc, document.source),
         )
 
     return _step(ledger, build, invocation, "target --from-spec", python=python, cube_m=cube_m)
