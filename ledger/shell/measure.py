@@ -31,6 +31,7 @@ import attrs
 from attrs import frozen
 
 from ledger import processes
+from ledger.domain import devices
 from ledger.domain.configs import canonical_config
 from ledger.domain.manifest import Manifest, Verifier
 from ledger.domain.state import State
@@ -47,6 +48,9 @@ _FIX = (
     "then measure again"
 )
 
+
+# `run`'s default `expected_device`: a kept result serves any device (measure-ahead, baselines).
+ANY_DEVICE: Any = object()
 
 # Handed to a run's `on_start`: stops that run from another thread (measure-ahead's cancel).
 Cancel = Callable[[], None]
@@ -199,10 +203,14 @@ def run(
     env: Mapping[str, str] | None = None,
     on_start: Callable[[Cancel], None] | None = None,
     executor: Executor = run_here,
+    expected_device: Any = ANY_DEVICE,
 ) -> Ran:
     """The plan's result: read from the measurement cache when this config ran before with
     everything else equal, else run by `executor` and kept in the cache when the simulator
-    decided it (ledger/shell/measure_cache.py). One config is never run twice at once."""
+    decided it (ledger/shell/measure_cache.py). One config is never run twice at once.
+
+    `expected_device` (the best's device, None: unknown) makes a kept result that names another
+    kind of device a miss: the config is measured again here, never served across devices."""
     folder = measure_cache.folder(env)
     material = (
         None
@@ -224,11 +232,23 @@ def run(
     key = measure_cache.key_of(material)
     with cache.claim(key):
         entry = cache.lookup(key, material)
-        if entry is not None:
+        if entry is not None and _on_device(entry.run, expected_device):
             return Ran(run=entry.run, signal=entry.signal, cached=entry.source)
         ran = execute(plan, env, on_start, executor)
         cache.store(key, material, ran.run, ran.signal)
         return ran
+
+
+def _on_device(run: runner.CommandRun, expected: Any) -> bool:
+    """True when a kept run may stand for a run on the `expected` device (any, by default)."""
+    if expected is ANY_DEVICE:
+        return True
+    doc = runner.last_json_object(run.output)
+    try:
+        named = runner.device_of(doc) if doc is not None else None
+    except BadInput:
+        return False
+    return devices.same_kind(named, expected)
 
 
 def execute(

@@ -82,7 +82,12 @@ def measure(
     def build() -> cmd.Verify | cmd.Fail:
         manifest = read_manifest(ledger.dir)
         plan = _plan(ledger, manifest, attempt, python)
-        ran = measuring.run(plan, manifest, op=ledger.op, python=python, env=env, executor=executor)
+        best = ledger.load().state.best
+        ran = measuring.run(
+            plan, manifest, op=ledger.op, python=python, env=env, executor=executor,
+            # A kept result of another device than the best's is measured again (issue 29).
+            expected_device=best.measurement.device if best else measuring.ANY_DEVICE,
+        )  # fmt: skip
         command = measuring.result_command(plan, ran)
         if manifest is not None:
             # Judge the binding by the manifest measured with, before anything is written;
