@@ -211,9 +211,10 @@ class HandBack(SharedValue):
 
 @frozen(repr=False, eq=False)
 class ResumeCampaign(SharedValue):
-    """The user lifts a utilization stop and tuning goes on (R10)."""
+    """The user lifts a utilization stop, or a person a budget stop, and tuning goes on (R10)."""
 
     reason: str
+    person: str | None = None  # who decided: required to lift a budget stop
 
 
 @frozen(repr=False, eq=False)
@@ -231,6 +232,7 @@ class SetPolicy(SharedValue):
     key: str
     value: Any
     reason: str = ""
+    person: str | None = None  # who decided: required to loosen a budget (R10)
 
 
 @frozen(repr=False, eq=False)

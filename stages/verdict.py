@@ -31,6 +31,7 @@ from ledger.schema.events import (
 from ledger.schema.shared_methods import SharedValue
 from stages.binding import attempt_binding_problem
 from stages.bootstrap import bootstrap_interval
+from stages.budget import budget_stop
 from stages.commands import Abandon, Fail, Verify
 from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.policy import NOISE_KEYS, effective_policy, requires_measured, verdict_policy
@@ -233,6 +234,10 @@ def decide_verify(state: State, command: Verify) -> Result:
         stop = utilization_stop(state, measured.util_pct, measured.bubble_pct)
         if stop is not None:
             events.append(stop)
+    if not isinstance(events[-1], CampaignStopped):
+        spent = budget_stop(state, policy, measured.origin)
+        if spent is not None:
+            events.append(spent)
     return accept(*events)
 
 
@@ -281,16 +286,16 @@ def decide_fail(state: State, command: Fail) -> Result:
             f"unknown failure category {command.category!r}",
             hint=f"one of {', '.join(get_args(Failure))}",
         )
-    return accept(
-        build(
-            AttemptFailed,
-            "failure",
-            attempt=attempt.id,
-            category=command.category,
-            detail=command.detail,
-            origin=command.origin,
-        )
+    failed = build(
+        AttemptFailed,
+        "failure",
+        attempt=attempt.id,
+        category=command.category,
+        detail=command.detail,
+        origin=command.origin,
     )
+    spent = budget_stop(state, effective_policy(state), command.origin)
+    return accept(failed) if spent is None else accept(failed, spent)
 
 
 def decide_abandon(state: State, command: Abandon) -> Result:

@@ -95,6 +95,7 @@ def target(state: State, event: Event) -> None:
         cube_m=data["cube_m"],
         tool=origin.get("tool"),
         origin_level=origin["level"],
+        at=event.provenance.get("at") if isinstance(event.provenance, dict) else None,
         device=data["device"],
     )
     state.baseline_config = data["config"]

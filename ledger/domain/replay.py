@@ -16,6 +16,7 @@ fold_records.py; the attempts' are here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ledger.domain import fold_gates as gates
 from ledger.domain import fold_merges as merges
@@ -141,6 +142,8 @@ def _attempt_started(state: State, event: Event) -> None:
             point.mutations += 1
     if retry_override:
         state.overrides.append((aid, retry_override))
+    provenance = event[7]  # event.provenance: when it started, for the wall-clock budget (R10)
+    state.last_started_at = provenance.get("at") if type(provenance) is dict else None
 
 
 def _measured(state: State, event: Event) -> None:
@@ -164,10 +167,21 @@ def _measured(state: State, event: Event) -> None:
         data["layout_exit"],
         data["device"],
     )
+    _spent(state, data["origin"])
     if attempt.status != "pending":  # measured after it finished: merged branches only
         state.finished_revision += 1
     if attempt.kind != "algorithm":  # _mark_measured, inlined: one call less per attempt
         state.measured_configs[measured_key(state, attempt.config)] = attempt.id
+
+
+def _spent(state: State, origin: dict[str, Any] | None) -> None:
+    """Count a verifier result toward the budgets (R10): one evaluation, and its run's duration
+    unless the result was read from the measurement cache (that run was made earlier)."""
+    state.evaluations += 1
+    if origin is not None and origin.get("cached") is None:
+        duration = origin.get("duration_s")
+        if duration is not None:
+            state.device_seconds += duration
 
 
 def _mark_measured(state: State, attempt: Attempt) -> None:
@@ -228,6 +242,7 @@ def _failed(state: State, event: Event) -> None:
     attempt.failure = data["category"]
     attempt.detail = data["detail"]
     _mark_measured(state, attempt)
+    _spent(state, data["origin"])
 
 
 def _abandoned(state: State, event: Event) -> None:

@@ -48,6 +48,9 @@ class TargetSheet:
     cube_m: int | None
     tool: str | None
     origin_level: str
+    # When the sheet was recorded (its event's provenance time): where the wall-clock budget
+    # of the campaign starts (R10)
+    at: str | None = None
     # The device the baseline ran on, as recorded (plain data); None: unknown.
     device: dict[str, Any] | None = None
 
@@ -328,6 +331,12 @@ class State:
     # R10
     stopped: str | None = None
     stop_detail: str = ""
+    # R10 budgets (issue 29.5), from recorded data only: verifier results recorded (measured or
+    # failed), the durations of the verifier runs made for them (cache hits aside, their runs
+    # were made earlier), and when the latest attempt started (its event's provenance time)
+    evaluations: int = 0
+    device_seconds: float = 0.0
+    last_started_at: str | None = None
     # R10: the path of a report generated since the latest stop (the hand-back carries it),
     # and the hand-back itself ({"report", "summary"}) once recorded
     stop_report: str | None = None

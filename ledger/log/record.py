@@ -25,9 +25,11 @@ from ledger.log.plain_data import Unstructure, compile_unstructure
 from ledger.schema.events import (
     PAYLOAD_TYPES,
     AttemptMeasured,
+    CampaignResumed,
     LimitRelaxed,
     Payload,
     PointOpened,
+    PolicySet,
 )
 from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import Origin
@@ -98,6 +100,8 @@ OMIT_IF_DEFAULT: dict[type[Any], frozenset[str]] = {
     AttemptMeasured: frozenset({"binding", "accuracy_origin"}),
     PointOpened: frozenset({"knobs"}),
     LimitRelaxed: frozenset({"supersedes"}),
+    PolicySet: frozenset({"person"}),
+    CampaignResumed: frozenset({"person"}),
 }
 
 

@@ -327,6 +327,8 @@ class PolicySet(SharedValue):
     key: str
     value: Any
     reason: str = ""
+    # The person who decided (issue 29.5: loosening a budget); left out of the line when None.
+    person: str | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -423,12 +425,14 @@ class CampaignHandedBack(SharedValue):
 
 @frozen(repr=False, eq=False)
 class CampaignResumed(SharedValue):
-    """The user lifted a utilization stop; tuning goes on from where it stopped (R10)."""
+    """The user lifted a utilization stop, or a person a budget stop; tuning goes on (R10)."""
 
     TYPE: ClassVar[str] = "campaign.resumed"
     SCHEMA: ClassVar[int] = 1
     lifted: str
     reason: str = field(validator=nonempty)
+    # The person who decided (a budget stop needs one); left out of the line when None.
+    person: str | None = None
 
 
 # --- end of the protocol fidelity block ------------------------------------------------------

@@ -175,7 +175,9 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.ReportGenerated, lambda d: cmd.RecordReport(path=d["path"], digest=d["digest"])),
     (
         ev.PolicySet,
-        lambda d: cmd.SetPolicy(key=d["key"], value=d["value"], reason=d["reason"]),
+        lambda d: cmd.SetPolicy(
+            key=d["key"], value=d["value"], reason=d["reason"], person=d.get("person")
+        ),
     ),
     (ev.NoteAdded, lambda d: cmd.AddNote(text=d["text"])),
     (ev.LedgerRepaired, None),
@@ -190,7 +192,10 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     # A person's confirmation after the shell found a rollback, not a step of the protocol.
     (ev.RollbackAccepted, None),
     (ev.CampaignHandedBack, lambda d: cmd.HandBack(summary=d["summary"])),
-    (ev.CampaignResumed, lambda d: cmd.ResumeCampaign(reason=d["reason"])),
+    (
+        ev.CampaignResumed,
+        lambda d: cmd.ResumeCampaign(reason=d["reason"], person=d.get("person")),
+    ),
 )
 
 _COMMAND_OF: dict[str, CommandOf] = {
