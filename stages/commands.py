@@ -61,6 +61,9 @@ class SetTarget(SharedValue):
     util_pct: float | None = None
     bubble_pct: float | None = None
     device: Device | None = None  # where the baseline ran; None: unknown
+    # A target measured by the ledger (R3's fallbacks): the run's provenance and samples.
+    target_origin: Origin | None = None
+    target_samples_us: tuple[float, ...] = ()
 
 
 @frozen(repr=False, eq=False)

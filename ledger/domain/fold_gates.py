@@ -96,6 +96,7 @@ def target(state: State, event: Event) -> None:
         tool=origin.get("tool"),
         origin_level=origin["level"],
         at=event.provenance.get("at") if isinstance(event.provenance, dict) else None,
+        target_origin_level=(data.get("target_origin") or {}).get("level"),
         device=data["device"],
     )
     state.baseline_config = data["config"]

@@ -51,6 +51,8 @@ class TargetSheet:
     # When the sheet was recorded (its event's provenance time): where the wall-clock budget
     # of the campaign starts (R10)
     at: str | None = None
+    # How the target came to the sheet when the ledger measured it (R3's fallbacks)
+    target_origin_level: str | None = None
     # The device the baseline ran on, as recorded (plain data); None: unknown.
     device: dict[str, Any] | None = None
 

@@ -30,6 +30,7 @@ from ledger.schema.events import (
     Payload,
     PointOpened,
     PolicySet,
+    TargetSheetWritten,
 )
 from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import Origin
@@ -101,6 +102,7 @@ OMIT_IF_DEFAULT: dict[type[Any], frozenset[str]] = {
     PointOpened: frozenset({"knobs"}),
     LimitRelaxed: frozenset({"supersedes"}),
     PolicySet: frozenset({"person"}),
+    TargetSheetWritten: frozenset({"target_origin", "target_samples_us"}),
     CampaignResumed: frozenset({"person"}),
 }
 

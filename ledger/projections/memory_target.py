@@ -32,7 +32,7 @@ from stages.target import (
 TARGET_SOURCES = {
     "spec": "the SPEC.md performance budget",
     "upstream": "a measured comparable upstream kernel",
-    "torch-eager": "measured torch eager on the NPU",
+    "torch-eager": "measured torch eager",
 }
 
 
@@ -71,8 +71,13 @@ def _render_target_sheet(state: State, op: str) -> str:
         [
             "Target",
             fmt_time_us(sheet.target_us),
-            f"{TARGET_SOURCES.get(sheet.target_source, md_text(sheet.target_source))}{reference}; "
-            "precedence: SPEC budget, else upstream kernel, else torch eager",
+            f"{TARGET_SOURCES.get(sheet.target_source, md_text(sheet.target_source))}{reference}"
+            + (
+                f" (provenance: {md_text(sheet.target_origin_level)})"
+                if sheet.target_origin_level
+                else ""
+            )
+            + "; precedence: SPEC budget, else upstream kernel, else torch eager",
         ],
         [
             "Required speedup",

@@ -148,6 +148,11 @@ class TargetSheetWritten(SharedValue):
     bubble_pct: float | None = field(default=None, converter=percent_or_none)
     # The device the baseline ran on; None: unknown (typed in, or a verifier that names none).
     device: Device | None = None
+    # Where the target came from when it was measured (R3's fallbacks: an upstream kernel or
+    # torch eager, run by the ledger; issue 29.6) and its samples; left out of the line when
+    # the target was SPEC.md's budget or typed in.
+    target_origin: Origin | None = None
+    target_samples_us: tuple[float, ...] = field(default=(), converter=as_tuple)
 
 
 @frozen(repr=False, eq=False)

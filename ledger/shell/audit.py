@@ -67,6 +67,8 @@ def _target(d: dict[str, Any]) -> cmd.Command:
         util_pct=d["util_pct"],
         bubble_pct=d["bubble_pct"],
         device=_device(d["device"]),
+        target_origin=_origin(d.get("target_origin")),
+        target_samples_us=tuple(d.get("target_samples_us", ())),
     )
 
 
