@@ -190,3 +190,30 @@ def test_the_mcp_server_never_lifts_a_budget(cli: Cli, script: Path) -> None:  #
         assert error["rule"] == "R10" and error["code"] == 3
         assert "--person NAME" in error["next"]
     assert snapshot(cli.root) == before
+
+
+@pytest.mark.slow  # an autopilot campaign of real processes (the stand-in verifier)
+def test_the_autopilot_records_its_budget_and_stops_on_it(tmp_path: Path) -> None:
+    """`--max-evaluations 3`: the autopilot records the budget as the op's policy and the
+    campaign stops on it after three verifier results; asked again for a larger one, it
+    leaves the stop to a person."""
+    from standin import autopilot, op_root, summary, write_script
+
+    standin = write_script(tmp_path / "verifier")
+    root = op_root(tmp_path, "root", standin, "sleep:0.01")
+    cache = tmp_path / "cache"
+    out = autopilot(root, cache, "--workers", "1", "--max-evaluations", "3")
+    assert summary(out)["stopped"] == "budget"
+    cli = Cli(root)
+    budgets = [
+        e["payload"]
+        for e in cli.events()
+        if e["type"] == "policy.set" and e["payload"]["key"] == "max_evaluations"
+    ]
+    assert [(b["value"], b.get("person")) for b in budgets] == [(3, None)]
+    results = [e for e in cli.events() if e["type"] in ("attempt.measured", "attempt.failed")]
+    assert len(results) == 3
+    before = cli.ledger().read_bytes()
+    again = autopilot(root, cache, "--workers", "1", "--max-evaluations", "10")
+    assert summary(again)["stopped"] == "budget"
+    assert cli.ledger().read_bytes() == before  # the autopilot lifts nothing
