@@ -8,12 +8,14 @@ from the attempt id, a recorded value, so audit re-derives the verdict exactly.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from attrs import frozen
 
 from ledger.domain import devices
+from ledger.domain.keys import measured_key
 from ledger.domain.samples import median
 from ledger.domain.state import Attempt, Best, State
 from ledger.errors import BadInput
@@ -22,6 +24,7 @@ from ledger.schema.events import (
     AttemptAbandoned,
     AttemptFailed,
     AttemptMeasured,
+    BestRemeasured,
     CampaignStopped,
     Failure,
     Payload,
@@ -29,6 +32,7 @@ from ledger.schema.events import (
     VerdictReached,
 )
 from ledger.schema.shared_methods import SharedValue
+from stages import remeasure
 from stages.binding import attempt_binding_problem
 from stages.bootstrap import bootstrap_interval
 from stages.budget import budget_stop
@@ -167,6 +171,9 @@ def decide_verify(state: State, command: Verify) -> Result:
     best, sheet = state.best, state.target
     if best is None or sheet is None:  # the sheet precedes every stage and so every attempt
         raise BadInput("no target sheet: nothing to compare with")
+    if _carries_best(state, attempt, measured, best):
+        # The best measured on another device is the best from here on; no verdict (R8).
+        return accept(measured, BestRemeasured(attempt=attempt.id, previous=best.attempt))
     other_device = _device_refusal(state, attempt.id, measured, best)
     if other_device is not None:
         return other_device
@@ -241,6 +248,17 @@ def decide_verify(state: State, command: Verify) -> Result:
     return accept(*events)
 
 
+def _carries_best(state: State, attempt: Attempt, measured: AttemptMeasured, best: Best) -> bool:
+    """True for a correct re-measure of the best's config (`--prior remeasure:device`) on
+    another device than the best's (issue 29)."""
+    return (
+        attempt.prior == remeasure.DEVICE_PRIOR
+        and _failure_of(measured) is None
+        and not devices.same_kind(measured.device, best.measurement.device)
+        and measured_key(state, attempt.config) == measured_key(state, best.config)
+    )
+
+
 def _device_refusal(
     state: State, attempt_id: str, measured: AttemptMeasured, best: Best
 ) -> Refusal | None:
@@ -256,10 +274,12 @@ def _device_refusal(
         "a verdict never compares measurements of two devices",
         f"attempt {attempt_id} was measured on {here}, the best it would be compared with "
         f"({which}) on {there} ({differ})",
-        f"measure attempt {attempt_id} on {there} (`--devices` pins the verifier to an NPU of "
-        f"that part; nothing was written, it stays pending: `tune-ledger measure {state.op}`); "
-        f"to tune on {here} instead, re-measure the best there first: its own campaign, whose "
-        "target sheet (`tune-ledger target OP --from-spec`) is measured on that device",
+        f"measure attempt {attempt_id} on {there} (nothing was written, it stays pending: "
+        f"`tune-ledger measure {state.op}` there; `--devices` pins the verifier to an NPU), or "
+        f"carry the campaign to {here}: re-measure the best there first (`tune-ledger abandon "
+        f"{state.op} {attempt_id} --reason TEXT`, then `tune-ledger candidate {state.op} "
+        f"--config '{json.dumps(best.config, sort_keys=True)}' --prior {remeasure.DEVICE_PRIOR}` "
+        f"and `tune-ledger measure {state.op}` on {here}), then measure this change again",
     )
 
 

@@ -219,3 +219,39 @@ def test_which_devices_a_verdict_may_compare(
     """Run mode, part, CANN and driver are compared; the device's number is not."""
     assert devices.same_kind(first, second) is same
     assert devices.same_kind(second, first) is same
+
+
+def test_the_way_forward_carries_the_best_to_the_new_device(
+    cli: Cli, script: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused on a 910B4, the attempt is abandoned, the best's config measured there
+    (`--prior remeasure:device`): that measurement is the best, with no verdict; the change
+    measured again on the 910B4 then gets its verdict against it; audit re-derives it all."""
+    _on(monkeypatch, B3)
+    _campaign(cli, script)
+    _candidate(cli, [1, 16, 1, 64])
+    cli.ok("measure", OP)
+    change = _candidate(cli, [1, 32, 1, 64])
+    _on(monkeypatch, B4)
+    refused = cli("measure", OP)
+    assert refused.code == 3 and "--prior remeasure:device" in refused.json["next"]
+    cli.ok("abandon", OP, change, "--reason", "measured on a 910B4: carry the best there")
+    best_config = json.dumps({"vec_tile_shape": [1, 16, 1, 64]})
+    again = cli.ok("candidate", OP, "--config", best_config, "--prior", "remeasure:device")
+    result = cli.ok("measure", OP)
+    carried = [e for e in cli.events() if e["type"] == "best.remeasured"]
+    assert [e["payload"]["attempt"] for e in carried] == [again["attempt"]]
+    assert not any(
+        e["type"] == "attempt.verdict" and e["payload"]["attempt"] == again["attempt"]
+        for e in cli.events()
+    )
+    status = cli.ok("status", OP)
+    assert status["best"]["attempt"] == again["attempt"], result
+    # The change, measured again on the 910B4, is compared with the best measured there.
+    _candidate(cli, [1, 32, 1, 64])
+    assert cli.ok("measure", OP)["verdict"] == "adopt"
+    log = cli("log", OP, as_json=False).stdout
+    assert "remeasured" in log and f"[on npu {B4}" in log
+    assert cli.ok("audit", OP)["clean"] is True
+    # The same re-measure on the best's own device is an ordinary verdict (no carry).
+    assert devices.same_kind({"run_mode": "npu", "soc": B4}, {"run_mode": "npu", "soc": B4})

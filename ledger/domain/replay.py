@@ -41,6 +41,8 @@ __all__ = [
 ]
 
 _ADOPTED = ("adopt", "target-reached")
+# The outcome of an attempt that measured the best again on another device (no verdict).
+REMEASURED = "remeasured"
 
 Handler = Callable[[State, Event], None]
 
@@ -234,6 +236,18 @@ def _verdict(state: State, event: Event) -> None:
             point.streak += 1
 
 
+def _best_remeasured(state: State, event: Event) -> None:
+    """The best's config measured on another device becomes the best (R8, issue 29)."""
+    attempt = state.attempts[event.data["attempt"]]
+    _finish(state, attempt, "verified")
+    attempt.verdict = REMEASURED
+    if state.best is not None:
+        attempt.compared_us = state.best.time_us
+        attempt.compared_best = state.best.attempt
+    if attempt.measurement is not None:
+        state.best = Best(attempt.config, attempt.measurement, attempt.id)
+
+
 def _failed(state: State, event: Event) -> None:
     data = event.data
     attempt = state.attempts[data["attempt"]]
@@ -271,6 +285,7 @@ HANDLERS: tuple[tuple[type[ev.Payload], Handler], ...] = (
     (ev.AttemptStarted, _attempt_started),
     (ev.AttemptMeasured, _measured),
     (ev.VerdictReached, _verdict),
+    (ev.BestRemeasured, _best_remeasured),
     (ev.AttemptFailed, _failed),
     (ev.AttemptAbandoned, _abandoned),
     (ev.ReportGenerated, records.report),

@@ -282,6 +282,18 @@ class VerdictReached(SharedValue):
 
 
 @frozen(repr=False, eq=False)
+class BestRemeasured(SharedValue):
+    """The best's config measured again on another device (issue 29): that measurement is the
+    best from here on, so later verdicts compare measurements of one device (R8). Written with
+    the attempt's `attempt.measured`, instead of a verdict: no speed is claimed."""
+
+    TYPE: ClassVar[str] = "best.remeasured"
+    SCHEMA: ClassVar[int] = 1
+    attempt: str
+    previous: str | None  # the best it stands for: an attempt id, None for the baseline
+
+
+@frozen(repr=False, eq=False)
 class AttemptFailed(SharedValue):
     """An attempt failed to run or verify; the verdict is rollback (R7, R8)."""
 
@@ -460,6 +472,7 @@ Payload = (
     | AttemptStarted
     | AttemptMeasured
     | VerdictReached
+    | BestRemeasured
     | AttemptFailed
     | AttemptAbandoned
     | ReportGenerated
@@ -496,6 +509,7 @@ __all__ = [
     "AttemptKind",
     "AttemptMeasured",
     "AttemptStarted",
+    "BestRemeasured",
     "Binding",
     "CampaignHandedBack",
     "CampaignResumed",

@@ -101,6 +101,10 @@ def _binding(data: dict[str, Any] | None) -> Binding | None:
 CommandOf = Callable[[dict[str, Any]], cmd.Command]
 
 
+def _remeasured_alone(_d: dict[str, Any]) -> cmd.Command:
+    raise ValueError("a best.remeasured is written after its attempt.measured, in one batch")
+
+
 def _verdict_alone(_d: dict[str, Any]) -> cmd.Command:
     raise ValueError("an attempt.verdict is written after its attempt.measured, in one batch")
 
@@ -163,6 +167,7 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.AttemptStarted, _started),
     (ev.AttemptMeasured, _measured),
     (ev.VerdictReached, _verdict_alone),
+    (ev.BestRemeasured, _remeasured_alone),
     (
         ev.AttemptFailed,
         lambda d: cmd.Fail(

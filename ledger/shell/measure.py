@@ -217,13 +217,15 @@ def run(
     on_start: Callable[[Cancel], None] | None = None,
     executor: Executor = run_here,
     expected_device: Any = ANY_DEVICE,
+    fresh: bool = False,
 ) -> Ran:
     """The plan's result: read from the measurement cache when this config ran before with
     everything else equal, else run by `executor` and kept in the cache when the simulator
     decided it (ledger/shell/measure_cache.py). One config is never run twice at once.
 
     `expected_device` (the best's device, None: unknown) makes a kept result that names another
-    kind of device a miss: the config is measured again here, never served across devices."""
+    kind of device a miss: the config is measured again here, never served across devices.
+    `fresh` measures it again whatever is kept (the best carried to another device)."""
     folder = measure_cache.folder(env)
     material = (
         None
@@ -244,7 +246,7 @@ def run(
     cache = measure_cache.MeasurementCache(folder)
     key = measure_cache.key_of(material)
     with cache.claim(key):
-        entry = cache.lookup(key, material)
+        entry = None if fresh else cache.lookup(key, material)
         if entry is not None and _on_device(entry.run, expected_device):
             return Ran(run=entry.run, signal=entry.signal, cached=entry.source)
         ran = execute(plan, env, on_start, executor)

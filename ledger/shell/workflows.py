@@ -27,6 +27,7 @@ from ledger.shell import harness, layout_check, runner
 from ledger.shell import measure as measuring
 from ledger.shell.manifest_file import read_manifest, record_if_changed
 from stages import commands as cmd
+from stages.remeasure import DEVICE_PRIOR
 from stages.stop import stopped_refusal
 
 if TYPE_CHECKING:
@@ -82,11 +83,14 @@ def measure(
     def build() -> cmd.Verify | cmd.Fail:
         manifest = read_manifest(ledger.dir)
         plan = _plan(ledger, manifest, attempt, python)
-        best = ledger.load().state.best
+        state = ledger.load().state
+        best = state.best
         ran = measuring.run(
             plan, manifest, op=ledger.op, python=python, env=env, executor=executor,
-            # A kept result of another device than the best's is measured again (issue 29).
+            # A kept result of another device than the best's is measured again (issue 29),
+            # and the best carried to another device is measured there, never read back.
             expected_device=best.measurement.device if best else measuring.ANY_DEVICE,
+            fresh=state.attempts[plan.attempt].prior == DEVICE_PRIOR,
         )  # fmt: skip
         command = measuring.result_command(plan, ran)
         if manifest is not None:
