@@ -6,7 +6,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from ledger.schema.events import Binding, Origin, OutputCheck
+from ledger.schema.events import Binding, Device, Origin, OutputCheck
 
 
 @frozen
@@ -59,6 +59,10 @@ class SetTarget:
     baseline_samples_us: tuple[float, ...] = ()
     util_pct: float | None = None
     bubble_pct: float | None = None
+    device: Device | None = None  # where the baseline ran; None: unknown
+    # A target measured by the ledger (R3's fallbacks): the run's provenance and samples.
+    target_origin: Origin | None = None
+    target_samples_us: tuple[float, ...] = ()
 
 
 @frozen
@@ -171,6 +175,8 @@ class Verify:
     binding: Binding | None = None
     # Provenance of outputs and layout exit when they come from another source than the times.
     accuracy_origin: Origin | None = None
+    # The device the verifier says it ran on; None: unknown (R8 compares only like devices).
+    device: Device | None = None
 
 
 @frozen
@@ -207,9 +213,10 @@ class HandBack:
 
 @frozen
 class ResumeCampaign:
-    """The user lifts a utilization stop and tuning goes on (R10)."""
+    """The user lifts a utilization stop, or a person a budget stop, and tuning goes on (R10)."""
 
     reason: str
+    person: str | None = None  # who decided: required to lift a budget stop
 
 
 @frozen
@@ -227,6 +234,7 @@ class SetPolicy:
     key: str
     value: Any
     reason: str = ""
+    person: str | None = None  # who decided: required to loosen a budget (R10)
 
 
 @frozen

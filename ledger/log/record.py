@@ -24,9 +24,12 @@ from ledger.log import codec, upcast
 from ledger.schema.events import (
     PAYLOAD_TYPES,
     AttemptMeasured,
+    CampaignResumed,
     LimitRelaxed,
     Payload,
     PointOpened,
+    PolicySet,
+    TargetSheetWritten,
 )
 from ledger.schema.values import Origin
 
@@ -96,6 +99,9 @@ OMIT_IF_DEFAULT: dict[type[Any], frozenset[str]] = {
     AttemptMeasured: frozenset({"binding", "accuracy_origin"}),
     PointOpened: frozenset({"knobs"}),
     LimitRelaxed: frozenset({"supersedes"}),
+    PolicySet: frozenset({"person"}),
+    TargetSheetWritten: frozenset({"target_origin", "target_samples_us"}),
+    CampaignResumed: frozenset({"person"}),
 }
 
 

@@ -29,6 +29,7 @@ def attempt_detail(state: State, attempt_id: str) -> dict[str, Any]:
         "metrics": dict(m.metrics) if m else None,
         "all_close": m.all_close if m else None,
         "layout_exit": m.layout_exit if m else None,
+        "device_fields": m.device if m else None,
     }
 
 
@@ -56,6 +57,7 @@ def attempt_detail_text(data: dict[str, Any]) -> str:
             f"{data['bubble_pct'] if data['bubble_pct'] is not None else '-'}%   all_close: "
             f"{data['all_close']}   layout exit: {data['layout_exit']}"
         )
+        lines.append(f"  device: {data['device']}")
     for key in ("prior", "description", "impl_digest", "retry_override"):
         if data[key]:
             lines.append(f"  {key.replace('_', ' ')}: {data[key]}")
@@ -70,13 +72,16 @@ def notes_text(notes: list[str]) -> str:
 
 
 def log_text(rows: list[dict[str, Any]]) -> str:
-    """`log` for humans: one line per attempt."""
+    """`log` for humans: one line per attempt; each measured one names its device once any
+    device is known (a verdict never compares two, R8)."""
     if not rows:
         return "no attempts"
+    shown = any(r.get("device") not in (None, "unknown") for r in rows)
     return "\n".join(
         f"{r['seq']:>4} {r['attempt']} {r['stage']:<9} {r['kind']:<9} "
         f"{(r['verdict'] or r['status']):<14} {(r['failure'] or ''):<8} "
         f"{fmt_time_us(r['time_us']) + reported_mark(r['provenance']):>13}  {r['change']}"
+        + (f"  [on {r['device']}]" if shown and r.get("device") else "")
         # A failure's detail or an abandon's reason, whole: the reader looks for it here.
         + (
             f"\n{'':>18}{'reason' if r['status'] == 'abandoned' else 'detail'}: {r['detail']}"
