@@ -222,7 +222,7 @@ def resume(state: State) -> dict[str, Any]:
 
 def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
     """The fields `resume` adds to `status` (`allowed`: the status's allowed commands)."""
-    from stages.conflicts import conflicts  # only here: a cached view loads no stage machine
+    from stages.conflicts import conflicts
 
     pending = state.attempts.get(state.pending) if state.pending else None
     point = state.points.get(state.open_point) if state.open_point else None
