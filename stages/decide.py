@@ -9,6 +9,7 @@ import attrs
 
 from ledger.domain.state import State
 from ledger.errors import BadInput
+from ledger.log import codec
 from ledger.schema.events import (
     ManifestRecorded,
     NoteAdded,
@@ -21,7 +22,8 @@ from stages import commands as cmd
 from stages.allowed import allowed
 from stages.conflicts import RULES, conflicts
 from stages.outcome import Decision, Result, accept, build, nonempty, plain
-from stages.policy import DEFAULT_POLICY, DEFAULTS_KEY, check_policy_value
+from stages.person import needs_reason, person_name, person_refusal, policy_before
+from stages.policy import DEFAULT_POLICY, DEFAULTS_KEY, GUARD_RULES, check_policy_value, loosens
 from stages.refusal import Refusal
 
 # Bookkeeping: allowed at any time once the op exists, also after a stop (R10).
@@ -54,7 +56,18 @@ def _set_policy(state: State, command: cmd.SetPolicy) -> Result:
         raise BadInput(f"policy key {DEFAULTS_KEY!r} is written by init only")
     value = plain(command.value, f"policy {command.key}")
     check_policy_value(state, command.key, value)
-    return accept(PolicySet(key=command.key, value=value, reason=command.reason))
+    person = person_name(command.person)
+    if loosens(command.key, policy_before(state, command.key), value) and not command.legacy:
+        # Lowering a guard is a person's decision, by name and with a reason (DESIGN §3.12).
+        text = codec.canonical_json(value)
+        if person is None:
+            return person_refusal(
+                GUARD_RULES[command.key],
+                f"policy {command.key} {text}",
+                ["policy", state.op or "OP", command.key, text],
+            )
+        needs_reason(command.reason, f"policy {command.key} {text}")
+    return accept(PolicySet(key=command.key, value=value, reason=command.reason, person=person))
 
 
 def _note(_state: State, command: cmd.AddNote) -> Result:

@@ -70,6 +70,44 @@ def requires_measured(state: State) -> bool:
     return bool(value)
 
 
+# The guards a policy change can lower, and the rule each guards (DESIGN §3.12): lowering one
+# is a person's decision (stages/person.py).
+GUARD_RULES: Mapping[str, str] = {
+    REQUIRE_MEASURED: "R11",
+    "noise_threshold": "R8",
+    "bootstrap_confidence": "R8",
+}
+
+
+def loosens(key: str, before: Any, after: Any) -> bool:
+    """True when setting `key` from `before` to `after` lowers a guard: require_measured off
+    (or from on back to "auto"), a larger noise threshold, a lower bootstrap confidence."""
+    if key == REQUIRE_MEASURED:
+        return (after is False and before is not False) or (before is True and after == "auto")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (before, after)):
+        return False
+    if key == "noise_threshold":
+        return bool(after > before)
+    if key == "bootstrap_confidence":
+        return bool(after < before)
+    return False
+
+
+def lowered_guards(state: State) -> list[str]:
+    """The guards lowered now, each named with its rule: require_measured off, and noise
+    thresholds looser than the defaults pinned at init (DESIGN §3.12)."""
+    pinned = {**DEFAULT_POLICY, **state.policy_defaults}
+    lowered = []
+    if state.policy.get(REQUIRE_MEASURED) is False:
+        lowered.append(f"{REQUIRE_MEASURED} false ({GUARD_RULES[REQUIRE_MEASURED]})")
+    for key in ("noise_threshold", "bootstrap_confidence"):
+        if key in state.policy and loosens(key, pinned.get(key), state.policy[key]):
+            lowered.append(
+                f"{key} {state.policy[key]} (default {pinned.get(key)}, {GUARD_RULES[key]})"
+            )
+    return lowered
+
+
 # The keys a verdict depends on; each VerdictReached records them (R8).
 NOISE_KEYS = ("noise_threshold", "bootstrap_resamples", "bootstrap_confidence")
 STOP_KEYS = (

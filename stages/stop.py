@@ -13,6 +13,7 @@ from ledger.schema.events import (
 )
 from stages.commands import HandBack, ResumeCampaign, Stop
 from stages.outcome import Result, accept, nonempty, refuse
+from stages.person import person_name, person_refusal
 from stages.pipeline import utilization_met
 from stages.policy import effective_policy
 from stages.refusal import Refusal
@@ -149,4 +150,8 @@ def decide_resume(state: State, command: ResumeCampaign) -> Result:
             _after_stop_hint(state),
             kind="stopped",
         )
-    return accept(CampaignResumed(lifted=state.stop_detail, reason=reason))
+    person = person_name(command.person)
+    if person is None and not command.legacy:
+        # Going past a stop is a person's decision (DESIGN §3.12), never the agent's.
+        return person_refusal("R10", "resume-campaign", ["resume-campaign", op or "OP"])
+    return accept(CampaignResumed(lifted=state.stop_detail, reason=reason, person=person))

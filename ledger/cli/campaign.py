@@ -20,6 +20,7 @@ from ledger.cli.base import (
     one_source,
     output_options,
     pass_ctx,
+    person_option,
     run_step,
     run_workflow,
 )
@@ -403,14 +404,19 @@ def note(ctx: Ctx, op: str, text: str) -> None:
 @click.argument("key")
 @click.argument("value")
 @click.option("--reason", default="", help="Why the policy changes.")
+@person_option
 @pass_ctx
-def policy(ctx: Ctx, op: str, key: str, value: str, reason: str) -> None:
-    """Set a policy threshold of this op (VALUE is JSON); later decisions apply it."""
+def policy(ctx: Ctx, op: str, key: str, value: str, reason: str, person: str | None) -> None:
+    """Set a policy threshold of this op (VALUE is JSON); later decisions apply it.
+
+    Lowering a guard (require_measured false, a larger noise_threshold, a lower
+    bootstrap_confidence) is a person's decision: give --person NAME and --reason TEXT.
+    """
     parsed = inputs.parse_json_value(value, "VALUE")
     run_step(
         ctx,
         op,
-        lambda _ledger: cmd.SetPolicy(key=key, value=parsed, reason=reason),
+        lambda _ledger: cmd.SetPolicy(key=key, value=parsed, reason=reason, person=person),
         lambda _outcome: ({"key": key, "value": parsed}, f"policy {key} = {value}"),
     )
 

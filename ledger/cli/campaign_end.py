@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.base import OP, Ctx, event_data, pass_ctx, run_step
+from ledger.cli.base import OP, Ctx, event_data, pass_ctx, person_option, run_step
 from ledger.shell.api import StepResult
 from stages import commands as cmd
 
@@ -34,13 +34,15 @@ def handback(ctx: Ctx, op: str, summary: str) -> None:
 @click.command(name="resume-campaign")
 @click.argument("op", type=OP)
 @click.option("--reason", required=True, help="The user's reason to go past the stop.")
+@person_option
 @pass_ctx
-def resume_campaign(ctx: Ctx, op: str, reason: str) -> None:
-    """Lift a utilization stop by the user's decision (R10); no other stop can be lifted."""
+def resume_campaign(ctx: Ctx, op: str, reason: str, person: str | None) -> None:
+    """Lift a utilization stop by a person's decision (R10, --person NAME); no other stop can
+    be lifted."""
     run_step(
         ctx,
         op,
-        lambda _ledger: cmd.ResumeCampaign(reason=reason),
+        lambda _ledger: cmd.ResumeCampaign(reason=reason, person=person),
         lambda _outcome: (
             {"resumed": True},
             f"utilization stop lifted: tuning goes on (tune-ledger status {op})",

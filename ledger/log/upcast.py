@@ -74,11 +74,30 @@ def conflict_resolved_1_to_2(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "conflict": conflict_of_text(str(payload["conflict"]))}
 
 
+# --- person decisions (issue 27): who lowered a guard -------------------------------------
+
+
+def person_unknown(payload: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 -> 2 of `policy.set`, `ledger.rollback_accepted` and `campaign.resumed`: the
+    person field is new; an event written before it reads as decided by a person unknown."""
+    return {**payload, "person": None}
+
+
+def relaxed_1_to_2(payload: dict[str, Any]) -> dict[str, Any]:
+    """`limit.relaxed` schema 1 -> 2: a relaxation written before evidence was named rests on
+    none, and the person who decided it is unknown."""
+    return {**payload, "evidence": [], "person": None}
+
+
 # (type name, version) -> function from that version's payload to the next version's. A
 # change to a payload adds an entry here and a golden ledger of the old version under
 # tests/data/ (v1-merged.jsonl holds schema-1 conflict.resolved events).
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("conflict.resolved", 1): conflict_resolved_1_to_2,
+    ("policy.set", 1): person_unknown,
+    ("ledger.rollback_accepted", 1): person_unknown,
+    ("campaign.resumed", 1): person_unknown,
+    ("limit.relaxed", 1): relaxed_1_to_2,
 }
 
 

@@ -133,6 +133,10 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
             limit=d["limit"],
             basis=d["basis"],
             record_premise="supersedes" in d,
+            evidence=tuple(d["evidence"]),
+            person=d["person"],
+            # Before issue 27 a relaxation named neither evidence nor a person.
+            legacy=not d["evidence"] and d["person"] is None,
         ),
     ),
     (ev.StageEntered, lambda d: cmd.EnterStage(stage=d["stage"])),
@@ -169,7 +173,14 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.ReportGenerated, lambda d: cmd.RecordReport(path=d["path"], digest=d["digest"])),
     (
         ev.PolicySet,
-        lambda d: cmd.SetPolicy(key=d["key"], value=d["value"], reason=d["reason"]),
+        lambda d: cmd.SetPolicy(
+            key=d["key"],
+            value=d["value"],
+            reason=d["reason"],
+            person=d["person"],
+            # Before issue 27 no policy.set named a person: decided by the rules of its time.
+            legacy=d["person"] is None,
+        ),
     ),
     (ev.NoteAdded, lambda d: cmd.AddNote(text=d["text"])),
     (ev.LedgerRepaired, None),
@@ -184,7 +195,12 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     # A person's confirmation after the shell found a rollback, not a step of the protocol.
     (ev.RollbackAccepted, None),
     (ev.CampaignHandedBack, lambda d: cmd.HandBack(summary=d["summary"])),
-    (ev.CampaignResumed, lambda d: cmd.ResumeCampaign(reason=d["reason"])),
+    (
+        ev.CampaignResumed,
+        lambda d: cmd.ResumeCampaign(
+            reason=d["reason"], person=d["person"], legacy=d["person"] is None
+        ),
+    ),
 )
 
 _COMMAND_OF: dict[str, CommandOf] = {
