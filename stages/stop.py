@@ -75,7 +75,8 @@ def end_steps(state: State) -> list[str]:
     steps.append(f"tune-ledger handback {op} --summary TEXT")
     if state.stopped == "utilization":
         steps.append(
-            f"or, if the user decides to go on: tune-ledger resume-campaign {op} --reason TEXT"
+            f"or, if a person decides to go on: tune-ledger resume-campaign {op} --person NAME "
+            "--reason TEXT"
         )
     return steps
 

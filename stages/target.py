@@ -11,7 +11,7 @@ from ledger.domain.samples import median
 from ledger.domain.state import Relaxation, State
 from ledger.errors import BadInput
 from ledger.schema.events import LimitRelaxed, TargetSheetWritten, TargetSource
-from stages.outcome import Result, accept, build, plain, refuse
+from stages.outcome import Result, accept, build, nonempty, plain, refuse
 from stages.person import person_name
 from stages.refusal import Refusal
 
@@ -251,6 +251,7 @@ def decide_relax(state: State, command: Relax) -> Result:
     """Relax a tile-shape upper limit, recording its basis and the relaxations it supersedes
     (R3; the premise tells a merge of two branches' relaxations from a sequence, DESIGN §8)."""
     limit = _relaxed_limit(command.what, command.limit)
+    nonempty(command.basis, "the relaxation's basis")
     evidence = tuple(dict.fromkeys(command.evidence))  # each attempt once, in the order given
     person = person_name(command.person)
     refusal = None if command.legacy else _evidence_refusal(state, command, evidence, person)

@@ -1,11 +1,14 @@
 """Golden ledgers of every schema version keep replaying, verifying and auditing clean.
 
-tests/data/ledger/v1.jsonl was written by schema 1 (see tests/golden_ledger.py for how, and
-how to regenerate it while schema 1 is current); v1-status.json is the status it replays to.
+tests/data/ledger/v1.jsonl was written by schema 1 (its builder, tests/golden_ledger.py, has
+moved on; the file is kept as written); v1-status.json is the status it replays to.
+v2.jsonl is what the current code writes (tests/golden_ledger.py; how to regenerate it is
+there), v2-status.json its status.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -23,6 +26,8 @@ from ledger.shell import audit
 DATA = Path(__file__).parent / "data" / "ledger"
 LEDGER = DATA / "v1.jsonl"
 STATUS = DATA / "v1-status.json"
+CURRENT = DATA / "v2.jsonl"
+CURRENT_STATUS = DATA / "v2-status.json"
 # Not in the golden log: conflict.resolved needs two merged branches (tests/test_merge_*.py);
 # manifest.recorded came after this log was written (tests/test_measure.py records it), and
 # ledger.newline_restored too (tests/test_reliability_newline.py), and campaign.handed_back and
@@ -44,15 +49,38 @@ def _status_json(data: bytes, tmp: Path) -> str:
     return codec.canonical_json(views.status(state)) + "\n"
 
 
+def _schemas(path: Path) -> dict[str, int]:
+    """Each event type of a golden file and the schema version its lines were written at."""
+    lines = [json.loads(line) for line in path.read_bytes().splitlines() if line.endswith(b"}")]
+    return {line["type"]: line["schema"] for line in lines}
+
+
 def test_regenerate_when_asked(tmp_path: Path) -> None:
-    """UPDATE_GOLDEN=1 rewrites the schema-1 golden files (review the diff)."""
+    """UPDATE_GOLDEN=1 rewrites the current schema's golden files (review the diff)."""
     if not os.environ.get("UPDATE_GOLDEN"):
         pytest.skip("set UPDATE_GOLDEN=1 to regenerate")
-    assert all(cls.SCHEMA == 1 for cls in PAYLOAD_TYPES.values()), "schema 1 is not current"
     data = golden_ledger.build()
     DATA.mkdir(parents=True, exist_ok=True)
-    LEDGER.write_bytes(data)
-    STATUS.write_text(_status_json(data, tmp_path), encoding="utf-8")
+    CURRENT.write_bytes(data)
+    CURRENT_STATUS.write_text(_status_json(data, tmp_path), encoding="utf-8")
+
+
+def test_golden_v2_is_written_at_the_current_schemas_and_replays_to_its_status(
+    tmp_path: Path,
+) -> None:
+    """The current golden log holds every event type it covers at its current schema, replays
+    to its recorded status and audits clean (the person's decision and the evidence too)."""
+    written = _schemas(CURRENT)
+    assert written == {name: PAYLOAD_TYPES[name].SCHEMA for name in written}
+    assert written["policy.set"] == 2 and written["limit.relaxed"] == 2
+    assert _status_json(CURRENT.read_bytes(), tmp_path) == CURRENT_STATUS.read_text("utf-8")
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(CURRENT, path)
+    events = FileStore(path).read().events
+    assert audit.legality_findings(events) == []
+    relaxed = next(e for e in events if e.type == "limit.relaxed")
+    assert relaxed.data["evidence"] and relaxed.data["person"] is None
+    assert [e.data["person"] for e in events if e.type == "policy.set"][-1] == "Golden Person"
 
 
 def test_golden_v1_reads_and_verifies_every_id(tmp_path: Path) -> None:
@@ -65,7 +93,10 @@ def test_golden_v1_reads_and_verifies_every_id(tmp_path: Path) -> None:
     assert all(codec.is_canonical_line(line) for line in LEDGER.read_bytes().splitlines())
     types = {event.type for event in log.events}
     assert types == set(PAYLOAD_TYPES) - NOT_COVERED
-    assert {event.schema for event in log.events} == {1}
+    # Every line was written at schema 1; those of types now at schema 2 read upcast.
+    assert set(_schemas(LEDGER).values()) == {1}
+    upcast = next(event for event in log.events if event.type == "limit.relaxed")
+    assert upcast.data["evidence"] == [] and upcast.data["person"] is None
 
 
 def test_golden_v1_replays_to_its_recorded_status(tmp_path: Path) -> None:
@@ -83,8 +114,8 @@ def test_golden_v1_audits_clean(tmp_path: Path) -> None:
 
 
 def test_the_current_code_still_writes_the_golden_bytes() -> None:
-    """The deciders and the codec still produce exactly the schema-1 golden log."""
-    assert golden_ledger.build() == LEDGER.read_bytes()
+    """The deciders and the codec still produce exactly the current golden log."""
+    assert golden_ledger.build() == CURRENT.read_bytes()
 
 
 OLD_LEDGER = DATA / "v1-all-stages.jsonl"

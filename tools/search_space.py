@@ -156,7 +156,7 @@ def _growth_evidence(state: State) -> tuple[str, str] | None:
         return None
     previous_time = state.target.baseline_us
     previous_tile = _tile_of(state.measured_configs, "baseline")
-    found: tuple[float, str] | None = None
+    found: tuple[str, str] | None = None
     for attempt_id in state.adopted:
         attempt = state.attempts[attempt_id]
         if attempt.measurement is None:

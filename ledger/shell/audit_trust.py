@@ -96,8 +96,9 @@ def campaign_decisions(events: Sequence[Event]) -> list[str]:
     for event in events:
         data = event.data
         if event.type == "campaign.resumed":
+            who = data.get("person") or "a person unknown (recorded before issue 27)"
             found.append(
-                f"utilization stop lifted by the user ({attempt_id(event.id)}): {data['reason']}"
+                f"utilization stop lifted by {who} ({attempt_id(event.id)}): {data['reason']}"
                 f" (the stop: {data['lifted'] or 'no detail recorded'})"
             )
         elif event.type == "campaign.handed_back":

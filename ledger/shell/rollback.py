@@ -103,7 +103,7 @@ def damaged(found: Rollback, ledger_name: str, op: str) -> LedgerDamaged:
         allowed=(*READS, "accept-rollback"),
         hint=f"restore events.jsonl (from git or a backup) so that it holds "
         f"{found.memory.last}; or, if the older ledger is the right one, run "
-        f"`tune-ledger accept-rollback {op} --reason TEXT`",
+        f"`tune-ledger accept-rollback {op} --person NAME --reason TEXT`",
         details={
             "memory_last": found.memory.last,
             "memory_events": found.memory.events,
@@ -126,7 +126,7 @@ def warning(found: Rollback, op: str) -> str:
     """The warning a read command prints while a rollback is not accepted."""
     return (
         f"{describe(found)}; writing is refused until it is restored or "
-        f"`tune-ledger accept-rollback {op} --reason TEXT` is run"
+        f"`tune-ledger accept-rollback {op} --person NAME --reason TEXT` is run"
     )
 
 
