@@ -22,8 +22,9 @@ NOT_FOR_AGENTS = {
     "accept-rollback", "normalize", "git-setup", "merge-driver", "memory-merge-driver",
     "agent-setup", "mcp", "dashboard",
 }  # fmt: skip
-# Options a tool names differently, or leaves out (with the reason in server.py).
-RENAMED = {"set": "change", "run": "run", "all": None}
+# Options a tool names differently, or leaves out (with the reason in server.py): `--person`
+# signs a person's decision, which no tool can take (DESIGN §3.12).
+RENAMED = {"set": "change", "run": "run", "all": None, "person": None}
 
 
 def _tools() -> dict[str, object]:

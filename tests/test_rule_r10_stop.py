@@ -17,7 +17,7 @@ AFTER_STOP_REFUSED = [
     layout(),
     cmd.Activate(impl_digest="impl-digest-1"),
     sheet(),
-    cmd.Relax(what="vec", limit=128, basis="profile"),
+    cmd.Relax(person="Pat", what="vec", limit=128, basis="profile"),
     cmd.LoadSkill(name="perf-analyzer"),
     cmd.UnloadSkill(name="tune-frontend"),
     cmd.EnterStage(stage="swimlane"),
