@@ -113,7 +113,7 @@ def test_notes_and_policy_are_allowed_before_activation() -> None:
     driver.run(cmd.AddNote(text="waiting for accuracy"))
     driver.run(cmd.SetPolicy(key="noise_threshold", value=0.005))
     assert driver.state.notes == ["waiting for accuracy"]
-    assert driver.state.policy["noise_threshold"] == 0.02
+    assert driver.state.policy["noise_threshold"] == 0.005
 
 
 def test_allowed_before_activation_offers_evidence_then_activate() -> None:
