@@ -110,9 +110,7 @@ def test_a_vec_tile_beyond_64_is_refused_until_relaxed_with_a_basis() -> None:
         "R3"
     )
     driver.run(
-        cmd.Relax(
-            what="vec", limit=256, basis="swimlane shows vector units idle 60%", person="Ada"
-        )
+        cmd.Relax(what="vec", limit=256, basis="swimlane shows vector units idle 60%", person="Ada")
     )
     driver.start(wide)
 
