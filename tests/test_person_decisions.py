@@ -172,8 +172,8 @@ def test_agent_setup_merges_permission_rules_into_the_clients_settings(tmp_path:
     permission table denies editing the ledger and MEMORY.md and a person's commands."""
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
-    settings.write_text(json.dumps({"model": "m", "permissions": {"deny": ["Bash(rm *)"],
-                                                                  "allow": ["Bash(ls)"]}}))  # fmt: skip
+    permissions = {"deny": ["Bash(rm *)"], "allow": ["Bash(ls)"]}
+    settings.write_text(json.dumps({"model": "m", "permissions": permissions}))
     args = ["--root", str(tmp_path), "--json", "agent-setup", "--client"]
     cli = Cli(tmp_path)
     assert cli.ok(*args[3:], "claude")["written"]

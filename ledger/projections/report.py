@@ -35,8 +35,8 @@ from ledger.projections.formatting import (
     short_id,
     with_legend,
 )
-from ledger.projections.person_decisions import person_lines
 from ledger.projections.memory_target import TARGET_SOURCES
+from ledger.projections.person_decisions import person_lines
 from ledger.projections.report_chart import render_chart
 from ledger.projections.timeline import Step, best_after, is_failed, outcome, steps
 from stages.policy import lowered_guards
