@@ -233,7 +233,7 @@ class RecordReport(SharedValue):
 
 @frozen(repr=False, eq=False)
 class SetPolicy(SharedValue):
-    """Set a policy threshold for this op; lowering a guard needs a person (DESIGN §3.12)."""
+    """Set a policy threshold for this op; lowering a guard needs a person (DESIGN §3.3)."""
 
     key: str
     value: Any

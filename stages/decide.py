@@ -58,7 +58,7 @@ def _set_policy(state: State, command: cmd.SetPolicy) -> Result:
     check_policy_value(state, command.key, value)
     person = person_name(command.person)
     if loosens(command.key, policy_before(state, command.key), value) and not command.legacy:
-        # Lowering a guard is a person's decision, by name and with a reason (DESIGN §3.12).
+        # Lowering a guard is a person's decision, by name and with a reason (DESIGN §3.3).
         text = codec.canonical_json(value)
         if person is None:
             return person_refusal(

@@ -1,4 +1,4 @@
-"""People and agents are different callers (DESIGN §3.12): lowering a guard is a person's
+"""People and agents are different callers (DESIGN §3.3): lowering a guard is a person's
 decision, made by name and with a reason through the CLI; an agent (MCP, or the CLI without
 `--person`) is refused with the exact command a person runs.
 

@@ -70,7 +70,7 @@ def requires_measured(state: State) -> bool:
     return bool(value)
 
 
-# The guards a policy change can lower, and the rule each guards (DESIGN §3.12): lowering one
+# The guards a policy change can lower, and the rule each guards (DESIGN §3.3): lowering one
 # is a person's decision (stages/person.py).
 GUARD_RULES: Mapping[str, str] = {
     REQUIRE_MEASURED: "R11",
@@ -95,7 +95,7 @@ def loosens(key: str, before: Any, after: Any) -> bool:
 
 def lowered_guards(state: State) -> list[str]:
     """The guards lowered now, each named with its rule: require_measured off, and noise
-    thresholds looser than the defaults pinned at init (DESIGN §3.12)."""
+    thresholds looser than the defaults pinned at init (DESIGN §3.3)."""
     pinned = {**DEFAULT_POLICY, **state.policy_defaults}
     lowered = []
     if state.policy.get(REQUIRE_MEASURED) is False:

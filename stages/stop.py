@@ -153,6 +153,6 @@ def decide_resume(state: State, command: ResumeCampaign) -> Result:
         )
     person = person_name(command.person)
     if person is None and not command.legacy:
-        # Going past a stop is a person's decision (DESIGN §3.12), never the agent's.
+        # Going past a stop is a person's decision (DESIGN §3.3), never the agent's.
         return person_refusal("R10", "resume-campaign", ["resume-campaign", op or "OP"])
     return accept(CampaignResumed(lifted=state.stop_detail, reason=reason, person=person))

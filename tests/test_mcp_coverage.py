@@ -23,7 +23,7 @@ NOT_FOR_AGENTS = {
     "agent-setup", "mcp", "dashboard",
 }  # fmt: skip
 # Options a tool names differently, or leaves out (with the reason in server.py): `--person`
-# signs a person's decision, which no tool can take (DESIGN §3.12).
+# signs a person's decision, which no tool can take (DESIGN §3.3).
 RENAMED = {"set": "change", "run": "run", "all": None, "person": None}
 
 

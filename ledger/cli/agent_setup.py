@@ -1,7 +1,7 @@
 """`tune-ledger agent-setup`: install the shipped optimizer agent and the MCP server's
 registration for one client (opencode or Claude Code) into a kernel repository, with the
 client's permission rules that keep the agent from the ledger's files and from a person's
-decisions (DESIGN §3.12)."""
+decisions (DESIGN §3.3)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ CLIENTS = ("opencode", "claude")
 
 # What the agent may not edit: the ledger and MEMORY.md are written by tune-ledger only.
 PROTECTED_FILES = ("custom/*/events.jsonl", "custom/*/MEMORY.md")
-# The shell commands that are a person's decision (DESIGN §3.12): any command given --person,
+# The shell commands that are a person's decision (DESIGN §3.3): any command given --person,
 # and the two that only a person runs. The MCP server refuses them without these rules; the
 # rules keep an agent with a shell from running the CLI in a person's name.
 PERSON_COMMANDS = ("*--person*", "*accept-rollback*", "*resume-campaign*")

@@ -68,7 +68,7 @@ def count_option(low: int = 1) -> click.IntRange:
     return click.IntRange(low, INT_LIMIT)
 
 
-# `--person NAME`: who takes a decision that lowers a guard (DESIGN §3.12). The MCP server's
+# `--person NAME`: who takes a decision that lowers a guard (DESIGN §3.3). The MCP server's
 # tools never pass it, so an agent is refused with the command a person runs.
 person_option = click.option(
     "--person",

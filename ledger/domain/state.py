@@ -70,7 +70,7 @@ class Relaxation:
 
 @define
 class PersonAct:
-    """A step that may be a person's decision (DESIGN §3.12), as recorded: every policy change
+    """A step that may be a person's decision (DESIGN §3.3), as recorded: every policy change
     after init (whether it lowered a guard is stages.person's call), every relaxation without
     evidence, resumed stop and accepted rollback. `person` None: not given (unknown for events
     written before issue 27)."""

@@ -71,7 +71,7 @@ def render_header(
     op: str | None, position: Position, sections: Mapping[str, str], decisions: str = ""
 ) -> str:
     """The header body: the ledger position rendered from, a digest per section, a notice,
-    and the person's decisions (at the top of the file, DESIGN §3.12)."""
+    and the person's decisions (at the top of the file, DESIGN §3.3)."""
     name = op_name(op)
     rendered = (
         f"<!-- tune-ledger:rendered-from op={name} events={position.events} "

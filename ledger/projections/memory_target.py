@@ -122,7 +122,7 @@ def _render_target_sheet(state: State, op: str) -> str:
 
 def _evidence(state: State, relaxation: Relaxation) -> str:
     """Each evidence attempt with its median time and profile metrics; without any, who
-    decided it (a person's decision, DESIGN §3.12)."""
+    decided it (a person's decision, DESIGN §3.3)."""
     if not relaxation.evidence:
         return md_text(f"none: decided by {person_label(relaxation.person)}", CELL)
     cells = []

@@ -1,5 +1,5 @@
 """The person's decisions a ledger holds, as MEMORY.md's header and the report show them first
-(DESIGN §3.12): each guard a person lowered, by name and with the reason, and the guards that
+(DESIGN §3.3): each guard a person lowered, by name and with the reason, and the guards that
 stand lowered now."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def person_block(state: State) -> str:
     lowered = lowered_guards(state)
     if not lines and not lowered:
         return ""
-    out = ["", "**Person decisions** (a guard lowered by a person, DESIGN §3.12):", ""]
+    out = ["", "**Person decisions** (a guard lowered by a person, DESIGN §3.3):", ""]
     out += lines or ["- none recorded"]
     if lowered:
         out += ["", f"Guards lowered now: {'; '.join(lowered)}."]

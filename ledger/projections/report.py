@@ -86,7 +86,7 @@ def render_report(
 
 
 def _person_decisions(state: State) -> str:
-    """Each guard a person lowered, by name and with the reason, first (DESIGN §3.12)."""
+    """Each guard a person lowered, by name and with the reason, first (DESIGN §3.3)."""
     lines = person_lines(state)
     lowered = lowered_guards(state)
     text = "\n".join(lines) if lines else "None: every step followed the protocol's guards."

@@ -165,7 +165,7 @@ class LimitRelaxed(SharedValue):
     # The measured attempts of this op the relaxation rests on (R3); empty only when a person
     # relaxed without evidence (`person` then names them).
     evidence: tuple[str, ...] = field(default=(), converter=as_tuple)
-    # Who decided a relaxation without evidence (a person's decision, DESIGN §3.12); None when
+    # Who decided a relaxation without evidence (a person's decision, DESIGN §3.3); None when
     # the relaxation rests on evidence, or (a schema-1 relaxation) the person is unknown.
     person: str | None = None
 
@@ -330,7 +330,7 @@ class PolicySet(SharedValue):
     key: str
     value: Any
     reason: str = ""
-    # The person who decided a change that lowers a guard (DESIGN §3.12); None otherwise.
+    # The person who decided a change that lowers a guard (DESIGN §3.3); None otherwise.
     person: str | None = None
 
 

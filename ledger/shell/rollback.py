@@ -147,7 +147,7 @@ def acceptance(
 
 def decide(state: State, command: AcceptRollback) -> Decision | Refusal:
     """Record the acceptance; outside the protocol's steps, so no gate of `stages` applies.
-    A person's decision (DESIGN §3.12): refused without a person's name."""
+    A person's decision (DESIGN §3.3): refused without a person's name."""
     from stages.outcome import accept, build
     from stages.person import person_name, person_refusal
 
