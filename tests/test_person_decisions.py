@@ -80,6 +80,11 @@ def test_a_person_lowers_a_guard_by_name_and_reason_shown_first_in_memory_and_re
     )
     assert "Guards lowered now: noise_threshold 0.05 (default 0.01, R8)." in header
     assert cli.ok("check", OP)["findings"] == []
+    audited = cli.ok("audit", OP)["ops"][0]
+    assert audited["person_decisions"][0].startswith(
+        "policy noise_threshold 0.01 -> 0.05: Ada Lovelace, because the lab host is noisy today"
+    )
+    assert "  person's decision: policy noise_threshold" in cli("audit", OP, as_json=False).stdout
     report = cli.ok("report", OP)["path"]
     text = (cli.root / report).read_text("utf-8")
     first = text.index("## Person decisions")

@@ -22,6 +22,7 @@ from ledger.log import codec, store, verification
 from ledger.log.record import Event, converter, unstructure_payload
 from ledger.projections import conflicts as conflict_view
 from ledger.projections import memory_file, splice
+from ledger.projections.person_decisions import person_lines
 from ledger.schema import events as ev
 from ledger.schema.events import Binding, Origin, OutputCheck
 from ledger.shell import audit_trust as trust
@@ -400,6 +401,8 @@ def audited(ledger: OpLedger) -> Audited:
         "op": ledger.op,
         "events": len(events),
         "findings": findings,
+        # Each guard a person lowered, by name and reason, first (DESIGN §3.3).
+        "person_decisions": [line.removeprefix("- ") for line in person_lines(state)],
         "provenance": provenance_summary(events),
         "overrides": [{"attempt": a, "reason": r} for a, r in state.overrides],
         "repairs": list(state.repairs),
