@@ -128,8 +128,8 @@ def _beyond(what: str, detail: str, op: str | None) -> Refusal:
         "R3",
         f"{what} is beyond the tile-shape upper limit: {detail}",
         detail,
-        "choose tiles within the limits, or relax the limit with its "
-        f"profiling basis (tune-ledger relax {op} --what vec|cube --limit ... --basis ...)",
+        "choose tiles within the limits, or relax the limit on measured attempts (tune-ledger "
+        f"relax {op} --what vec|cube --limit ... --basis ... --evidence ATTEMPT)",
     )
 
 
