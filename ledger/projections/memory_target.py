@@ -134,12 +134,23 @@ def _evidence(state: State, relaxation: Relaxation) -> str:
             continue
         figures = [fmt_time_us(measured.median_us)]
         if measured.util_pct is not None:
-            figures.append(f"util {measured.util_pct:g}%")
+            figures.append(f"util {measured.util_pct:.1f}%")
         if measured.bubble_pct is not None:
-            figures.append(f"bubble {measured.bubble_pct:g}%")
-        figures += [f"{md_text(k, 40)} {v:g}" for k, v in sorted(measured.metrics.items())]
+            figures.append(f"bubble {measured.bubble_pct:.1f}%")
+        metrics = sorted(measured.metrics.items())
+        figures += [f"{md_text(k, 40)} {v:.4g}" for k, v in metrics[:_EVIDENCE_METRICS]]
+        if len(metrics) > _EVIDENCE_METRICS:
+            # Bounded, as every section is; the whole measurement is one command away.
+            figures.append(
+                f"{len(metrics) - _EVIDENCE_METRICS} more metrics (`tune-ledger log {state.op} "
+                f"--attempt {short_id(attempt_id)}`)"
+            )
         cells.append(f"{md_code(short_id(attempt_id))} {', '.join(figures)}")
     return "; ".join(cells)
+
+
+# How many profile metrics of an evidence attempt the target sheet shows.
+_EVIDENCE_METRICS = 6
 
 
 def _vec_limit(state: State) -> str:
