@@ -10,11 +10,15 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
 from cli_harness import OP, Cli, frontend, new_op, snapshot
 from test_measure_cache import VERIFIER, _in_frontend, _op
 
 from ledger.domain.replay import replay
+from ledger.log import upcast
+from ledger.log.record import converter
 from ledger.log.store import FileStore
+from ledger.schema.events import PAYLOAD_TYPES
 from stages.person import person_decisions
 
 DATA = Path(__file__).parent / "data" / "ledger"
@@ -110,6 +114,40 @@ def test_old_events_read_as_decided_by_a_person_unknown() -> None:
     events = FileStore(DATA / "v1.jsonl").read().events
     decisions = person_decisions(replay(events))
     assert [(d.kind, d.person) for d in decisions] == [("relax", None)]
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload"),
+    [
+        ("policy.set", {"key": "noise_threshold", "value": 0.1, "reason": "old"}),
+        ("campaign.resumed", {"lifted": "util 90%", "reason": "old"}),
+        ("ledger.rollback_accepted", {"missing": "ab" * 16, "events": 3, "reason": "old"}),
+        ("limit.relaxed", {"what": "vec", "limit": 128, "basis": "old"}),
+    ],
+)
+def test_a_schema_1_event_is_upcast_with_its_person_unknown(
+    kind: str, payload: dict[str, object]
+) -> None:
+    """Each of the four events that gained `person` reads from schema 1 with person None (and
+    a relaxation with no evidence), and validates as the current payload."""
+    current = upcast.upcast(kind, 1, dict(payload))
+    assert current["person"] is None
+    assert {k: v for k, v in current.items() if k in payload} == payload
+    if kind == "limit.relaxed":
+        assert current["evidence"] == []
+    converter().structure(current, PAYLOAD_TYPES[kind])
+
+
+def test_a_resume_recorded_before_persons_is_shown_as_a_person_unknowns() -> None:
+    """audit names the person who lifted a stop, "a person unknown" for a schema-1 event."""
+    from ledger.shell.audit_trust import campaign_decisions
+
+    events = FileStore(DATA / "v1.jsonl").read().events
+    old = events[-1]._replace(
+        type="campaign.resumed", data={"lifted": "u", "reason": "r", "person": None}
+    )
+    (text,) = campaign_decisions([old])
+    assert text.startswith("utilization stop lifted by a person unknown")
 
 
 # --- item 5: relax rests on measured evidence --------------------------------------------------

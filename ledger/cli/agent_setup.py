@@ -52,7 +52,9 @@ def merged_settings(client: str, existing: bytes | None, shipped: bytes | None =
     base = _json_object(shipped, f"the shipped {name}") if shipped is not None else {}
     for key, value in base.items():
         if isinstance(value, dict) and isinstance(config.get(key), dict):
-            config[key].update(value)  # e.g. "mcp": the tune-ledger server's entry
+            # e.g. "mcp": the tune-ledger server's entry, unless one is there (kept as is)
+            for name, entry in value.items():
+                config[key].setdefault(name, entry)
         else:
             config.setdefault(key, value)
     if client == "claude":
