@@ -22,6 +22,7 @@ from ledger.domain.state import (
 )
 from ledger.log import codec
 from ledger.log.record import Event
+from ledger.log.upcast import relative_op_path
 
 
 def initialized(state: State, event: Event) -> None:
@@ -36,7 +37,7 @@ def compare(state: State, event: Event) -> None:
     state.compare = Evidence(
         event=event.id,
         impl_digest=data["impl_digest"],
-        impl_path=data["impl_path"],
+        impl_path=relative_op_path(data["impl_path"], state.op),
         passed=all(output["all_close"] for output in outputs),
         outputs=outputs,
         origin_level=data["origin"]["level"],
@@ -49,7 +50,7 @@ def layout(state: State, event: Event) -> None:
     state.layout = Evidence(
         event=event.id,
         impl_digest=data["impl_digest"],
-        impl_path=data["impl_path"],
+        impl_path=relative_op_path(data["impl_path"], state.op),
         passed=data["exit_code"] == 0,
         exit_code=data["exit_code"],
         origin_level=data["origin"]["level"],
