@@ -247,3 +247,18 @@ def test_agent_setup_refuses_a_settings_file_that_is_not_a_json_object(tmp_path:
     assert refused.code == 2 and "not a JSON object" in refused.json["error"]
     assert settings.read_text() == "[1, 2]\n"
     assert not (tmp_path / ".mcp.json").exists()
+
+
+def test_the_api_cannot_append_a_step_decided_by_old_rules(cli: Cli) -> None:
+    """`legacy` is audit's way to re-decide a pre-issue-27 event; the API refuses to append a
+    command that sets it (exit 2), so it is no way around naming a person."""
+    from ledger.errors import BadInput
+    from ledger.shell.api import OpLedger
+    from stages import commands as cmd
+
+    new_op(cli)
+    before = snapshot(cli.root)
+    lowered = cmd.SetPolicy(key="require_measured", value=False, reason="r", legacy=True)
+    with pytest.raises(BadInput, match="legacy"):
+        OpLedger(cli.root, OP).execute(lowered)
+    assert snapshot(cli.root) == before
