@@ -130,6 +130,10 @@ def _remeasure(state: State, command: Any) -> Result:
     return remeasure.decide_remeasure(state, command)
 
 
+def _device_remeasure(state: State, command: Any) -> Result:
+    return remeasure.decide_device_remeasure(state, command)
+
+
 def _conflict_gate(state: State) -> Refusal | None:
     """Refuse tuning steps while a merge left the protocol in conflict (DESIGN §8)."""
     found = conflicts(state)
@@ -181,6 +185,10 @@ def _decide(state: State, command: cmd.Command) -> Result:
     )
     if remeasuring:
         decider = _remeasure
+    elif isinstance(command, cmd.ProposeCandidate) and remeasure.is_device_remeasure(
+        state, command
+    ):
+        decider = _device_remeasure
     if not isinstance(command, _BOOKKEEPING):
         gate = None if isinstance(command, _AFTER_STOP) else stop.stopped_refusal(state)
         if gate is None and not isinstance(command, _ACTIVATION_STEPS):

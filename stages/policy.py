@@ -14,6 +14,7 @@ from typing import Any
 
 from ledger.domain.state import State
 from ledger.errors import BadInput
+from stages.budget import BUDGET_KEYS
 
 # `policy.set` key under which `init` records the whole default policy.
 DEFAULTS_KEY = "defaults"
@@ -71,20 +72,29 @@ def requires_measured(state: State) -> bool:
 
 
 # The guards a policy change can lower, and the rule each guards (DESIGN §3.3): lowering one
-# is a person's decision (stages/person.py).
+# is a person's decision (stages/person.py). The R10 budgets (stages/budget.py) are guards too:
+# an agent may set or tighten one, only a person loosens one (a larger value, or off).
 GUARD_RULES: Mapping[str, str] = {
     REQUIRE_MEASURED: "R11",
     "noise_threshold": "R8",
     "bootstrap_confidence": "R8",
+    **dict.fromkeys(BUDGET_KEYS, "R10"),
 }
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def loosens(key: str, before: Any, after: Any) -> bool:
     """True when setting `key` from `before` to `after` lowers a guard: require_measured off
-    (or from on back to "auto"), a larger noise threshold, a lower bootstrap confidence."""
+    (or from on back to "auto"), a larger noise threshold, a lower bootstrap confidence, a
+    budget in force made larger or off (null)."""
     if key == REQUIRE_MEASURED:
         return (after is False and before is not False) or (before is True and after == "auto")
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (before, after)):
+    if key in BUDGET_KEYS:
+        return _is_number(before) and (after is None or (_is_number(after) and after > before))
+    if not (_is_number(before) and _is_number(after)):
         return False
     if key == "noise_threshold":
         return bool(after > before)
@@ -94,8 +104,10 @@ def loosens(key: str, before: Any, after: Any) -> bool:
 
 
 def lowered_guards(state: State) -> list[str]:
-    """The guards lowered now, each named with its rule: require_measured off, and noise
-    thresholds looser than the defaults pinned at init (DESIGN §3.3)."""
+    """The guards lowered now, each named with its rule: require_measured off, noise
+    thresholds looser than the defaults pinned at init, and budgets looser than the tightest
+    value they were set to (off by default, so a budget is lowered only once it was set and a
+    person loosened it; DESIGN §3.3)."""
     pinned = {**DEFAULT_POLICY, **state.policy_defaults}
     lowered = []
     if state.policy.get(REQUIRE_MEASURED) is False:
@@ -105,6 +117,14 @@ def lowered_guards(state: State) -> list[str]:
             lowered.append(
                 f"{key} {state.policy[key]} (default {pinned.get(key)}, {GUARD_RULES[key]})"
             )
+    for key in BUDGET_KEYS:
+        set_to = [
+            act.value for act in state.person_acts if act.key == key and _is_number(act.value)
+        ]
+        now = state.policy.get(key)
+        if set_to and loosens(key, min(set_to), now):
+            shown = "off" if now is None else f"{now:g}"
+            lowered.append(f"{key} {shown} (was {min(set_to):g}, {GUARD_RULES[key]})")
     return lowered
 
 
@@ -218,6 +238,18 @@ def _stages(value: Any) -> Any:
     return value
 
 
+def _budget_evaluations(value: Any) -> Any:
+    from stages.budget import check_evaluations
+
+    return check_evaluations(value)
+
+
+def _budget_seconds(value: Any) -> Any:
+    from stages.budget import check_budget_value
+
+    return check_budget_value(value)
+
+
 _CHECKS: Mapping[str, Callable[[Any], Any]] = {
     "candidates_min": _count(0),
     "candidates_max": _count(1),
@@ -234,6 +266,10 @@ _CHECKS: Mapping[str, Callable[[Any], Any]] = {
     "utilization_stop_stages": _stages,
     "retry_similarity": _fraction(0.0, 1.0, low_open=True, high_open=False),
     REQUIRE_MEASURED: _require_measured,
+    # R10 budgets (stages/budget.py): off (null) unless set; not pinned at init.
+    "max_evaluations": _budget_evaluations,
+    "max_device_seconds": _budget_seconds,
+    "max_wall_seconds": _budget_seconds,
 }
 
 

@@ -11,6 +11,7 @@ from ledger.schema.events import (
     CampaignStopped,
     Payload,
 )
+from stages import budget
 from stages.commands import HandBack, ResumeCampaign, Stop
 from stages.outcome import Result, accept, nonempty, refuse
 from stages.person import person_name, person_refusal
@@ -73,6 +74,11 @@ def end_steps(state: State) -> list[str]:
     op = state.op
     steps = [] if state.stop_report is not None else [f"tune-ledger report {op}"]
     steps.append(f"tune-ledger handback {op} --summary TEXT")
+    if state.stopped == "budget":
+        steps.append(
+            "or, if a person decides to go on: "
+            + budget.raise_hint(op or "OP", effective_policy(state), budget.spent(state))
+        )
     if state.stopped == "utilization":
         steps.append(
             f"or, if a person decides to go on: tune-ledger resume-campaign {op} --person NAME "
@@ -127,9 +133,12 @@ def decide_handback(state: State, command: HandBack) -> Result:
 
 
 def decide_resume(state: State, command: ResumeCampaign) -> Result:
-    """Lift a utilization stop by the user's recorded decision; no other stop lifts (R10)."""
+    """Lift a utilization stop, or a budget stop once the budget no longer holds, by a person's
+    recorded decision (DESIGN §3.3); no other stop lifts (R10)."""
     reason = nonempty(command.reason, "the user's reason to go on")
     op = state.op
+    if state.stopped == "budget" and state.handback is None:
+        return _resume_budget(state, command, reason)
     if state.stopped is None:
         return refuse(
             "R10",
@@ -155,4 +164,30 @@ def decide_resume(state: State, command: ResumeCampaign) -> Result:
     if person is None and not command.legacy:
         # Going past a stop is a person's decision (DESIGN §3.3), never the agent's.
         return person_refusal("R10", "resume-campaign", ["resume-campaign", op or "OP"])
+    return accept(CampaignResumed(lifted=state.stop_detail, reason=reason, person=person))
+
+
+def _resume_budget(state: State, command: ResumeCampaign, reason: str) -> Result:
+    """A person lifts a budget stop: named, and only once the budgets no longer hold (R10)."""
+    op = state.op or "OP"
+    policy = effective_policy(state)
+    used = budget.spent(state)
+    person = person_name(command.person)
+    if person is None and not command.legacy:
+        # The same person rule as every lowered guard (stages/person.py), with the budget's
+        # own next step: raise it first, then resume.
+        return refuse(
+            "R10",
+            "only a person lifts a budget stop, with their name and reason",
+            f"the campaign stopped ({state.stop_detail}); no person was named",
+            budget.raise_hint(op, policy, used) + " (an agent never lifts a budget)",
+        )
+    still = budget.reached(policy, used)
+    if still:
+        return refuse(
+            "R10",
+            "the budget still holds: lifting the stop would stop the next result again",
+            "; ".join(still),
+            budget.raise_hint(op, policy, used),
+        )
     return accept(CampaignResumed(lifted=state.stop_detail, reason=reason, person=person))

@@ -3,7 +3,9 @@
 tests/data/ledger/v1.jsonl was written by schema 1 (its builder, tests/golden_ledger.py, has
 moved on; the file is kept as written); v1-status.json is the status it replays to.
 v2.jsonl is what the current code writes (tests/golden_ledger.py; how to regenerate it is
-there), v2-status.json its status.
+there), v2-status.json its status: schema 2 of attempt.measured and target.set (the device,
+issue 29) and of policy.set, limit.relaxed, campaign.resumed and ledger.rollback_accepted (the
+person, issue 27).
 """
 
 from __future__ import annotations
@@ -28,6 +30,16 @@ LEDGER = DATA / "v1.jsonl"
 STATUS = DATA / "v1-status.json"
 CURRENT = DATA / "v2.jsonl"
 CURRENT_STATUS = DATA / "v2-status.json"
+# The event types at schema 2, the rest at 1 but conflict.resolved (2 since issue 18): the
+# device (issue 29) and the person who lowered a guard (issue 27).
+SCHEMA_2 = {
+    "attempt.measured",
+    "target.set",
+    "policy.set",
+    "limit.relaxed",
+    "campaign.resumed",
+    "ledger.rollback_accepted",
+}
 # Not in the golden log: conflict.resolved needs two merged branches (tests/test_merge_*.py);
 # manifest.recorded came after this log was written (tests/test_measure.py records it), and
 # ledger.newline_restored too (tests/test_reliability_newline.py), and campaign.handed_back and
@@ -39,6 +51,8 @@ NOT_COVERED = {
     "ledger.rollback_accepted",
     "campaign.handed_back",
     "campaign.resumed",
+    # best.remeasured came with the device (issue 29): tests/test_device_measurements.py.
+    "best.remeasured",
 }
 
 
@@ -56,9 +70,14 @@ def _schemas(path: Path) -> dict[str, int]:
 
 
 def test_regenerate_when_asked(tmp_path: Path) -> None:
-    """UPDATE_GOLDEN=1 rewrites the current schema's golden files (review the diff)."""
+    """UPDATE_GOLDEN=1 rewrites the current (v2) golden files (review the diff)."""
     if not os.environ.get("UPDATE_GOLDEN"):
         pytest.skip("set UPDATE_GOLDEN=1 to regenerate")
+    assert all(
+        (2 if name in SCHEMA_2 else 1) == cls.SCHEMA
+        for name, cls in PAYLOAD_TYPES.items()
+        if name != "conflict.resolved"
+    ), "v2 is not current: give the new schema a golden file of its own"
     data = golden_ledger.build()
     DATA.mkdir(parents=True, exist_ok=True)
     CURRENT.write_bytes(data)
@@ -97,6 +116,23 @@ def test_golden_v1_reads_and_verifies_every_id(tmp_path: Path) -> None:
     assert set(_schemas(LEDGER).values()) == {1}
     upcast = next(event for event in log.events if event.type == "limit.relaxed")
     assert upcast.data["evidence"] == [] and upcast.data["person"] is None
+    assert all(e.data["person"] is None for e in log.events if e.type == "policy.set")
+    measured = [e for e in log.events if e.type in ("attempt.measured", "target.set")]
+    assert measured and all(e.data["device"] is None for e in measured)
+
+
+def test_golden_v2_names_the_device_of_every_measurement(tmp_path: Path) -> None:
+    """The schema-2 log verifies; its measurements and sheet name the simulator as device."""
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(CURRENT, path)
+    log = FileStore(path).read()
+    lines = CURRENT.read_bytes().splitlines()
+    assert len(log.events) == len(lines)
+    schemas = {(r["type"], r["schema"]) for r in map(codec.loads, lines)}
+    assert {t for t, v in schemas if v == 2} == SCHEMA_2 - NOT_COVERED
+    measured = [e for e in log.events if e.type in ("attempt.measured", "target.set")]
+    assert measured and all(e.data["device"]["run_mode"] == "sim" for e in measured)
+    assert replay(log.events).target.device["run_mode"] == "sim"
 
 
 def test_golden_v1_replays_to_its_recorded_status(tmp_path: Path) -> None:
@@ -114,7 +150,7 @@ def test_golden_v1_audits_clean(tmp_path: Path) -> None:
 
 
 def test_the_current_code_still_writes_the_golden_bytes() -> None:
-    """The deciders and the codec still produce exactly the current golden log."""
+    """The deciders and the codec still produce exactly the current (v2) golden log."""
     assert golden_ledger.build() == CURRENT.read_bytes()
 
 

@@ -22,9 +22,19 @@ NOT_FOR_AGENTS = {
     "accept-rollback", "normalize", "git-setup", "merge-driver", "memory-merge-driver",
     "agent-setup", "mcp", "dashboard",
 }  # fmt: skip
-# Options a tool names differently, or leaves out (with the reason in server.py): `--person`
-# signs a person's decision, which no tool can take (DESIGN §3.3).
-RENAMED = {"set": "change", "run": "run", "all": None, "person": None}
+# Options a tool names differently, or leaves out (with the reason in server.py).
+RENAMED = {
+    "set": "change",
+    "run": "run",
+    "all": None,
+    # `--person` signs a person's decision, which no tool can take (DESIGN §3.3): an agent
+    # never lowers a guard, loosens or lifts a budget; the refusal names the person's command.
+    "person": None,
+    # `policy`'s budget options: the tool sets a budget as any policy, through key and value.
+    "max-evaluations": None,
+    "max-device-seconds": None,
+    "max-wall-seconds": None,
+}
 
 
 def _tools() -> dict[str, object]:

@@ -138,6 +138,23 @@ def test_a_schema_1_event_is_upcast_with_its_person_unknown(
     converter().structure(current, PAYLOAD_TYPES[kind])
 
 
+@pytest.mark.parametrize(
+    ("kind", "payload"),
+    [
+        ("policy.set", {"key": "max_evaluations", "value": 10, "reason": "r", "person": "Ada"}),
+        ("campaign.resumed", {"lifted": "evaluation budget", "reason": "r", "person": "Ada"}),
+    ],
+)
+def test_a_schema_1_event_that_names_its_person_keeps_it(
+    kind: str, payload: dict[str, object]
+) -> None:
+    """Between issue 29 and the merge of issue 27, a loosened budget and a lifted budget stop
+    were written at schema 1 with an optional `person`: the upcast keeps the name."""
+    current = upcast.upcast(kind, 1, dict(payload))
+    assert current == {**payload, "person": "Ada"}
+    converter().structure(current, PAYLOAD_TYPES[kind])
+
+
 def test_a_resume_recorded_before_persons_is_shown_as_a_person_unknowns() -> None:
     """audit names the person who lifted a stop, "a person unknown" for a schema-1 event."""
     from ledger.shell.audit_trust import campaign_decisions

@@ -1,6 +1,6 @@
 """How a stopped campaign ends or goes on (R10): `handback` records that the result went back
-to the orchestrator with its report; `resume-campaign` records the user's decision to go past
-a utilization stop."""
+to the orchestrator with its report; `resume-campaign` records a person's decision to go past
+a utilization or budget stop."""
 
 from __future__ import annotations
 
@@ -37,17 +37,16 @@ def handback(ctx: Ctx, op: str, summary: str) -> None:
 @person_option
 @pass_ctx
 def resume_campaign(ctx: Ctx, op: str, reason: str, person: str | None) -> None:
-    """Lift a utilization stop by a person's decision (R10, --person NAME); no other stop can
-    be lifted."""
-    run_step(
-        ctx,
-        op,
-        lambda _ledger: cmd.ResumeCampaign(reason=reason, person=person),
-        lambda _outcome: (
-            {"resumed": True},
-            f"utilization stop lifted: tuning goes on (tune-ledger status {op})",
-        ),
-    )
+    """Lift a utilization stop, or a budget stop once the budget no longer holds, by a
+    person's decision (R10, --person NAME); no other stop can be lifted."""
+
+    def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
+        lifted = str(event_data(outcome, "campaign.resumed").get("lifted", ""))
+        return {
+            "resumed": True
+        }, f"stop lifted ({lifted}): tuning goes on (tune-ledger status {op})"
+
+    run_step(ctx, op, lambda _ledger: cmd.ResumeCampaign(reason=reason, person=person), present)
 
 
 # The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).

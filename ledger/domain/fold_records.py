@@ -40,12 +40,14 @@ def handed_back(state: State, event: Event) -> None:
 
 
 def resumed(state: State, event: Event) -> None:
-    """Lift the utilization stop the user decided to go past (R10): a person's decision."""
+    """Lift the stop (utilization, or budget) a person decided to go past (R10): a person's
+    decision."""
     state.person_acts.append(
         PersonAct(
             event=event.id,
             kind="resume-campaign",
-            what=f"lifted the utilization stop ({event.data['lifted'] or 'no detail'})",
+            what=f"lifted the {state.stopped or 'utilization'} stop "
+            f"({event.data['lifted'] or 'no detail'})",
             reason=event.data["reason"],
             person=event.data.get("person"),
         )

@@ -26,8 +26,8 @@ fact, the `next` action and the `allowed` steps). Never work around a refusal; d
    (R9, code 4). `point_close` when a point is done; a point also closes when exhausted.
 6. Stop (R10): target-reached or the utilization stop end the campaign (code 6 afterwards);
    the user may `stop`. Write the `report`, then `handback` the result. Only a person lifts a
-   utilization stop or lowers a guard (refused over MCP with the command they run). `audit`
-   re-derives everything.
+   utilization or budget stop or lowers a guard (refused over MCP with the command they run).
+   `audit` re-derives everything.
    After a SPEC.md edit, `manifest` validates and records it; merge conflicts: `conflicts`,
    then `resolve`.
 Codes: 2 bad input (fix the value), 3 a rule refused (read `next`), 4 a retry (choose another

@@ -438,14 +438,15 @@ class StepTools:
         reason: Annotated[str | None, Field(description="Why the policy changes.")] = None,
         idempotency_key: Key = None,
     ) -> Result:
-        """Change a policy threshold of this op (recorded; later decisions apply it). Lowering
-        a guard (require_measured false, a larger noise_threshold, a lower
-        bootstrap_confidence) is a person's decision: refused (code 3) with the CLI command a
-        person runs."""
+        """Change a policy threshold of this op (recorded; later decisions apply it), or set or
+        tighten a budget (max_evaluations, max_device_seconds, max_wall_seconds). Lowering a
+        guard (require_measured false, a larger noise_threshold, a lower
+        bootstrap_confidence, a larger budget or one off) is a person's decision: refused
+        (code 3) with the CLI command a person runs."""
         return self._run(idempotency_key, ["policy"], [op, key, value], options(reason=reason))
 
     def resume_campaign(self, op: Op, reason: Reason, idempotency_key: Key = None) -> Result:
-        """Lifting a utilization stop (R10) is a person's decision: this tool is always refused
+        """Lifting a utilization or budget stop (R10) is a person's decision: always refused
         (code 3) with the CLI command a person runs (`--person NAME --reason TEXT`). Ask the
         user; never on your own."""
         return self._run(idempotency_key, ["resume-campaign"], [op], options(reason=reason))

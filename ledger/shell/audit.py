@@ -24,7 +24,7 @@ from ledger.projections import conflicts as conflict_view
 from ledger.projections import memory_file, splice
 from ledger.projections.person_decisions import person_lines
 from ledger.schema import events as ev
-from ledger.schema.events import Binding, Origin, OutputCheck
+from ledger.schema.events import Binding, Device, Origin, OutputCheck
 from ledger.shell import audit_trust as trust
 from ledger.shell import rollback
 from stages import commands as cmd
@@ -67,6 +67,9 @@ def _target(d: dict[str, Any]) -> cmd.Command:
         baseline_samples_us=tuple(d["baseline_samples_us"]),
         util_pct=d["util_pct"],
         bubble_pct=d["bubble_pct"],
+        device=_device(d["device"]),
+        target_origin=_origin(d.get("target_origin")),
+        target_samples_us=tuple(d.get("target_samples_us", ())),
     )
 
 
@@ -84,7 +87,12 @@ def _measured(d: dict[str, Any]) -> cmd.Command:
         accuracy_origin=None
         if d.get("accuracy_origin") is None
         else converter().structure(d["accuracy_origin"], Origin),
+        device=_device(d["device"]),
     )
+
+
+def _device(data: dict[str, Any] | None) -> Device | None:
+    return None if data is None else converter().structure(data, Device)
 
 
 def _binding(data: dict[str, Any] | None) -> Binding | None:
@@ -92,6 +100,10 @@ def _binding(data: dict[str, Any] | None) -> Binding | None:
 
 
 CommandOf = Callable[[dict[str, Any]], cmd.Command]
+
+
+def _remeasured_alone(_d: dict[str, Any]) -> cmd.Command:
+    raise ValueError("a best.remeasured is written after its attempt.measured, in one batch")
 
 
 def _verdict_alone(_d: dict[str, Any]) -> cmd.Command:
@@ -160,6 +172,7 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.AttemptStarted, _started),
     (ev.AttemptMeasured, _measured),
     (ev.VerdictReached, _verdict_alone),
+    (ev.BestRemeasured, _remeasured_alone),
     (
         ev.AttemptFailed,
         lambda d: cmd.Fail(
@@ -179,7 +192,8 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
             value=d["value"],
             reason=d["reason"],
             person=d["person"],
-            # Before issue 27 no policy.set named a person: decided by the rules of its time.
+            # Before issue 27 no policy.set named a person (and between issue 29 and its merge
+            # only a loosened budget did): decided by the rules of its time.
             legacy=d["person"] is None,
         ),
     ),
