@@ -244,6 +244,7 @@ class RecordManifest(SharedValue):
     digest: str
     source: str
     declared: dict[str, Any]
+    measured_only: bool = True  # see ManifestRecorded.measured_only
 
 
 Command = (

@@ -70,6 +70,48 @@ def requires_measured(state: State) -> bool:
     return bool(value)
 
 
+def measured_only(state: State) -> bool:
+    """True when only values the ledger measured with the op's declared verifier or layout
+    check may be recorded as evidence, as the target sheet's baseline, or give a verdict
+    (R1, R3, R8, R11): require_measured is on and the manifest in use was recorded as one in
+    force by its presence (`manifest.recorded` with `measured_only`, issue 27); a manifest
+    recorded by older code keeps the rule its ledger was decided with (only an adopt may not
+    rest on reported values), so old ledgers replay and audit unchanged."""
+    return requires_measured(state) and state.manifest is not None and state.manifest.measured_only
+
+
+def lowered_guards(state: State) -> list[str]:
+    """Each guard lowered below the defaults pinned at init, as a sentence naming it and the
+    recorded reason: require_measured off, a noise threshold or bootstrap confidence
+    loosened, fewer bootstrap resamples, a higher retry similarity. Empty when every guard
+    stands (audit --strict fails while one is lowered)."""
+    pinned = {**DEFAULT_POLICY, **state.policy_defaults}
+    policy = effective_policy(state)
+    found = []
+    if policy.get(REQUIRE_MEASURED, "auto") is False:
+        found.append(_lowered(state, REQUIRE_MEASURED, False, "auto"))
+    for key, looser in _LOOSER.items():
+        value, default = policy.get(key), pinned.get(key)
+        if value is not None and default is not None and looser(value, default):
+            found.append(_lowered(state, key, value, default))
+    return found
+
+
+# How a value is looser than the default pinned at init, per guard key.
+_LOOSER: Mapping[str, Callable[[Any, Any], bool]] = {
+    "noise_threshold": lambda value, default: value > default,
+    "bootstrap_confidence": lambda value, default: value < default,
+    "bootstrap_resamples": lambda value, default: value < default,
+    "retry_similarity": lambda value, default: value > default,
+}
+
+
+def _lowered(state: State, key: str, value: Any, default: Any) -> str:
+    reason = state.policy_reasons.get(key, "")
+    because = f" (reason: {reason})" if reason else ""
+    return f"policy {key} is {value!r}, lowered from {default!r}{because}"
+
+
 # The keys a verdict depends on; each VerdictReached records them (R8).
 NOISE_KEYS = ("noise_threshold", "bootstrap_resamples", "bootstrap_confidence")
 STOP_KEYS = (

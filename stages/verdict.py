@@ -32,7 +32,13 @@ from stages.binding import attempt_binding_problem
 from stages.bootstrap import bootstrap_interval
 from stages.commands import Abandon, Fail, Verify
 from stages.outcome import Result, accept, build, nonempty, refuse
-from stages.policy import NOISE_KEYS, effective_policy, requires_measured, verdict_policy
+from stages.policy import (
+    NOISE_KEYS,
+    effective_policy,
+    measured_only,
+    requires_measured,
+    verdict_policy,
+)
 from stages.refusal import Refusal
 from stages.search import exhaustion
 from stages.stop import utilization_stop
@@ -147,6 +153,9 @@ def decide_verify(state: State, command: Verify) -> Result:
                 hint="measure the attempt's own config: `tune-ledger measure "
                 f"{state.op} {attempt.id}` builds the command from it",
             )
+    unmeasured = _unmeasured_verdict(state, attempt.id, command)
+    if unmeasured is not None:
+        return unmeasured
     measured = build(
         AttemptMeasured,
         "measurement",
@@ -229,6 +238,55 @@ def decide_verify(state: State, command: Verify) -> Result:
         if stop is not None:
             events.append(stop)
     return accept(*events)
+
+
+def _unmeasured_verdict(state: State, attempt: str, command: Verify) -> Refusal | None:
+    """Under require_measured (a manifest that declares a verifier), only times the ledger
+    measured with the declared verifier give a verdict (R11); and a verdict never compares
+    measurements made under two different verifier digests (R8)."""
+    if not requires_measured(state):
+        return None
+    level = command.origin.level
+    if level != "measured" and measured_only(state):
+        how = {
+            "ran": "come from an ad-hoc --run command nobody declared",
+            "unbound": "name neither the config nor the kernel the verifier ran",
+            "artefact": "were parsed from a file",
+        }.get(level, "were typed in")
+        return refuse(
+            "R11",
+            f"only measured times give a verdict: attempt {attempt}'s times {how} "
+            f"(provenance {level})",
+            "SPEC.md declares a verifier, so policy require_measured is on",
+            "make the verifier print the config and impl_digest it ran (SPEC.md `verifier`), "
+            f"then `tune-ledger measure {state.op} {attempt}`"
+            if level == "unbound"
+            else f"let the ledger run the declared verifier: `tune-ledger measure {state.op} "
+            f"{attempt}`",
+        )
+    best = state.best
+    if best is None:
+        return None
+    theirs, ours = best.measurement.verifier_digest, command.origin.verifier_digest
+    if theirs is not None and ours is not None and theirs != ours:
+        which = f"attempt {best.attempt}" if best.attempt else "the baseline"
+        return refuse(
+            "R8",
+            f"the verifier changed: attempt {attempt} was measured with verifier {ours[:12]}, "
+            f"the best ({which}) with {theirs[:12]}; a verdict never compares the two",
+            f"the best's measurement was made by another verifier ({theirs[:12]})",
+            remeasure_best_step(state, attempt),
+        )
+    return None
+
+
+def remeasure_best_step(state: State, attempt: str) -> str:
+    """How to go on after the verifier changed (attempt `attempt` stays pending)."""
+    return (
+        "restore the verifier the best was measured with (SPEC.md's `verifier` and the files "
+        f"it names: `git diff` shows what changed), then `tune-ledger measure {state.op} "
+        f"{attempt}` again; a verifier that must change needs the best re-measured first"
+    )
 
 
 def _rests_on_reported(state: State, measured: AttemptMeasured) -> str | None:

@@ -113,6 +113,7 @@ def target(state: State, event: Event) -> None:
             util_pct=data["util_pct"],
             bubble_pct=data["bubble_pct"],
             origin_level=origin["level"],
+            verifier_digest=origin.get("verifier_digest"),
         ),
         attempt=None,
     )

@@ -162,6 +162,7 @@ def _measured(state: State, event: Event) -> None:
         data["metrics"],
         all_close,
         data["layout_exit"],
+        data["origin"].get("verifier_digest"),
     )
     if attempt.status != "pending":  # measured after it finished: merged branches only
         state.finished_revision += 1

@@ -83,6 +83,9 @@ class Measurement:
     _metrics: dict[str, float] | str = field(factory=dict, eq=_as_dict)
     all_close: bool = True
     layout_exit: int = 0
+    # The declared verifier's digest it was measured with (R8: a verdict compares only
+    # measurements of one verifier); None when not measured by the declared verifier.
+    verifier_digest: str | None = None
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -208,6 +211,8 @@ class RecordedManifest:
     digest: str
     source: str
     declared: dict[str, Any]
+    # Recorded as in force by its presence (issue 27): only measured values count under it.
+    measured_only: bool = False
 
     @property
     def knobs(self) -> dict[str, dict[str, Any]]:

@@ -26,6 +26,7 @@ from ledger.schema.events import (
     PAYLOAD_TYPES,
     AttemptMeasured,
     LimitRelaxed,
+    ManifestRecorded,
     Payload,
     PointOpened,
 )
@@ -94,10 +95,11 @@ class Event(NamedTuple):
 # Origin comes first: the payloads' hooks are generated with the hook in force for their Origin
 # fields, so an origin not read from the measurement cache keeps its older bytes.
 OMIT_IF_DEFAULT: dict[type[Any], frozenset[str]] = {
-    Origin: frozenset({"cached"}),
+    Origin: frozenset({"cached", "verifier_digest"}),
     AttemptMeasured: frozenset({"binding", "accuracy_origin"}),
     PointOpened: frozenset({"knobs"}),
     LimitRelaxed: frozenset({"supersedes"}),
+    ManifestRecorded: frozenset({"measured_only"}),
 }
 
 

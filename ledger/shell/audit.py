@@ -24,6 +24,7 @@ from ledger.projections import conflicts as conflict_view
 from ledger.projections import memory_file, splice
 from ledger.schema import events as ev
 from ledger.schema.events import Binding, Origin, OutputCheck
+from ledger.schema.vocabulary import ORIGIN_LEVELS
 from ledger.shell import audit_trust as trust
 from ledger.shell import rollback
 from stages import commands as cmd
@@ -177,7 +178,10 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (
         ev.ManifestRecorded,
         lambda d: cmd.RecordManifest(
-            digest=d["digest"], source=d["source"], declared=d["declared"]
+            digest=d["digest"],
+            source=d["source"],
+            declared=d["declared"],
+            measured_only=d.get("measured_only", False),
         ),
     ),
     (ev.NewlineRestored, None),
@@ -321,9 +325,7 @@ def provenance_summary(events: Sequence[Event]) -> dict[str, int]:
         )
         if origin:
             counts[origin["level"]] += 1
-    return {
-        level: counts.get(level, 0) for level in ("measured", "unbound", "artefact", "reported")
-    }
+    return {level: counts.get(level, 0) for level in ORIGIN_LEVELS}
 
 
 def check_memory_file(ledger: OpLedger, loaded: Loaded | None = None) -> list[str]:
