@@ -110,6 +110,14 @@ class StorageError(LedgerError):
     kind = "io-error"
 
 
+class NotMeasured(LedgerError):
+    """`audit --strict`: a decision rests on values the ledger did not measure with the op's
+    declared verifier, or a guard is lowered (exit 9); nothing was written."""
+
+    code = 9
+    kind = "not-measured"
+
+
 class Conflict(LedgerError):
     """Another writer appended first and the command's decision is stale (retry the command)."""
 
@@ -127,4 +135,5 @@ EXIT_CODES: dict[int, str] = {
     6: "refused: the campaign has stopped",
     7: "the ledger is damaged or was tampered with",
     8: "the file system refused a write (disk full, read-only, permission)",
+    9: "audit --strict: a decision rests on values not measured, or a guard is lowered",
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.projections.formatting import REPORTED_LEGEND, fmt_time_us, reported_mark
+from ledger.projections.formatting import LEVEL_MARKS, fmt_time_us, reported_mark
 
 
 def log_text(rows: list[dict[str, Any]]) -> str:
@@ -28,4 +28,8 @@ def log_text(rows: list[dict[str, Any]]) -> str:
             else ""
         )
         for r in rows
-    ) + (f"\n{REPORTED_LEGEND}" if any(r["provenance"] == "reported" for r in rows) else "")
+    ) + "".join(
+        f"\n{legend}"
+        for level, (_mark, legend) in LEVEL_MARKS.items()
+        if any(r["provenance"] == level for r in rows)
+    )

@@ -106,6 +106,7 @@ def _best(state: State) -> dict[str, Any] | None:
         "attempt": state.best.attempt,
         "util_pct": state.best.measurement.util_pct,
         "bubble_pct": state.best.measurement.bubble_pct,
+        "provenance": state.best.measurement.origin_level,
     }
 
 
@@ -114,7 +115,7 @@ def status(state: State) -> dict[str, Any]:
     with the ledger on a warm state (the points listed are bounded, the alternates indexed)."""
     from ledger.projections.conflicts import texts as conflict_texts
     from stages import allowed, alternates
-    from stages.policy import policy_overrides
+    from stages.policy import measured_only, policy_overrides
 
     sheet = state.target
     return {
@@ -125,6 +126,13 @@ def status(state: State) -> dict[str, Any]:
         "baseline_us": sheet.baseline_us if sheet else None,
         "target_us": sheet.target_us if sheet else None,
         "required_speedup": sheet.required_speedup if sheet else None,
+        # Who vouches for each number (issue 27): the sheet's baseline, the evidence.
+        "baseline_provenance": sheet.origin_level if sheet else None,
+        "evidence_provenance": {
+            kind: evidence.origin_level
+            for kind, evidence in (("compare", state.compare), ("layout", state.layout))
+            if evidence is not None
+        },
         "stage": state.stage,
         "stages_exited": dict(state.exited),
         "skills": list(state.skills),
@@ -157,9 +165,15 @@ def status(state: State) -> dict[str, Any]:
         "events": state.event_count,
         "allowed": allowed(state),
         "policy_overrides": policy_overrides(state),
-        "manifest": {"digest": state.manifest.digest, "knobs": sorted(state.manifest.knobs)}
+        "manifest": {
+            "digest": state.manifest.digest,
+            "knobs": sorted(state.manifest.knobs),
+            "verifier": state.manifest.has_verifier,
+            "measured_only": measured_only(state),
+        }
         if state.manifest
         else None,
+        "manifests_recorded": len(state.manifests),
         "campaign_end": campaign_end.campaign_end(state),
         "impl_digest_expected": campaign_end.impl_expected(state),
     }
@@ -206,7 +220,15 @@ def _policy_and_manifest_lines(data: dict[str, Any]) -> list[str]:
         lines.append(
             f"  manifest: {manifest['digest'][:12]} ({len(manifest['knobs'])} knobs, each "
             "bound to its stage)"
+            + (
+                "; only values measured by its verifier count"
+                if manifest.get("measured_only")
+                else ""
+            )
         )
+        changes = int(data.get("manifests_recorded") or 1) - 1
+        if changes:
+            lines.append(f"  manifest changed {changes} time(s) during the campaign (SPEC.md)")
     else:
         lines.append(
             f"  manifest: none recorded, so knobs have no stages and no defaults "
@@ -367,6 +389,8 @@ def audit_text(report: dict[str, Any]) -> str:
         lines.append(f"  R11: {decision}")
     for decision in report.get("decisions", ()):
         lines.append(f"  R10: {decision}")
+    for strict in report.get("strict", ()):
+        lines.append(f"  strict: {strict}")
     for attempt in report.get("unbound", ()):
         lines.append(f"  R11: attempt {attempt} was measured unbound (the result named no config)")
     for hit in report.get("cache_hits", ()):

@@ -28,6 +28,7 @@ from ledger.schema.vocabulary import ORIGIN_LEVELS
 from ledger.shell import audit_trust as trust
 from ledger.shell import rollback
 from stages import commands as cmd
+from stages.policy import lowered_guards
 
 if TYPE_CHECKING:
     from ledger.shell.api import Loaded, OpLedger
@@ -398,5 +399,8 @@ def audited(ledger: OpLedger) -> Audited:
         "cache_hits": trust.cache_hits(events),
         "manifests": trust.manifests(events),
         "decisions": trust.campaign_decisions(events),
+        # What `audit --strict` fails on (exit 9): decisions resting on values not measured
+        # with the declared verifier, and each guard lowered (stages/policy.py).
+        "strict": [*trust.unmeasured_decisions(events), *lowered_guards(state)],
     }
     return Audited(report=report, state=state)
