@@ -368,7 +368,15 @@ def test_a_reported_adopt_is_refused_when_the_ledger_could_measure(
     before = snapshot(cli.root)
     for time in ("1us", "900us"):  # a target-reached, a rollback: both refused
         refused = cli(
-            "verify", OP, measured_attempt, "--output", "y=true", "--layout-exit", "0", "--time", time
+            "verify",
+            OP,
+            measured_attempt,
+            "--output",
+            "y=true",
+            "--layout-exit",
+            "0",
+            "--time",
+            time,
         )
         assert refused.code == 3
         assert refused.json["rule"] == "R11"
