@@ -11,7 +11,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
 from cli_harness import BASE_CONFIG, IMPL_TEXT, OP, Cli, activate, new_op, snapshot
 
 # The op's declared verifier: names the config and kernel it ran (R11); its time falls with
