@@ -11,7 +11,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from cli_harness import BASE_CONFIG, IMPL_TEXT, OP, Cli, activate, new_op, snapshot
+from standin import autopilot, op_root, write_script
 
 # The op's declared verifier: names the config and kernel it ran (R11); its time falls with
 # the tile's volume, so a bigger tile is an adopt.
@@ -244,9 +246,12 @@ def test_audit_strict_names_decisions_on_unmeasured_values(cli: Cli) -> None:
     assert cli.ok("audit", OP)["clean"] is True
     strict = cli("audit", OP, "--strict")
     assert strict.code == 9 and strict.json["kind"] == "not-measured"
+    digest = cli.ok("status", OP)["impl_digest_expected"] or ""
     assert strict.json["strict"] == [
+        f"{OP}: activation of implementation {digest[:12]} rests on evidence not measured "
+        "(compare: reported; layout: reported)",
         f"{OP}: attempt {first['attempt']}: adopt rests on values not measured "
-        "(its times: reported; the baseline: reported)"
+        "(its times: reported; the baseline: reported)",
     ]
     assert cli("audit", "--all", "--strict").code == 9
     human = cli("audit", OP, "--strict", as_json=False)
@@ -279,3 +284,56 @@ def test_git_setup_offers_the_ci_snippet(tmp_path: Path) -> None:
     assert "tune-ledger audit --all --strict" in done["ci"]["github_actions"]
     assert "entry: tune-ledger audit --all --strict" in done["ci"]["pre_commit"]
     assert not (tmp_path / ".pre-commit-config.yaml").exists()
+
+
+# --- the campaign the README runs (tools.autopilot), on a stand-in verifier -------------
+
+
+def _autopilot_campaign(tmp_path: Path) -> Cli:
+    """A short autopilot campaign on the stand-in verifier (tests/standin.py): every value
+    measured by the op's declared verifier, from the manifest in force since init."""
+    script = write_script(tmp_path / "standin")
+    root = op_root(tmp_path, "pilot", script, "sleep:0")
+    autopilot(root, tmp_path / "cache", "--max-attempts", "4")
+    return Cli(root)
+
+
+@pytest.mark.slow  # an autopilot campaign of real processes
+def test_an_autopilot_campaign_passes_strict_audit(tmp_path: Path) -> None:
+    cli = _autopilot_campaign(tmp_path)
+    status = cli.ok("status", OP)
+    assert status["best"]["provenance"] == "measured" and status["manifest"]["measured_only"]
+    assert status["attempts"] >= 2
+    strict = cli("audit", "--all", "--strict")
+    assert strict.code == 0, strict.stdout
+    assert strict.json["ops"][0]["strict"] == []
+
+
+@pytest.mark.slow  # an autopilot campaign of real processes
+def test_a_typed_time_or_echo_evidence_fails_strict_audit(tmp_path: Path) -> None:
+    """The same campaign, then a person lowers require_measured and a typed time is adopted;
+    and an op activated on `echo` evidence: audit --all --strict exits 9 naming each."""
+    cli = _autopilot_campaign(tmp_path)
+    assert cli("audit", "--all", "--strict").code == 0
+    cli.ok("policy", OP, "require_measured", "false", "--reason", "typed by hand on purpose")
+    state = cli.ok("status", OP)
+    if state["stopped"] is None and state["pending"] is None and state["open_point"]:
+        started = cli.ok(
+            "candidate", OP, "--config", '{"vec_tile_shape":[1,2,1,64]}', "--prior", "typed"
+        )
+        cli.ok("verify", OP, started["attempt"], "--output", "y=true", "--layout-exit", "0",
+               "--time", "0.5us")  # fmt: skip
+    echo = Cli(cli.root)
+    new_op(echo, "echoed")
+    echo.ok("evidence", "compare", "echoed", "--run", ECHO_COMPARE)
+    echo.ok("evidence", "layout", "echoed", "--run", "true")
+    echo.ok("activate", "echoed")
+    strict = cli("audit", "--all", "--strict")
+    assert strict.code == 9, strict.stdout
+    named = strict.json["strict"]
+    assert (
+        f"{OP}: policy require_measured is False, lowered from 'auto' "
+        "(reason: typed by hand on purpose)" in named
+    )
+    assert any(s.startswith("echoed: activation of implementation") and "compare: ran" in s
+               for s in named)  # fmt: skip

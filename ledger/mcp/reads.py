@@ -104,10 +104,20 @@ class ReadTools:
         )  # fmt: skip
         return self.invoker.call(command_line(["priors"], [op], argv))
 
-    def audit(self, op: Op) -> Result:
+    def audit(
+        self,
+        op: Op,
+        strict: Annotated[
+            bool,
+            Field(
+                description="Also fail (exit 9) when a decision rests on values not measured "
+                "by the op's declared verifier, or a guard is lowered."
+            ),
+        ] = False,
+    ) -> Result:
         """Integrity, legality of every step, every verdict re-derived, provenance levels,
         MEMORY.md (reads the whole ledger)."""
-        return self.invoker.call(command_line(["audit"], [op]))
+        return self.invoker.call(command_line(["audit"], [op], options(strict=strict)))
 
     def check(self, op: Op) -> Result:
         """Fail when MEMORY.md is stale or hand-edited, the ledger is not canonical, or a merge

@@ -401,6 +401,10 @@ def audited(ledger: OpLedger) -> Audited:
         "decisions": trust.campaign_decisions(events),
         # What `audit --strict` fails on (exit 9): decisions resting on values not measured
         # with the declared verifier, and each guard lowered (stages/policy.py).
-        "strict": [*trust.unmeasured_decisions(events), *lowered_guards(state)],
+        "strict": [
+            *trust.unmeasured_activations(events),
+            *trust.unmeasured_decisions(events),
+            *lowered_guards(state),
+        ],
     }
     return Audited(report=report, state=state)

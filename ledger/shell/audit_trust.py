@@ -30,6 +30,30 @@ def unmeasured_decisions(events: Sequence[Event]) -> list[str]:
     return _decisions_resting_on(events, levels, "values not measured")
 
 
+def unmeasured_activations(events: Sequence[Event]) -> list[str]:
+    """Each activation that rests on evidence the ledger did not obtain by running the op's
+    declared verifier and layout check (an `evidence --run "echo ..."` activates an op without
+    a manifest): what `audit --strict` fails on beside the decisions (issue 27)."""
+    level: dict[str, str] = {}  # evidence event id -> origin level
+    found = []
+    for event in events:
+        if event.type in ("evidence.compare", "evidence.layout"):
+            level[event.id] = event.data["origin"]["level"]
+        elif event.type == "activation.passed":
+            data = event.data
+            weak = [
+                f"{kind}: {level.get(data[key], '?')}"
+                for kind, key in (("compare", "compare_event"), ("layout", "layout_event"))
+                if level.get(data[key]) != "measured"
+            ]
+            if weak:
+                found.append(
+                    f"activation of implementation {data['impl_digest'][:12]} rests on "
+                    f"evidence not measured ({'; '.join(weak)})"
+                )
+    return found
+
+
 def _decisions_resting_on(events: Sequence[Event], weak: Sequence[str], what: str) -> list[str]:
     level: dict[str | None, str] = {}  # attempt id (None: the baseline) -> origin level
     last_adopted: tuple[str, bool] | None = None  # (attempt, rests on reported)
