@@ -247,8 +247,21 @@ class RecordManifest(SharedValue):
     measured_only: bool = True  # see ManifestRecorded.measured_only
 
 
+@frozen(repr=False, eq=False)
+class RemeasureBest(SharedValue):
+    """Record the best's config measured again by the op's declared verifier (R8, R11)."""
+
+    times_us: tuple[float, ...]
+    origin: Origin
+    util_pct: float | None = None
+    bubble_pct: float | None = None
+    metrics: dict[str, Any] = field(factory=dict)
+    binding: Binding | None = None
+
+
 Command = (
     Init
+    | RemeasureBest
     | RecordCompare
     | RecordLayout
     | Activate

@@ -111,6 +111,7 @@ _DECIDERS: Mapping[type[Any], Callable[[State, Any], Result]] = {
     cmd.SetPolicy: _set_policy,
     cmd.AddNote: _note,
     cmd.RecordManifest: _manifest,
+    cmd.RemeasureBest: remeasure.decide_remeasure_best,
 }
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ledger.domain.keys import measured_key
+from ledger.domain.keys import knob_defaults, measured_key
 from ledger.domain.state import Attempt, State
-from ledger.schema.events import AttemptStarted
-from stages.commands import ProposeCandidate
-from stages.outcome import Result, accept, build, nonempty
+from ledger.errors import BadInput
+from ledger.schema.events import AttemptStarted, BestRemeasured
+from stages.binding import best_impl_digest, binding_problem
+from stages.commands import ProposeCandidate, RemeasureBest
+from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.search import pending_blocker
 
 _MEASURE = (
@@ -83,3 +85,66 @@ def next_step(state: State) -> str | None:
     if pending is not None:
         steps.insert(0, f"first finish attempt {pending} (verify, fail or abandon)")
     return "; then ".join(steps) if steps else None
+
+
+# --- R8 "one verifier per verdict": the best measured again (issue 27) ------------------------
+
+
+def decide_remeasure_best(state: State, command: RemeasureBest) -> Result:
+    """Record the best's config measured again by the declared verifier as it stands, so
+    verdicts go on comparing measurements of one verifier (R8); only a bound measurement of
+    the best's own config and kernel counts (R11)."""
+    best = state.best
+    if best is None:
+        raise BadInput(
+            "no best to re-measure yet",
+            hint=f"write the target sheet: tune-ledger target {state.op}",
+        )
+    which = f"attempt {best.attempt}" if best.attempt else "the baseline"
+    if command.origin.level != "measured":
+        return refuse(
+            "R11",
+            f"the best ({which}) is re-measured only by the op's declared verifier, bound to "
+            f"what it ran (this result is {command.origin.level})",
+            f"provenance {command.origin.level}",
+            f"`tune-ledger measure {state.op} --best` runs SPEC.md's verifier on the best's config",
+        )
+    bound = command.binding
+    problem = binding_problem(
+        what=f"the best ({which})",
+        expected_config=best.config,
+        expected_digest=best_impl_digest(state),
+        measured_config=bound.config if bound else None,
+        measured_digest=bound.impl_digest if bound else None,
+        defaults=knob_defaults(state),
+    )
+    if problem:
+        raise BadInput(
+            f"{problem}; nothing was written",
+            rule="R11",
+            hint="fix the verifier so that it runs the config and kernel it is given",
+        )
+    previous = best.measurement
+    if previous.origin_level == "measured" and previous.verifier_digest in (
+        None,
+        command.origin.verifier_digest,
+    ):
+        return refuse(
+            "R8",
+            f"the best ({which}) was already measured by this verifier",
+            f"verifier {str(command.origin.verifier_digest)[:12]} measured it",
+            f"measure the pending attempt: `tune-ledger measure {state.op}`",
+        )
+    return accept(
+        build(
+            BestRemeasured,
+            "the best's measurement",
+            attempt=best.attempt,
+            times_us=command.times_us,
+            origin=command.origin,
+            util_pct=command.util_pct,
+            bubble_pct=command.bubble_pct,
+            metrics=command.metrics,
+            binding=command.binding,
+        )
+    )

@@ -283,9 +283,9 @@ def _unmeasured_verdict(state: State, attempt: str, command: Verify) -> Refusal 
 def remeasure_best_step(state: State, attempt: str) -> str:
     """How to go on after the verifier changed (attempt `attempt` stays pending)."""
     return (
-        "restore the verifier the best was measured with (SPEC.md's `verifier` and the files "
-        f"it names: `git diff` shows what changed), then `tune-ledger measure {state.op} "
-        f"{attempt}` again; a verifier that must change needs the best re-measured first"
+        f"re-measure the best with the verifier as it stands: `tune-ledger measure {state.op} "
+        f"--best`, then `tune-ledger measure {state.op} {attempt}` again (or restore the "
+        "verifier the best was measured with: SPEC.md's `verifier` and the files it names)"
     )
 
 

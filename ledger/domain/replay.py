@@ -271,6 +271,7 @@ HANDLERS: tuple[tuple[type[ev.Payload], Handler], ...] = (
     (ev.RollbackAccepted, records.rollback_accepted),
     (ev.CampaignHandedBack, records.handed_back),
     (ev.CampaignResumed, records.resumed),
+    (ev.BestRemeasured, records.best_remeasured),
 )
 
 _BY_TYPE: Mapping[str, Handler] = {payload.TYPE: handler for payload, handler in HANDLERS}

@@ -428,6 +428,23 @@ class CampaignResumed(SharedValue):
     reason: str = field(validator=nonempty)
 
 
+@frozen(repr=False, eq=False)
+class BestRemeasured(SharedValue):
+    """The best's config measured again by the op's declared verifier, as it stands now (issue
+    27): from here on the best's measurement, so a verdict compares only measurements of one
+    verifier (R8, R11). `attempt` is the best's (None: the target sheet's baseline)."""
+
+    TYPE: ClassVar[str] = "best.remeasured"
+    SCHEMA: ClassVar[int] = 1
+    attempt: str | None
+    times_us: tuple[float, ...] = field(converter=positive_times)
+    origin: Origin
+    util_pct: float | None = field(default=None, converter=percent_or_none)
+    bubble_pct: float | None = field(default=None, converter=percent_or_none)
+    metrics: dict[str, float] = field(factory=dict, converter=metrics)
+    binding: Binding | None = None
+
+
 # --- end of the protocol fidelity block ------------------------------------------------------
 
 
@@ -461,6 +478,7 @@ Payload = (
     | RollbackAccepted
     | CampaignHandedBack
     | CampaignResumed
+    | BestRemeasured
 )
 
 PAYLOAD_CLASSES: tuple[type[Payload], ...] = get_args(Payload)
@@ -484,6 +502,7 @@ __all__ = [
     "AttemptKind",
     "AttemptMeasured",
     "AttemptStarted",
+    "BestRemeasured",
     "Binding",
     "CampaignHandedBack",
     "CampaignResumed",

@@ -190,6 +190,17 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.RollbackAccepted, None),
     (ev.CampaignHandedBack, lambda d: cmd.HandBack(summary=d["summary"])),
     (ev.CampaignResumed, lambda d: cmd.ResumeCampaign(reason=d["reason"])),
+    (
+        ev.BestRemeasured,
+        lambda d: cmd.RemeasureBest(
+            times_us=tuple(d["times_us"]),
+            origin=converter().structure(d["origin"], Origin),
+            util_pct=d["util_pct"],
+            bubble_pct=d["bubble_pct"],
+            metrics=d["metrics"],
+            binding=_binding(d.get("binding")),
+        ),
+    ),
 )
 
 _COMMAND_OF: dict[str, CommandOf] = {

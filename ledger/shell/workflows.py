@@ -94,6 +94,75 @@ def measure(
     return _step(ledger, build, invocation, "measure", attempt=attempt, python=python)
 
 
+def remeasure_best(
+    ledger: OpLedger,
+    *,
+    python: str = sys.executable,
+    env: Mapping[str, str] | None = None,
+    executor: measuring.Executor = measuring.run_here,
+    invocation: Invocation = Invocation(),
+) -> StepResult:
+    """Run the manifest's verifier, as it stands, on the best's config and kernel and record
+    it as the best's measurement (R8: after the verifier changed, verdicts compare only
+    measurements of one verifier). A run that fails or is not bound writes nothing."""
+
+    def build() -> cmd.RemeasureBest:
+        manifest = read_manifest(ledger.dir)
+        plan = best_plan(ledger, manifest, python)
+        ran = measuring.run(plan, manifest, op=ledger.op, python=python, env=env, executor=executor)
+        command = measuring.result_command(plan, ran)
+        failed = (
+            f"{command.category}: {command.detail}"
+            if isinstance(command, cmd.Fail)
+            else _failing_check(command)
+        )
+        if failed or not isinstance(command, cmd.Verify):
+            raise BadInput(
+                f"the best's config did not measure again ({failed}); nothing was written",
+                rule="R8",
+                hint="fix the verifier (SPEC.md `verifier`) or restore the one the best was "
+                f"measured with, then `tune-ledger measure {ledger.op} --best` again",
+            )
+        return cmd.RemeasureBest(
+            times_us=command.times_us,
+            origin=command.origin,
+            util_pct=command.util_pct,
+            bubble_pct=command.bubble_pct,
+            metrics=command.metrics,
+            binding=command.binding,
+        )
+
+    return _step(ledger, build, invocation, "measure --best", python=python)
+
+
+def best_plan(ledger: OpLedger, manifest: Manifest | None, python: str) -> measuring.Plan:
+    """What `measure --best` runs: the verifier on the best's config and kernel."""
+    from stages.binding import best_impl_digest
+
+    state = ledger.load().state
+    refusal = stopped_refusal(state)
+    if refusal is not None:
+        raise refusal.to_error()
+    if state.best is None:
+        raise BadInput(
+            "no best to re-measure yet",
+            hint=f"write the target sheet: tune-ledger target {ledger.op}",
+        )
+    return measuring.plan_config(
+        manifest, state.best.config, measuring.BASELINE, best_impl_digest(state),
+        root=ledger.root, op=ledger.op, python=python,
+    )  # fmt: skip
+
+
+def _failing_check(command: cmd.Verify | cmd.Fail) -> str | None:
+    if isinstance(command, cmd.Fail):
+        return None
+    failing = [o.name for o in command.outputs if not o.all_close]
+    if failing:
+        return f"outputs not all_close: {', '.join(failing)}"
+    return f"layout check exited {command.layout_exit}" if command.layout_exit else None
+
+
 def target_from_spec(
     ledger: OpLedger,
     *,
