@@ -149,6 +149,8 @@ def test_the_best_is_remeasured_after_the_verifier_changed(cli: Cli) -> None:
     assert cli.ok("measure", OP)["verdict"] == "adopt"
     assert cli.ok("status", OP)["best"]["attempt"] == started["attempt"]
     assert cli.ok("audit", OP, "--strict")["clean"] is True
+    for view in (["log", OP], ["report", OP], ["check", OP], ["resume", OP]):
+        cli.ok(*view)
 
 
 def test_remeasuring_the_best_refuses_a_typed_or_foreign_result(cli: Cli) -> None:
