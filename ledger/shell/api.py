@@ -207,15 +207,17 @@ class OpLedger:
         return result
 
     def _spec_manifest_command(self) -> Any:
-        """RecordManifest of custom/OP/SPEC.md's manifest when it is not the one the ledger
-        uses (a ledger on file only), else None. A SPEC.md that does not parse is bad input
-        naming file:line."""
+        """RecordManifest of custom/OP/SPEC.md's manifest when it declares a verifier or knobs
+        and is not the one the ledger uses (a ledger on file only), else None. A SPEC.md that
+        does not parse is bad input naming file:line."""
         if not isinstance(self.store, FileStore) or not self.exists():
             return None
         from ledger.shell.manifest_file import read_manifest, recording
 
         manifest = read_manifest(self.dir)
-        if manifest is None:
+        # A front matter that declares neither a verifier nor knobs (only what priors read:
+        # op_family, dtypes, shapes) governs nothing: it is recorded only when asked.
+        if manifest is None or (manifest.verifier is None and not manifest.knobs):
             return None
         recorded = self.load().state.manifest
         if recorded is not None and recorded.digest == manifest.digest:
