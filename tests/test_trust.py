@@ -309,6 +309,8 @@ def test_git_setup_offers_the_ci_snippet(tmp_path: Path) -> None:
     """git-setup prints the CI step and pre-commit hook; it writes neither."""
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     cli = Cli(tmp_path)
+    first = cli("git-setup", as_json=False)
+    assert first.code == 0 and "entry: tune-ledger audit --all --strict" in first.stdout
     done = cli.ok("git-setup")
     assert done["ci"]["commands"] == ["tune-ledger check --all", "tune-ledger audit --all --strict"]
     assert "tune-ledger audit --all --strict" in done["ci"]["github_actions"]

@@ -114,7 +114,8 @@ def git_setup(ctx: Ctx, command: str | None) -> None:
     -text eol=lf`, `custom/*/MEMORY.md merge=tune-ledger-memory`); the driver commands go to
     the repository's local config, which every clone sets up once. ROOT/.gitignore gets the
     ledgers' lock files and the ops' __pycache__ folders. Running it again changes nothing and
-    says so. It also prints (never installs) the CI / pre-commit snippet that checks every op
+    says so. When it sets something up it also prints (never installs; `--json` always gives
+    it under `ci`) the CI / pre-commit snippet that checks every op
     on each pull request: `check --all` and `audit --all --strict` (exit 9 when a decision
     rests on values not measured, or a guard is lowered).
     """
@@ -125,10 +126,11 @@ def git_setup(ctx: Ctx, command: str | None) -> None:
         if done.changed
         else ["nothing to change: the merge drivers are already set up"]
     )
+    if done.changed:  # offered once, when set up (`--json` always carries it under "ci")
+        lines += ["for CI on every pull request (a GitHub Actions step):", CI_STEP.rstrip()]
+        lines += ["or a pre-commit hook (.pre-commit-config.yaml):", PRE_COMMIT.rstrip()]
     if done.files_changed:
         lines.append(f"next: commit {' and '.join(done.files_changed)}")
-    lines += ["", "for CI on every pull request (a GitHub Actions step):", CI_STEP]
-    lines += ["or a pre-commit hook (.pre-commit-config.yaml):", PRE_COMMIT]
     ctx.emit(
         {
             "changed": list(done.changed),
