@@ -12,7 +12,8 @@ fresh measurements; replay closes the conflict when both have a verdict.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ledger.domain.keys import knob_defaults, measured_key
 from ledger.domain.state import Attempt, State
@@ -22,6 +23,9 @@ from stages.binding import best_impl_digest, binding_problem
 from stages.commands import ProposeCandidate, RemeasureBest
 from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.search import pending_blocker
+
+if TYPE_CHECKING:
+    from stages.verdict import Comparison
 
 _MEASURE = (
     "`tune-ledger measure {op}` (or `tune-ledger verify {op} {attempt} --output "
@@ -148,3 +152,23 @@ def decide_remeasure_best(state: State, command: RemeasureBest) -> Result:
             binding=command.binding,
         )
     )
+
+
+def recheck(
+    recorded_us: Sequence[float],
+    again_us: Sequence[float],
+    policy: Mapping[str, Any],
+    attempt_id: str,
+) -> Comparison:
+    """Whether samples measured again agree with the recorded ones (`audit --remeasure`):
+    the regression loop's own comparison (R8) of the new samples against the recorded, with
+    the op's noise policy and the attempt's seed. "no-gain" means within the noise band; any
+    other verdict, faster or slower, is a disagreement."""
+    from stages.verdict import compute_verdict, seed_of  # here: views import this module
+
+    return compute_verdict(recorded_us, again_us, 0.0, policy, seed_of(attempt_id))
+
+
+def agrees(comparison: Comparison) -> bool:
+    """True when a re-measurement is within the noise band of the recorded one."""
+    return comparison.verdict == "no-gain"

@@ -19,6 +19,7 @@ from standin import autopilot, op_root, overlapping, runs, summary, write_script
 from test_measure_cache_equivalence import _history, _ledger, _normalized
 
 from ledger import processes
+from ledger.shell.api import OpLedger
 from ledger.shell.measure import Cancel
 from tools import devices
 from tools.measure_ahead import MeasureAhead
@@ -217,7 +218,10 @@ def test_the_autopilot_on_two_npus_records_the_one_worker_campaign(tmp_path: Pat
     assert sorted(by_npu) == ["0", "1"]
     assert all(overlapping(intervals) == [] for intervals in by_npu.values())
     assert all(r["ASCEND_RT_VISIBLE_DEVICES"] is None for r in runs(script)[:local_runs])
-    assert _history(one) == _history(pinned) and len(_history(one)) == 7
+    assert _history(one) == _history(pinned) and len(_history(one)) == 6
+    # Priors leave out the tiles this ledger measured slower (issue 28 item 5): the target is
+    # reached at the 6th attempt, within the budget of 7.
+    assert OpLedger(one, OP).load().state.stopped == "target-reached"
     roots = [one, pinned]
     ledgers = [[e for e in _ledger(root) if e["type"] != "report.generated"] for root in roots]
     assert _normalized(ledgers[0], roots, {}) == _normalized(ledgers[1], roots, {})

@@ -19,6 +19,7 @@ from standin import REPO, autopilot, op_root, overlapping, runs, summary, write_
 from test_measure_cache_equivalence import _history, _ledger, _normalized
 
 from ledger import processes
+from ledger.shell.api import OpLedger
 from ledger.shell.measure import Cancel
 from tools import farm
 from tools.measure_ahead import MeasureAhead
@@ -147,7 +148,10 @@ def test_the_autopilot_on_ray_records_the_one_worker_campaign(cluster: str, tmp_
     timing = summary(out)["timing"]
     assert timing["executor"] == "ray" and timing["workers"] == NPUS
     assert len(timing["placements"]) > 1
-    assert _history(one) == _history(farmed) and len(_history(one)) == 7
+    assert _history(one) == _history(farmed) and len(_history(one)) == 6
+    # Priors leave out the tiles this ledger measured slower (issue 28 item 5): the target is
+    # reached at the 6th attempt, within the budget of 7.
+    assert OpLedger(one, OP).load().state.stopped == "target-reached"
     roots = [one, farmed]
     ledgers = [[e for e in _ledger(root) if e["type"] != "report.generated"] for root in roots]
     assert _normalized(ledgers[0], roots, {}) == _normalized(ledgers[1], roots, {})

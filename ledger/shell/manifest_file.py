@@ -114,8 +114,9 @@ def record_if_changed(ledger: OpLedger, manifest: Manifest) -> bool:
 
 def verifier_digest(manifest: Manifest, root: Path, op: str) -> str | None:
     """The digest of the op's declared verifier as it stands (R11): its declaration in the
-    manifest (command template and limits) and the bytes of every file under `root` it names,
-    a `-m MODULE` as the module's sources (a package: every .py file under it). A measurement
+    manifest (command template and limits) and the bytes of every file it names (a script), a
+    `-m MODULE` as the module's sources under `root` (a package: every .py file under it);
+    `{op_dir}` and `{root}` alone are arguments, not its code. A measurement
     records it, and a verdict compares only measurements made under one digest (R8). None
     when the manifest declares no verifier."""
     verifier = manifest.verifier
@@ -129,10 +130,17 @@ def verifier_digest(manifest: Manifest, root: Path, op: str) -> str | None:
             named = [root / Path(*token.split("."))]
             paths = [named[0].with_suffix(".py"), named[0]]
         else:
+            # `{op_dir}` or `{root}` alone hands the verifier the op folder (the kernel is
+            # bound by its own digest); a script path under them names the verifier's code.
+            if token in ("{op_dir}", "{root}"):
+                continue
             text = token.replace("{root}", os.fspath(root)).replace("{op_dir}", os.fspath(op_dir))
             if "{" in text or not text or text.startswith("-"):
                 continue
-            paths = [Path(text) if os.path.isabs(text) else root / text]
+            path = Path(text) if os.path.isabs(text) else root / text
+            if not path.is_file():  # only a file it names: a folder is an argument
+                continue
+            paths = [path]
         for path in paths:
             files.update(_source_digests(path, root))
     declared_part = {
