@@ -274,6 +274,9 @@ def test_audit_strict_names_decisions_on_unmeasured_values(cli: Cli) -> None:
     cli.ok("verify", OP, first["attempt"], "--output", "y=true", "--layout-exit", "0",
            "--time", "80us")  # fmt: skip
     assert cli.ok("audit", OP)["clean"] is True
+    shown = cli("status", OP, as_json=False).stdout
+    assert "baseline 100.00 µs†" in shown and "best 80.00 µs†" in shown
+    assert "† reported by hand (provenance `reported`)" in shown
     strict = cli("audit", OP, "--strict")
     assert strict.code == 9 and strict.json["kind"] == "not-measured"
     digest = cli.ok("status", OP)["impl_digest_expected"] or ""

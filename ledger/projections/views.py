@@ -12,7 +12,7 @@ from ledger.log.codec import canonical_json
 from ledger.log.record import Event
 from ledger.projections import campaign_end
 from ledger.projections.attempt_markdown import recent_points
-from ledger.projections.formatting import fmt_time_us
+from ledger.projections.formatting import fmt_time_us, legend_lines, reported_mark
 
 _MIN_PREFIX = 4
 # How many points `status` lists: the current stage's most recent ones (and the open one).
@@ -191,8 +191,10 @@ def status_text(data: dict[str, Any]) -> str:
         ),
         f"  activated: {'yes' if data['activated'] else 'no'}"
         f"   target sheet: {'yes' if data['target_sheet'] else 'no'}",
-        f"  baseline {fmt_time_us(data['baseline_us'])}  target {fmt_time_us(data['target_us'])}"
-        f"  best {fmt_time_us(best['time_us']) if best else '-'}",
+        f"  baseline {fmt_time_us(data['baseline_us'])}"
+        f"{reported_mark(data.get('baseline_provenance'))}"
+        f"  target {fmt_time_us(data['target_us'])}"
+        f"  best {_marked(best)}",
         f"  skills: {', '.join(data['skills']) or '-'}",
         f"  pending attempt: {data['pending'] or '-'}   open point: {data['open_point'] or '-'}",
     ]
@@ -204,7 +206,15 @@ def status_text(data: dict[str, Any]) -> str:
         lines.append(f"  CONFLICT: {conflict}")
     lines.extend(_policy_and_manifest_lines(data))
     lines.append(f"  allowed next: {', '.join(data['allowed']) or '-'}")
+    lines.extend(f"  {legend}" for legend in legend_lines(lines[2]))  # who vouches (R11)
     return "\n".join(lines)
+
+
+def _marked(best: dict[str, Any] | None) -> str:
+    """The best's time with its provenance mark, or `-`."""
+    if not best:
+        return "-"
+    return fmt_time_us(best["time_us"]) + reported_mark(best.get("provenance"))
 
 
 def _policy_and_manifest_lines(data: dict[str, Any]) -> list[str]:
