@@ -209,6 +209,16 @@ def test_typed_target_and_times_are_refused_with_the_command_to_run(cli: Cli) ->
     )  # fmt: skip
     assert refused.code == 3 and refused.json["rule"] == "R11"
     assert f"tune-ledger measure {OP} {attempt['attempt']}" in refused.json["next"]
+    echo = (
+        "echo '"
+        + json.dumps(
+            {"times_us": [2.0], "layout_exit": 0, "outputs": [{"name": "y", "all_close": True}]}
+        )
+        + "'"
+    )
+    ran = cli("verify", OP, attempt["attempt"], "--run", echo)
+    assert ran.code == 3 and "provenance ran" in ran.json["error"]
+    assert f"tune-ledger measure {OP} {attempt['attempt']}" in ran.json["next"]
 
 
 def test_measured_values_carry_the_verifier_digest_and_views_mark_each_level(cli: Cli) -> None:
