@@ -15,12 +15,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ledger.domain.keys import knob_defaults, measured_key
+from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
-from ledger.errors import BadInput
-from ledger.schema.events import AttemptStarted, BestRemeasured
-from stages.binding import best_impl_digest, binding_problem
-from stages.commands import ProposeCandidate, RemeasureBest
+from ledger.schema.events import AttemptStarted
+from stages.commands import ProposeCandidate
 from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.search import pending_blocker
 
@@ -72,6 +70,59 @@ def decide_remeasure(state: State, command: ProposeCandidate) -> Result:
     )
 
 
+# The prior of a candidate that measures the best's config again on another device (issue 29):
+# a verdict never compares two devices (R8), so the best is first measured where tuning goes on.
+DEVICE_PRIOR = "remeasure:device"
+# Likewise after the op's declared verifier changed (issue 27): a verdict never compares
+# measurements of two verifier digests (R8), so the best is first measured by the verifier as
+# it stands, and that measurement is the best from here on.
+VERIFIER_PRIOR = "remeasure:verifier"
+BEST_PRIORS = (DEVICE_PRIOR, VERIFIER_PRIOR)
+
+
+def is_device_remeasure(state: State, command: ProposeCandidate) -> bool:
+    """True for `candidate --config BEST --prior remeasure:device` (or `remeasure:verifier`)
+    with the best's config."""
+    best = state.best
+    if (command.prior or "").strip() not in BEST_PRIORS or best is None:
+        return False
+    try:
+        return bool(measured_key(state, command.config) == measured_key(state, best.config))
+    except (TypeError, ValueError):
+        return False
+
+
+def decide_device_remeasure(state: State, command: ProposeCandidate) -> Result:
+    """Start measuring the best's config again, to carry the campaign to another device or
+    verifier: its measurement becomes the best when it names another device than the best's,
+    or was made by another verifier digest (R8)."""
+    blocker = pending_blocker(state)
+    if blocker is not None:
+        return blocker
+    stage = state.stage
+    if stage is None or stage in state.exited:
+        return refuse(
+            "R4",
+            "the best is measured again inside a stage",
+            f"no stage is in progress ({'stage ' + stage + ' was exited' if stage else 'none'})",
+            f"enter the next stage (`tune-ledger stage enter {state.op} STAGE`), then re-measure",
+        )
+    best = state.best
+    assert best is not None  # is_device_remeasure checked it
+    return accept(
+        build(
+            AttemptStarted,
+            "candidate",
+            kind="candidate",
+            stage=stage,
+            point=None,
+            config=best.config,
+            prior=(command.prior or "").strip(),
+            retry_override=None,
+        )
+    )
+
+
 def next_step(state: State) -> str | None:
     """The commands an agent told to "re-measure both" runs next; None when nothing is due."""
     if not state.remeasure:
@@ -89,69 +140,6 @@ def next_step(state: State) -> str | None:
     if pending is not None:
         steps.insert(0, f"first finish attempt {pending} (verify, fail or abandon)")
     return "; then ".join(steps) if steps else None
-
-
-# --- R8 "one verifier per verdict": the best measured again (issue 27) ------------------------
-
-
-def decide_remeasure_best(state: State, command: RemeasureBest) -> Result:
-    """Record the best's config measured again by the declared verifier as it stands, so
-    verdicts go on comparing measurements of one verifier (R8); only a bound measurement of
-    the best's own config and kernel counts (R11)."""
-    best = state.best
-    if best is None:
-        raise BadInput(
-            "no best to re-measure yet",
-            hint=f"write the target sheet: tune-ledger target {state.op}",
-        )
-    which = f"attempt {best.attempt}" if best.attempt else "the baseline"
-    if command.origin.level != "measured":
-        return refuse(
-            "R11",
-            f"the best ({which}) is re-measured only by the op's declared verifier, bound to "
-            f"what it ran (this result is {command.origin.level})",
-            f"provenance {command.origin.level}",
-            f"`tune-ledger measure {state.op} --best` runs SPEC.md's verifier on the best's config",
-        )
-    bound = command.binding
-    problem = binding_problem(
-        what=f"the best ({which})",
-        expected_config=best.config,
-        expected_digest=best_impl_digest(state),
-        measured_config=bound.config if bound else None,
-        measured_digest=bound.impl_digest if bound else None,
-        defaults=knob_defaults(state),
-    )
-    if problem:
-        raise BadInput(
-            f"{problem}; nothing was written",
-            rule="R11",
-            hint="fix the verifier so that it runs the config and kernel it is given",
-        )
-    previous = best.measurement
-    if previous.origin_level == "measured" and previous.verifier_digest in (
-        None,
-        command.origin.verifier_digest,
-    ):
-        return refuse(
-            "R8",
-            f"the best ({which}) was already measured by this verifier",
-            f"verifier {str(command.origin.verifier_digest)[:12]} measured it",
-            f"measure the pending attempt: `tune-ledger measure {state.op}`",
-        )
-    return accept(
-        build(
-            BestRemeasured,
-            "the best's measurement",
-            attempt=best.attempt,
-            times_us=command.times_us,
-            origin=command.origin,
-            util_pct=command.util_pct,
-            bubble_pct=command.bubble_pct,
-            metrics=command.metrics,
-            binding=command.binding,
-        )
-    )
 
 
 def recheck(

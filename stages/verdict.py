@@ -8,19 +8,23 @@ from the attempt id, a recorded value, so audit re-derives the verdict exactly.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from attrs import frozen
 
+from ledger.domain import devices
+from ledger.domain.keys import measured_key
 from ledger.domain.samples import median
-from ledger.domain.state import Attempt, State
+from ledger.domain.state import Attempt, Best, State
 from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.schema.events import (
     AttemptAbandoned,
     AttemptFailed,
     AttemptMeasured,
+    BestRemeasured,
     CampaignStopped,
     Failure,
     Payload,
@@ -28,8 +32,10 @@ from ledger.schema.events import (
     VerdictReached,
 )
 from ledger.schema.shared_methods import SharedValue
+from stages import remeasure
 from stages.binding import attempt_binding_problem
 from stages.bootstrap import bootstrap_interval
+from stages.budget import budget_stop
 from stages.commands import Abandon, Fail, Verify
 from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.policy import (
@@ -169,10 +175,20 @@ def decide_verify(state: State, command: Verify) -> Result:
         metrics=command.metrics,
         binding=command.binding,
         accuracy_origin=command.accuracy_origin,
+        device=command.device,
     )
     best, sheet = state.best, state.target
     if best is None or sheet is None:  # the sheet precedes every stage and so every attempt
         raise BadInput("no target sheet: nothing to compare with")
+    if _carries_best(state, attempt, measured, best):
+        # The best measured on another device is the best from here on; no verdict (R8).
+        return accept(measured, BestRemeasured(attempt=attempt.id, previous=best.attempt))
+    other_device = _device_refusal(state, attempt.id, measured, best)
+    if other_device is not None:
+        return other_device
+    other_verifier = _verifier_refusal(state, attempt.id, measured, best)
+    if other_verifier is not None:
+        return other_verifier
     policy = effective_policy(state)
     failure = _failure_of(measured)
     if failure is not None:
@@ -237,55 +253,100 @@ def decide_verify(state: State, command: Verify) -> Result:
         stop = utilization_stop(state, measured.util_pct, measured.bubble_pct)
         if stop is not None:
             events.append(stop)
+    if not isinstance(events[-1], CampaignStopped):
+        spent = budget_stop(state, policy, measured.origin)
+        if spent is not None:
+            events.append(spent)
     return accept(*events)
 
 
 def _unmeasured_verdict(state: State, attempt: str, command: Verify) -> Refusal | None:
-    """Under require_measured (a manifest that declares a verifier), only times the ledger
-    measured with the declared verifier give a verdict (R11); and a verdict never compares
-    measurements made under two different verifier digests (R8)."""
+    """Under require_measured (a manifest that declares a verifier, recorded as in force by
+    its presence), only times the ledger measured with the declared verifier give a verdict
+    (R11)."""
     if not requires_measured(state):
         return None
     level = command.origin.level
-    if level != "measured" and measured_only(state):
-        how = {
-            "ran": "come from an ad-hoc --run command nobody declared",
-            "unbound": "name neither the config nor the kernel the verifier ran",
-            "artefact": "were parsed from a file",
-        }.get(level, "were typed in")
-        return refuse(
-            "R11",
-            f"only measured times give a verdict: attempt {attempt}'s times {how} "
-            f"(provenance {level})",
-            "SPEC.md declares a verifier, so policy require_measured is on",
-            "make the verifier print the config and impl_digest it ran (SPEC.md `verifier`), "
-            f"then `tune-ledger measure {state.op} {attempt}`"
-            if level == "unbound"
-            else f"let the ledger run the declared verifier: `tune-ledger measure {state.op} "
-            f"{attempt}`",
-        )
-    best = state.best
-    if best is None:
+    if level == "measured" or not measured_only(state):
         return None
-    theirs, ours = best.measurement.verifier_digest, command.origin.verifier_digest
-    if theirs is not None and ours is not None and theirs != ours:
-        which = f"attempt {best.attempt}" if best.attempt else "the baseline"
-        return refuse(
-            "R8",
-            f"the verifier changed: attempt {attempt} was measured with verifier {ours[:12]}, "
-            f"the best ({which}) with {theirs[:12]}; a verdict never compares the two",
-            f"the best's measurement was made by another verifier ({theirs[:12]})",
-            remeasure_best_step(state, attempt),
+    how = {
+        "ran": "come from an ad-hoc --run command nobody declared",
+        "unbound": "name neither the config nor the kernel the verifier ran",
+        "artefact": "were parsed from a file",
+    }.get(level, "were typed in")
+    return refuse(
+        "R11",
+        f"only measured times give a verdict: attempt {attempt}'s times {how} (provenance {level})",
+        "SPEC.md declares a verifier, so policy require_measured is on",
+        "make the verifier print the config and impl_digest it ran (SPEC.md `verifier`), "
+        f"then `tune-ledger measure {state.op} {attempt}`"
+        if level == "unbound"
+        else f"let the ledger run the declared verifier: `tune-ledger measure {state.op} "
+        f"{attempt}`",
+    )
+
+
+def _verifier_refusal(
+    state: State, attempt: str, measured: AttemptMeasured, best: Best
+) -> Refusal | None:
+    """A verdict never compares measurements made under two verifier digests (R8)."""
+    theirs, ours = best.measurement.verifier_digest, measured.origin.verifier_digest
+    if theirs is None or ours is None or theirs == ours:
+        return None
+    which = f"attempt {best.attempt}" if best.attempt else "the baseline"
+    return refuse(
+        "R8",
+        f"the verifier changed: attempt {attempt} was measured with verifier {ours[:12]}, "
+        f"the best ({which}) with {theirs[:12]}; a verdict never compares the two",
+        f"the best's measurement was made by another verifier ({theirs[:12]})",
+        f"re-measure the best with the verifier as it stands (`tune-ledger abandon {state.op} "
+        f"{attempt} --reason TEXT`, then `tune-ledger candidate {state.op} --config "
+        f"'{json.dumps(best.config, sort_keys=True)}' --prior {remeasure.VERIFIER_PRIOR}` and "
+        f"`tune-ledger measure {state.op}`), then measure this change again; or restore the "
+        "verifier the best was measured with (SPEC.md's `verifier` and the files it names)",
+    )
+
+
+def _carries_best(state: State, attempt: Attempt, measured: AttemptMeasured, best: Best) -> bool:
+    """True for a correct re-measure of the best's config (`--prior remeasure:device`) on
+    another device than the best's (issue 29), or (`--prior remeasure:verifier`) by the
+    declared verifier under another digest than the best's, or of a best it never measured
+    (issue 27)."""
+    if _failure_of(measured) is not None:
+        return False
+    if attempt.prior == remeasure.DEVICE_PRIOR:
+        moved = not devices.same_kind(measured.device, best.measurement.device)
+    elif attempt.prior == remeasure.VERIFIER_PRIOR:
+        moved = measured.origin.level == "measured" and (
+            best.measurement.verifier_digest != measured.origin.verifier_digest
+            or best.measurement.origin_level != "measured"
         )
-    return None
+    else:
+        return False
+    return moved and measured_key(state, attempt.config) == measured_key(state, best.config)
 
 
-def remeasure_best_step(state: State, attempt: str) -> str:
-    """How to go on after the verifier changed (attempt `attempt` stays pending)."""
-    return (
-        f"re-measure the best with the verifier as it stands: `tune-ledger measure {state.op} "
-        f"--best`, then `tune-ledger measure {state.op} {attempt}` again (or restore the "
-        "verifier the best was measured with: SPEC.md's `verifier` and the files it names)"
+def _device_refusal(
+    state: State, attempt_id: str, measured: AttemptMeasured, best: Best
+) -> Refusal | None:
+    """Refuse a measurement made on another device than the best's: a verdict never compares
+    two run modes, parts, CANN or driver versions, nor a known device with an unknown (R8)."""
+    if devices.same_kind(measured.device, best.measurement.device):
+        return None
+    which = f"attempt {best.attempt}" if best.attempt else "the baseline"
+    here, there = devices.label(measured.device), devices.label(best.measurement.device)
+    differ = "; ".join(devices.differences(measured.device, best.measurement.device))
+    return refuse(
+        "R8",
+        "a verdict never compares measurements of two devices",
+        f"attempt {attempt_id} was measured on {here}, the best it would be compared with "
+        f"({which}) on {there} ({differ})",
+        f"measure attempt {attempt_id} on {there} (nothing was written, it stays pending: "
+        f"`tune-ledger measure {state.op}` there; `--devices` pins the verifier to an NPU), or "
+        f"carry the campaign to {here}: re-measure the best there first (`tune-ledger abandon "
+        f"{state.op} {attempt_id} --reason TEXT`, then `tune-ledger candidate {state.op} "
+        f"--config '{json.dumps(best.config, sort_keys=True)}' --prior {remeasure.DEVICE_PRIOR}` "
+        f"and `tune-ledger measure {state.op}` on {here}), then measure this change again",
     )
 
 
@@ -312,16 +373,16 @@ def decide_fail(state: State, command: Fail) -> Result:
             f"unknown failure category {command.category!r}",
             hint=f"one of {', '.join(get_args(Failure))}",
         )
-    return accept(
-        build(
-            AttemptFailed,
-            "failure",
-            attempt=attempt.id,
-            category=command.category,
-            detail=command.detail,
-            origin=command.origin,
-        )
+    failed = build(
+        AttemptFailed,
+        "failure",
+        attempt=attempt.id,
+        category=command.category,
+        detail=command.detail,
+        origin=command.origin,
     )
+    spent = budget_stop(state, effective_policy(state), command.origin)
+    return accept(failed) if spent is None else accept(failed, spent)
 
 
 def decide_abandon(state: State, command: Abandon) -> Result:

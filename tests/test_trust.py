@@ -126,40 +126,39 @@ def test_a_verdict_never_compares_two_verifier_digests(cli: Cli) -> None:
     refused = cli("measure", OP)
     assert refused.code == 3 and refused.json["rule"] == "R8"
     assert "the verifier changed" in refused.json["error"]
-    assert f"tune-ledger measure {OP} --best" in refused.json["next"]
+    assert "--prior remeasure:verifier" in refused.json["next"]
     assert snapshot(cli.root) == before
     script.write_text(original, "utf-8")
     assert cli.ok("measure", OP)["verdict"] == "adopt"
 
 
 def test_the_best_is_remeasured_after_the_verifier_changed(cli: Cli) -> None:
-    """`measure --best` records the best's config measured by the verifier as it stands; the
-    pending attempt then gets its verdict, and the campaign audits clean, strictly too."""
+    """The way forward the refusal names: abandon, re-measure the best's config by the
+    verifier as it stands (`--prior remeasure:verifier`: no verdict, it is the best from here
+    on), then the change again gets its verdict; the campaign audits clean, strictly too."""
     best = _measured_campaign(cli)
     started = cli.ok("candidate", OP, "--config", '{"vec_tile_shape":[1,32,1,64]}', "--prior", "y")
     script = cli.root / "verifier.py"
     script.write_text(script.read_text("utf-8") + "# tuned the verifier\n", "utf-8")
-    assert cli("measure", OP).code == 3
-    again = cli.ok("measure", OP, "--best")
-    assert again["best"] == best
-    recorded = next(e for e in cli.events() if e["type"] == "best.remeasured")["payload"]
-    assert recorded["origin"]["level"] == "measured" and recorded["attempt"] == best
-    refused = cli("measure", OP, "--best")  # measured by this verifier already
-    assert refused.code == 3 and refused.json["rule"] == "R8"
+    refused = cli("measure", OP)
+    assert refused.code == 3 and "--prior remeasure:verifier" in refused.json["next"]
+    cli.ok("abandon", OP, started["attempt"], "--reason", "the verifier changed")
+    again = cli.ok(
+        "candidate", OP, "--config", '{"vec_tile_shape":[1,16,1,64]}', "--prior",
+        "remeasure:verifier",
+    )  # fmt: skip
+    assert cli.ok("measure", OP)["verdict"] is None
+    carried = next(e for e in cli.events() if e["type"] == "best.remeasured")["payload"]
+    assert carried == {"attempt": again["attempt"], "previous": best}
+    assert cli.ok("status", OP)["best"]["attempt"] == again["attempt"]
+    retried = cli.ok(
+        "candidate", OP, "--config", '{"vec_tile_shape":[1,32,1,64]}', "--prior", "y again"
+    )
     assert cli.ok("measure", OP)["verdict"] == "adopt"
-    assert cli.ok("status", OP)["best"]["attempt"] == started["attempt"]
+    assert cli.ok("status", OP)["best"]["attempt"] == retried["attempt"]
     assert cli.ok("audit", OP, "--strict")["clean"] is True
     for view in (["log", OP], ["report", OP], ["check", OP], ["resume", OP]):
         cli.ok(*view)
-
-
-def test_remeasuring_the_best_refuses_a_typed_or_foreign_result(cli: Cli) -> None:
-    """--best with ATTEMPT is bad input; without a best there is nothing to re-measure."""
-    _spec(cli)
-    cli.ok("init", OP)
-    assert cli("measure", OP, "x", "--best").code == 2
-    refused = cli("measure", OP, "--best")
-    assert refused.code == 2 and "no best to re-measure yet" in refused.json["error"]
 
 
 # --- 27.1: provenance levels, and only measured values under a verifier ------------------

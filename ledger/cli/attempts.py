@@ -13,7 +13,6 @@ from ledger.cli.base import (
     EXIT_STATUS,
     OP,
     Ctx,
-    event_data,
     impl_digest,
     on_disk,
     one_source,
@@ -318,12 +317,6 @@ def abandon(ctx: Ctx, op: str, attempt: str, reason: str) -> None:
     "--dry-run", is_flag=True, help="Print the exact command and run nothing, write nothing."
 )
 @click.option(
-    "--best",
-    is_flag=True,
-    help="Measure the best's config again with the verifier as it stands (after it changed: a "
-    "verdict compares only measurements of one verifier, R8); it becomes the best's measurement.",
-)
-@click.option(
     "--python",
     "python",
     default=sys.executable,
@@ -331,7 +324,7 @@ def abandon(ctx: Ctx, op: str, attempt: str, reason: str) -> None:
     help="The interpreter the template's {python} stands for.",
 )
 @pass_ctx
-def measure(ctx: Ctx, op: str, attempt: str, dry_run: bool, best: bool, python: str) -> None:
+def measure(ctx: Ctx, op: str, attempt: str, dry_run: bool, python: str) -> None:
     """Run the manifest's verifier on an attempt's config and record the result (R8, R11).
 
     ATTEMPT defaults to the pending one. The command comes from SPEC.md's `verifier`, with
@@ -339,39 +332,12 @@ def measure(ctx: Ctx, op: str, attempt: str, dry_run: bool, best: bool, python: 
     with provenance "measured" and must name the config and implementation it ran. A
     verifier that cannot start or reports its own error writes nothing (exit 2).
     """
-    if best and attempt != "pending":
-        raise BadInput("give ATTEMPT or --best, not both", hint="--best measures the best's config")
     if dry_run:
         from ledger.shell import measure as measuring
-        from ledger.shell.manifest_file import read_manifest
-        from ledger.shell.workflows import best_plan, measure_plan
+        from ledger.shell.workflows import measure_plan
 
-        ledger = ctx.op(op)
-        plan = (
-            best_plan(ledger, read_manifest(ledger.dir), python)
-            if best
-            else measure_plan(ledger, attempt, python=python)
-        )
+        plan = measure_plan(ctx.op(op), attempt, python=python)
         ctx.emit(measuring.dry_run(plan), plan.command_line)
-        return
-    if best:
-
-        def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
-            data = event_data(outcome, "best.remeasured")
-            times = data.get("times_us") or [0.0]
-            shown = sorted(times)[len(times) // 2]
-            return (
-                {"best": data.get("attempt"), "times_us": times},
-                f"the best ({data.get('attempt') or 'the baseline'}) measured again: "
-                f"{shown:g} µs (median); it is the best's measurement from here on",
-            )
-
-        run_workflow(
-            ctx,
-            op,
-            lambda ledger, asked: ledger.remeasure_best(python=python, invocation=asked),
-            present,
-        )
         return
     run_workflow(
         ctx,

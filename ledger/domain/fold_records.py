@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from ledger.domain import fold_merges as merges
 from ledger.domain.keys import rekey_measured
-from ledger.domain.samples import median
-from ledger.domain.state import Best, Measurement, RecordedManifest, State
+from ledger.domain.state import Best, RecordedManifest, State
 from ledger.log.record import Event
 from ledger.schema.conflicts import Conflict
 
@@ -111,25 +110,3 @@ def manifest(state: State, event: Event) -> None:
     )
     state.manifests.append(data["digest"])
     rekey_measured(state)
-
-
-def best_remeasured(state: State, event: Event) -> None:
-    """The best's config measured again by the declared verifier: its measurement from here
-    on (R8: verdicts compare measurements of one verifier); the attempt keeps its own."""
-    best = state.best
-    if best is None:
-        return
-    data = event.data
-    times = tuple(data["times_us"])
-    measurement = Measurement(
-        times_us=times,
-        median_us=median(times),
-        util_pct=data["util_pct"],
-        bubble_pct=data["bubble_pct"],
-        origin_level=data["origin"]["level"],
-        metrics=dict(data["metrics"]),
-        verifier_digest=data["origin"].get("verifier_digest"),
-    )
-    state.best = Best(config=best.config, measurement=measurement, attempt=best.attempt)
-    if best.attempt is None:
-        state.baseline_best = state.best

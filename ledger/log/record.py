@@ -25,10 +25,13 @@ from ledger.log.plain_data import Unstructure, compile_unstructure
 from ledger.schema.events import (
     PAYLOAD_TYPES,
     AttemptMeasured,
+    CampaignResumed,
     LimitRelaxed,
     ManifestRecorded,
     Payload,
     PointOpened,
+    PolicySet,
+    TargetSheetWritten,
 )
 from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import Origin
@@ -99,6 +102,9 @@ OMIT_IF_DEFAULT: dict[type[Any], frozenset[str]] = {
     AttemptMeasured: frozenset({"binding", "accuracy_origin"}),
     PointOpened: frozenset({"knobs"}),
     LimitRelaxed: frozenset({"supersedes"}),
+    PolicySet: frozenset({"person"}),
+    TargetSheetWritten: frozenset({"target_origin", "target_samples_us"}),
+    CampaignResumed: frozenset({"person"}),
     ManifestRecorded: frozenset({"measured_only"}),
 }
 

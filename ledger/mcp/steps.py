@@ -336,19 +336,12 @@ class StepTools:
         dry_run: Annotated[
             bool, Field(description="Only print the verifier command; run and write nothing.")
         ] = False,
-        best: Annotated[
-            bool,
-            Field(
-                description="Measure the best's config again with the verifier as it stands "
-                "(after the verifier changed, R8); leave attempt unset."
-            ),
-        ] = False,
         python: Python = None,
         idempotency_key: Key = None,
     ) -> Result:
         """Run SPEC.md's verifier on the attempt's config and record its verdict (R8, R11
         measured)."""
-        argv = options(dry_run=dry_run, best=best, python=python)
+        argv = options(dry_run=dry_run, python=python)
         return self._run(idempotency_key, ["measure"], [op, attempt], argv)
 
     def verify(

@@ -397,13 +397,6 @@ class OpLedger:
 
         return workflows.measure(self, attempt, **options)
 
-    def remeasure_best(self, **options: Unpack[Running]) -> StepResult:
-        """Run SPEC.md's verifier, as it stands, on the best's config and record it as the
-        best's measurement (R8: after the verifier changed)."""
-        from ledger.shell import workflows
-
-        return workflows.remeasure_best(self, **options)
-
     def target_from_spec(
         self, *, cube_m: int | None = None, **options: Unpack[Running]
     ) -> StepResult:

@@ -62,7 +62,7 @@ def _decisions_resting_on(events: Sequence[Event], weak: Sequence[str], what: st
         data = event.data
         if event.type == "target.set":
             level[None] = data["origin"]["level"]
-        elif event.type in ("attempt.measured", "best.remeasured"):
+        elif event.type == "attempt.measured":
             level[data["attempt"]] = data["origin"]["level"]
         elif event.type == "attempt.verdict" and data["verdict"] in _ADOPTED:
             attempt = data["attempt"]

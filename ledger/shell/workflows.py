@@ -28,6 +28,7 @@ from ledger.shell import harness, layout_check, runner
 from ledger.shell import measure as measuring
 from ledger.shell.manifest_file import file_digest_of, read_manifest
 from stages import commands as cmd
+from stages.remeasure import DEVICE_PRIOR
 from stages.stop import stopped_refusal
 
 if TYPE_CHECKING:
@@ -83,7 +84,15 @@ def measure(
     def build() -> cmd.Verify | cmd.Fail:
         manifest = read_manifest(ledger.dir)
         plan = _plan(ledger, manifest, attempt, python)
-        ran = measuring.run(plan, manifest, op=ledger.op, python=python, env=env, executor=executor)
+        state = ledger.load().state
+        best = state.best
+        ran = measuring.run(
+            plan, manifest, op=ledger.op, python=python, env=env, executor=executor,
+            # A kept result of another device than the best's is measured again (issue 29),
+            # and the best carried to another device is measured there, never read back.
+            expected_device=best.measurement.device if best else measuring.ANY_DEVICE,
+            fresh=state.attempts[plan.attempt].prior == DEVICE_PRIOR,
+        )  # fmt: skip
         command = measuring.result_command(plan, ran)
         if manifest is not None:
             # Judge the binding by the manifest measured with, before anything is written;
@@ -92,75 +101,6 @@ def measure(
         return command
 
     return _step(ledger, build, invocation, "measure", attempt=attempt, python=python)
-
-
-def remeasure_best(
-    ledger: OpLedger,
-    *,
-    python: str = sys.executable,
-    env: Mapping[str, str] | None = None,
-    executor: measuring.Executor = measuring.run_here,
-    invocation: Invocation = Invocation(),
-) -> StepResult:
-    """Run the manifest's verifier, as it stands, on the best's config and kernel and record
-    it as the best's measurement (R8: after the verifier changed, verdicts compare only
-    measurements of one verifier). A run that fails or is not bound writes nothing."""
-
-    def build() -> cmd.RemeasureBest:
-        manifest = read_manifest(ledger.dir)
-        plan = best_plan(ledger, manifest, python)
-        ran = measuring.run(plan, manifest, op=ledger.op, python=python, env=env, executor=executor)
-        command = measuring.result_command(plan, ran)
-        failed = (
-            f"{command.category}: {command.detail}"
-            if isinstance(command, cmd.Fail)
-            else _failing_check(command)
-        )
-        if failed or not isinstance(command, cmd.Verify):
-            raise BadInput(
-                f"the best's config did not measure again ({failed}); nothing was written",
-                rule="R8",
-                hint="fix the verifier (SPEC.md `verifier`) or restore the one the best was "
-                f"measured with, then `tune-ledger measure {ledger.op} --best` again",
-            )
-        return cmd.RemeasureBest(
-            times_us=command.times_us,
-            origin=command.origin,
-            util_pct=command.util_pct,
-            bubble_pct=command.bubble_pct,
-            metrics=command.metrics,
-            binding=command.binding,
-        )
-
-    return _step(ledger, build, invocation, "measure --best", python=python)
-
-
-def best_plan(ledger: OpLedger, manifest: Manifest | None, python: str) -> measuring.Plan:
-    """What `measure --best` runs: the verifier on the best's config and kernel."""
-    from stages.binding import best_impl_digest
-
-    state = ledger.load().state
-    refusal = stopped_refusal(state)
-    if refusal is not None:
-        raise refusal.to_error()
-    if state.best is None:
-        raise BadInput(
-            "no best to re-measure yet",
-            hint=f"write the target sheet: tune-ledger target {ledger.op}",
-        )
-    return measuring.plan_config(
-        manifest, state.best.config, measuring.BASELINE, best_impl_digest(state),
-        root=ledger.root, op=ledger.op, python=python,
-    )  # fmt: skip
-
-
-def _failing_check(command: cmd.Verify | cmd.Fail) -> str | None:
-    if isinstance(command, cmd.Fail):
-        return None
-    failing = [o.name for o in command.outputs if not o.all_close]
-    if failing:
-        return f"outputs not all_close: {', '.join(failing)}"
-    return f"layout check exited {command.layout_exit}" if command.layout_exit else None
 
 
 def target_from_spec(
@@ -179,18 +119,21 @@ def target_from_spec(
         manifest = read_manifest(ledger.dir)
         shape = manifest.p0_shape if manifest else None
         target_us = manifest.target_us if manifest else None
+        fallback = manifest.fallback if manifest else None
         needed = {
             "p0_shapes": shape,
-            "perf_target": target_us,
+            # Without a budget, R3's next source is measured (`target_fallbacks`).
+            "perf_target (or target_fallbacks)": target_us or fallback,
             "verifier": manifest.verifier if manifest else None,
         }
         lacking = [name for name, value in needed.items() if value is None]
-        if manifest is None or shape is None or target_us is None or lacking:
+        if manifest is None or shape is None or lacking:
             raise BadInput(
                 f"custom/{ledger.op}/SPEC.md's manifest lacks {', '.join(lacking)}",
                 rule="R3",
-                hint="declare p0_shapes, perf_target {time_us, metric} and verifier in SPEC.md's "
-                "front matter (docs/DESIGN.md §4), or give --shape, --target and the baseline",
+                hint="declare p0_shapes, perf_target {time_us, metric} (or target_fallbacks) and "
+                "verifier in SPEC.md's front matter (docs/DESIGN.md §4), or give --shape, "
+                "--target and the baseline",
             )
         state = ledger.load().state
         impl = ledger.dir / f"{ledger.op}_impl.py"
@@ -204,12 +147,29 @@ def target_from_spec(
         document = measuring.baseline_document(plan, ran)
         measuring.refuse_unbound_baseline("the baseline", manifest, digest, document.doc)
         samples = runner.times_of(document.doc, document.source)
+        measured_target = None
+        if target_us is None and fallback is not None:
+            measured_target = measuring.run_fallback(
+                manifest, fallback, root=ledger.root, op=ledger.op, python=python, env=env,
+                executor=executor,
+            )  # fmt: skip
+        source, reference = "spec", f"SPEC.md perf_target (manifest {manifest.digest})"
+        target_samples: tuple[float, ...] = ()
+        target_origin = None
+        if measured_target is not None:
+            target_samples = measured_target.samples
+            target_us, target_origin = median(target_samples), measured_target.origin
+            source = measured_target.source
+            reference = f"measured: {measured_target.what} (manifest {manifest.digest})"
+        assert target_us is not None  # a budget, or a fallback measured (checked above)
         return cmd.SetTarget(
             baseline_us=median(samples),
             shape=inputs.shape_text(shape),
             target_us=target_us,
-            target_source="spec",
-            source_ref=f"SPEC.md perf_target (manifest {manifest.digest})",
+            target_source=source,
+            source_ref=reference,
+            target_origin=target_origin,
+            target_samples_us=target_samples,
             config=manifest.baseline_config,
             origin=document.origin,
             metric=manifest.metric or "time",
@@ -217,6 +177,7 @@ def target_from_spec(
             baseline_samples_us=samples,
             util_pct=runner.percent_of(document.doc, "util_pct"),
             bubble_pct=runner.percent_of(document.doc, "bubble_pct"),
+            device=runner.device_of(document.doc, document.source),
         )
 
     return _step(ledger, build, invocation, "target --from-spec", python=python, cube_m=cube_m)
