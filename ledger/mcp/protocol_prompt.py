@@ -29,8 +29,9 @@ fact, the `next` action and the `allowed` steps). Never work around a refusal; d
 6. Stop (R10): target-reached or the utilization stop end the campaign (code 6 afterwards);
    the user may `stop`. Write the `report`, then `handback` the result. Only the user lifts a
    utilization stop (`resume_campaign` with their reason). `audit` re-derives everything.
-   A SPEC.md edit is recorded by the next step; after the verifier changed, `measure` with
-   `best` re-measures the best first. Merge conflicts: `conflicts`, then `resolve`.
+   A SPEC.md edit is recorded by the next step; after the verifier changed, the best is
+   re-measured first (`candidate` with prior remeasure:verifier, as the refusal says). Merge
+   conflicts: `conflicts`, then `resolve`.
 Codes: 2 bad input (fix the value), 3 a rule refused (read `next`), 4 a retry (choose another
 idea), 5 hand back, 6 stopped, 7 ledger damaged (stop and tell the user; never edit the file),
 9 `audit` with `strict`: a decision rests on values not measured, or a guard is lowered.
