@@ -289,9 +289,11 @@ def _unmeasured_verdict(state: State, attempt: str, command: Verify) -> Refusal 
 def _verifier_refusal(
     state: State, attempt: str, measured: AttemptMeasured, best: Best
 ) -> Refusal | None:
-    """A verdict never compares measurements made under two verifier digests (R8)."""
+    """A verdict never compares measurements made under two verifier digests (R8), while
+    require_measured is on (a person who turned it off decides on weaker values anyway, and
+    `audit --strict` names that lowered guard)."""
     theirs, ours = best.measurement.verifier_digest, measured.origin.verifier_digest
-    if theirs is None or ours is None or theirs == ours:
+    if theirs is None or ours is None or theirs == ours or not requires_measured(state):
         return None
     which = f"attempt {best.attempt}" if best.attempt else "the baseline"
     return refuse(
