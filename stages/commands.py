@@ -76,6 +76,13 @@ class Relax(SharedValue):
     # False only when audit re-decides a relaxation recorded before relaxations named the one
     # they supersede (issue 18): it is then decided, and compared, without that field.
     record_premise: bool = True
+    # The measured attempts of this op it rests on (R3), ids as the state holds them.
+    evidence: tuple[str, ...] = ()
+    # The person who relaxes without evidence (a person's decision); None for the agent.
+    person: str | None = None
+    # True only when audit re-decides a relaxation recorded before issue 27 (no evidence, the
+    # person unknown): it is decided by the rules of its time.
+    legacy: bool = False
 
 
 @frozen(repr=False, eq=False)
@@ -214,10 +221,13 @@ class HandBack(SharedValue):
 
 @frozen(repr=False, eq=False)
 class ResumeCampaign(SharedValue):
-    """The user lifts a utilization stop, or a person a budget stop, and tuning goes on (R10)."""
+    """A person lifts a utilization stop, or a budget stop once the budget no longer holds,
+    and tuning goes on (R10): a person's decision."""
 
     reason: str
-    person: str | None = None  # who decided: required to lift a budget stop
+    person: str | None = None
+    # True only when audit re-decides a resume recorded before issue 27 (person unknown).
+    legacy: bool = False
 
 
 @frozen(repr=False, eq=False)
@@ -230,12 +240,15 @@ class RecordReport(SharedValue):
 
 @frozen(repr=False, eq=False)
 class SetPolicy(SharedValue):
-    """Set a policy threshold for this op."""
+    """Set a policy threshold for this op; lowering a guard needs a person (DESIGN §3.3)."""
 
     key: str
     value: Any
     reason: str = ""
-    person: str | None = None  # who decided: required to loosen a budget (R10)
+    # Who decided: required to lower a guard, loosening a budget among them (DESIGN §3.3).
+    person: str | None = None
+    # True only when audit re-decides a policy.set recorded before issue 27 (person unknown).
+    legacy: bool = False
 
 
 @frozen(repr=False, eq=False)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ledger.domain.state import State
 from ledger.errors import BadInput
+from stages.budget import BUDGET_KEYS
 
 # `policy.set` key under which `init` records the whole default policy.
 DEFAULTS_KEY = "defaults"
@@ -80,36 +81,61 @@ def measured_only(state: State) -> bool:
     return requires_measured(state) and state.manifest is not None and state.manifest.measured_only
 
 
-def lowered_guards(state: State) -> list[str]:
-    """Each guard lowered below the defaults pinned at init, as a sentence naming it and the
-    recorded reason: require_measured off, a noise threshold or bootstrap confidence
-    loosened, fewer bootstrap resamples, a higher retry similarity. Empty when every guard
-    stands (audit --strict fails while one is lowered)."""
-    pinned = {**DEFAULT_POLICY, **state.policy_defaults}
-    policy = effective_policy(state)
-    found = []
-    if policy.get(REQUIRE_MEASURED, "auto") is False:
-        found.append(_lowered(state, REQUIRE_MEASURED, False, "auto"))
-    for key, looser in _LOOSER.items():
-        value, default = policy.get(key), pinned.get(key)
-        if value is not None and default is not None and looser(value, default):
-            found.append(_lowered(state, key, value, default))
-    return found
-
-
-# How a value is looser than the default pinned at init, per guard key.
-_LOOSER: Mapping[str, Callable[[Any, Any], bool]] = {
-    "noise_threshold": lambda value, default: value > default,
-    "bootstrap_confidence": lambda value, default: value < default,
-    "bootstrap_resamples": lambda value, default: value < default,
-    "retry_similarity": lambda value, default: value > default,
+# The guards a policy change can lower, and the rule each guards (DESIGN §3.3): lowering one
+# is a person's decision (stages/person.py). The R10 budgets (stages/budget.py) are guards too:
+# an agent may set or tighten one, only a person loosens one (a larger value, or off).
+GUARD_RULES: Mapping[str, str] = {
+    REQUIRE_MEASURED: "R11",
+    "noise_threshold": "R8",
+    "bootstrap_confidence": "R8",
+    **dict.fromkeys(BUDGET_KEYS, "R10"),
 }
 
 
-def _lowered(state: State, key: str, value: Any, default: Any) -> str:
-    reason = state.policy_reasons.get(key, "")
-    because = f" (reason: {reason})" if reason else ""
-    return f"policy {key} is {value!r}, lowered from {default!r}{because}"
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def loosens(key: str, before: Any, after: Any) -> bool:
+    """True when setting `key` from `before` to `after` lowers a guard: require_measured off
+    (or from on back to "auto"), a larger noise threshold, a lower bootstrap confidence, a
+    budget in force made larger or off (null)."""
+    if key == REQUIRE_MEASURED:
+        return (after is False and before is not False) or (before is True and after == "auto")
+    if key in BUDGET_KEYS:
+        return _is_number(before) and (after is None or (_is_number(after) and after > before))
+    if not (_is_number(before) and _is_number(after)):
+        return False
+    if key == "noise_threshold":
+        return bool(after > before)
+    if key == "bootstrap_confidence":
+        return bool(after < before)
+    return False
+
+
+def lowered_guards(state: State) -> list[str]:
+    """The guards lowered now, each named with its rule: require_measured off, noise
+    thresholds looser than the defaults pinned at init, and budgets looser than the tightest
+    value they were set to (off by default, so a budget is lowered only once it was set and a
+    person loosened it; DESIGN §3.3)."""
+    pinned = {**DEFAULT_POLICY, **state.policy_defaults}
+    lowered = []
+    if state.policy.get(REQUIRE_MEASURED) is False:
+        lowered.append(f"{REQUIRE_MEASURED} false ({GUARD_RULES[REQUIRE_MEASURED]})")
+    for key in ("noise_threshold", "bootstrap_confidence"):
+        if key in state.policy and loosens(key, pinned.get(key), state.policy[key]):
+            lowered.append(
+                f"{key} {state.policy[key]} (default {pinned.get(key)}, {GUARD_RULES[key]})"
+            )
+    for key in BUDGET_KEYS:
+        set_to = [
+            act.value for act in state.person_acts if act.key == key and _is_number(act.value)
+        ]
+        now = state.policy.get(key)
+        if set_to and loosens(key, min(set_to), now):
+            shown = "off" if now is None else f"{now:g}"
+            lowered.append(f"{key} {shown} (was {min(set_to):g}, {GUARD_RULES[key]})")
+    return lowered
 
 
 # The keys a verdict depends on; each VerdictReached records them (R8).

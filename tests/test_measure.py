@@ -332,7 +332,7 @@ def test_a_result_that_names_nothing_it_ran_is_refused_then_recorded_unbound(
     assert "provenance unbound" in refused.json["error"]
     assert "config and impl_digest" in refused.json["next"]
     assert snapshot(cli.root) == before
-    cli.ok("policy", OP, "require_measured", "false", "--reason", "verifier cannot bind yet")
+    cli.ok("policy", OP, "require_measured", "false", "--person", "Ana", "--reason", "cannot bind")
     cli.ok("measure", OP)
     measured = next(e for e in cli.events() if e["type"] == "attempt.measured")["payload"]
     assert measured["origin"]["level"] == "unbound" and "binding" not in measured

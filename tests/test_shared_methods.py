@@ -142,7 +142,7 @@ def test_payloads_and_their_values_show_as_attrs_shows_them(payload: Any) -> Non
 
 def test_an_object_that_reaches_itself_shows_dots_as_attrs_does() -> None:
     loop: dict[str, Any] = {}
-    ours, twin = _both(events.PolicySet, {"key": "k", "value": loop, "reason": ""})
+    ours, twin = _both(events.PolicySet, {"key": "k", "value": loop, "reason": "", "person": None})
     loop["again"] = ours
     twin_loop: dict[str, Any] = {"again": twin}
     object.__setattr__(twin, "value", twin_loop)

@@ -303,12 +303,10 @@ def test_audit_strict_names_decisions_on_unmeasured_values(cli: Cli) -> None:
 def test_audit_strict_names_a_lowered_guard(cli: Cli) -> None:
     """A measured campaign with a loosened noise threshold fails until it is restored."""
     _measured_campaign(cli)
-    cli.ok("policy", OP, "noise_threshold", "0.2", "--reason", "noisy machine")
+    cli.ok("policy", OP, "noise_threshold", "0.2", "--person", "Ana", "--reason", "noisy machine")
     strict = cli("audit", OP, "--strict")
     assert strict.code == 9
-    assert strict.json["strict"] == [
-        f"{OP}: policy noise_threshold is 0.2, lowered from 0.01 (reason: noisy machine)"
-    ]
+    assert strict.json["strict"] == [f"{OP}: noise_threshold 0.2 (default 0.01, R8)"]
     cli.ok("policy", OP, "noise_threshold", "0.01", "--reason", "back to the default")
     assert cli("audit", OP, "--strict").code == 0
 
@@ -359,7 +357,9 @@ def test_a_typed_time_or_echo_evidence_fails_strict_audit(tmp_path: Path) -> Non
     and an op activated on `echo` evidence: audit --all --strict exits 9 naming each."""
     cli = _autopilot_campaign(tmp_path)
     assert cli("audit", "--all", "--strict").code == 0
-    cli.ok("policy", OP, "require_measured", "false", "--reason", "typed by hand on purpose")
+    cli.ok(
+        "policy", OP, "require_measured", "false", "--person", "Ana", "--reason", "typed on purpose"
+    )
     state = cli.ok("status", OP)
     if state["stopped"] is None and state["pending"] is None and state["open_point"]:
         started = cli.ok(
@@ -375,9 +375,6 @@ def test_a_typed_time_or_echo_evidence_fails_strict_audit(tmp_path: Path) -> Non
     strict = cli("audit", "--all", "--strict")
     assert strict.code == 9, strict.stdout
     named = strict.json["strict"]
-    assert (
-        f"{OP}: policy require_measured is False, lowered from 'auto' "
-        "(reason: typed by hand on purpose)" in named
-    )
+    assert f"{OP}: require_measured false (R11)" in named
     assert any(s.startswith("echoed: activation of implementation") and "compare: ran" in s
                for s in named)  # fmt: skip

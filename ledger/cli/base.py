@@ -68,6 +68,15 @@ def count_option(low: int = 1) -> click.IntRange:
     return click.IntRange(low, INT_LIMIT)
 
 
+# `--person NAME`: who takes a decision that lowers a guard (DESIGN §3.3). The MCP server's
+# tools never pass it, so an agent is refused with the command a person runs.
+person_option = click.option(
+    "--person",
+    metavar="NAME",
+    help="The person who decides this (lowering a guard is a person's decision; recorded).",
+)
+
+
 # A process's exit status as Python reports it: 0-255, or minus the signal that killed it.
 EXIT_STATUS = click.IntRange(-255, 255)
 

@@ -70,6 +70,27 @@ class Relaxation:
     what: str
     limit: Any
     basis: str
+    # The measured attempts it rests on (issue 27), and the person who relaxed without any.
+    evidence: tuple[str, ...] = ()
+    person: str | None = None
+
+
+@define
+class PersonAct:
+    """A step that may be a person's decision (DESIGN §3.3), as recorded: every policy change
+    after init (whether it lowered a guard is stages.person's call), every relaxation without
+    evidence, resumed stop and accepted rollback. `person` None: not given (unknown for events
+    written before issue 27)."""
+
+    event: str
+    kind: str  # "policy", "relax", "resume-campaign", "accept-rollback"
+    what: str
+    reason: str
+    person: str | None
+    # policy only: the key, the value in force before, and the value set
+    key: str | None = None
+    before: Any = None
+    value: Any = None
 
 
 def _as_dict(value: dict[str, Any] | str) -> dict[str, Any]:
@@ -358,6 +379,8 @@ class State:
     repairs: list[dict[str, Any]] = field(factory=list)
     # the event ids a person accepted as lost from the ledger (ledger.rollback_accepted)
     rollbacks_accepted: list[str] = field(factory=list)
+    # the steps that may be a person's decision, in ledger order (stages/person.py)
+    person_acts: list[PersonAct] = field(factory=list)
     # what replay saw of merged branches' steps (stages/conflicts.py decides the conflicts)
     merge: MergeFacts = field(factory=MergeFacts)
     # --idempotency-key -> the events the keyed command appended (DESIGN §5: a retry returns
@@ -395,6 +418,7 @@ for _cls in (
     Evidence,
     TargetSheet,
     Relaxation,
+    PersonAct,
     Measurement,
     Attempt,
     Point,

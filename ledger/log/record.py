@@ -25,12 +25,10 @@ from ledger.log.plain_data import Unstructure, compile_unstructure
 from ledger.schema.events import (
     PAYLOAD_TYPES,
     AttemptMeasured,
-    CampaignResumed,
     LimitRelaxed,
     ManifestRecorded,
     Payload,
     PointOpened,
-    PolicySet,
     TargetSheetWritten,
 )
 from ledger.schema.shared_methods import SharedValue
@@ -97,14 +95,14 @@ class Event(NamedTuple):
 # so a new event without them is byte for byte what the older code wrote.
 # Origin comes first: the payloads' hooks are generated with the hook in force for their Origin
 # fields, so an origin not read from the measurement cache keeps its older bytes.
+# (`person` of policy.set and campaign.resumed is not among them: schema 2 writes it always,
+# null when no person decided, as limit.relaxed and ledger.rollback_accepted do.)
 OMIT_IF_DEFAULT: dict[type[Any], frozenset[str]] = {
     Origin: frozenset({"cached", "verifier_digest"}),
     AttemptMeasured: frozenset({"binding", "accuracy_origin"}),
     PointOpened: frozenset({"knobs"}),
     LimitRelaxed: frozenset({"supersedes"}),
-    PolicySet: frozenset({"person"}),
     TargetSheetWritten: frozenset({"target_origin", "target_samples_us"}),
-    CampaignResumed: frozenset({"person"}),
     ManifestRecorded: frozenset({"measured_only"}),
 }
 

@@ -15,7 +15,7 @@ fact, the `next` action and the `allowed` steps). Never work around a refusal; d
    op's own checks), then `activate`. Code 5 means hand back: accuracy is not frozen; stop.
 2. Target sheet (R3): `target` with `from_spec` (the ledger measures the baseline), or without a
    verifier the baseline, P0 shape, target and source. Tile shapes stay within the limits;
-   `relax` needs measured data.
+   `relax` names measured attempts (`evidence`).
 3. Skills (R2): `skill_load` pypto-op-perf-tune and perf-analyzer; a stage's tune skill only
    inside that stage; `skill_unload` to free the budget.
 4. Stages (R4) in order: frontend, swimlane, incore, algorithm (`stage_enter`, `stage_exit`).
@@ -27,11 +27,11 @@ fact, the `next` action and the `allowed` steps). Never work around a refusal; d
    (R8): adopt, no-gain, rollback, target-reached. Never retry a failed or measured config
    (R9, code 4). `point_close` when a point is done; a point also closes when exhausted.
 6. Stop (R10): target-reached or the utilization stop end the campaign (code 6 afterwards);
-   the user may `stop`. Write the `report`, then `handback` the result. Only the user lifts a
-   utilization stop (`resume_campaign` with their reason). `audit` re-derives everything.
-   A SPEC.md edit is recorded by the next step; after the verifier changed, the best is
-   re-measured first (`candidate` with prior remeasure:verifier, as the refusal says). Merge
-   conflicts: `conflicts`, then `resolve`.
+   the user may `stop`. Write the `report`, then `handback` the result. Only a person lifts a
+   utilization or budget stop or lowers a guard (refused over MCP with the command they run).
+   `audit` re-derives everything. A SPEC.md edit is recorded by the next step; after the
+   verifier changed, the best is re-measured first (`candidate` with prior
+   remeasure:verifier, as the refusal says). Merge conflicts: `conflicts`, then `resolve`.
 Codes: 2 bad input (fix the value), 3 a rule refused (read `next`), 4 a retry (choose another
 idea), 5 hand back, 6 stopped, 7 ledger damaged (stop and tell the user; never edit the file),
 9 `audit` with `strict`: a decision rests on values not measured, or a guard is lowered.

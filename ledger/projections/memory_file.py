@@ -67,8 +67,11 @@ def recorded_position(text: str) -> tuple[str, Position] | None:
     return rendered.group("op"), Position(events, "" if last == "-" else last)
 
 
-def render_header(op: str | None, position: Position, sections: Mapping[str, str]) -> str:
-    """The header body: the ledger position rendered from, a digest per section, a notice."""
+def render_header(
+    op: str | None, position: Position, sections: Mapping[str, str], decisions: str = ""
+) -> str:
+    """The header body: the ledger position rendered from, a digest per section, a notice,
+    and the person's decisions (at the top of the file, DESIGN §3.3)."""
     name = op_name(op)
     rendered = (
         f"<!-- tune-ledger:rendered-from op={name} events={position.events} "
@@ -79,6 +82,7 @@ def render_header(op: str | None, position: Position, sections: Mapping[str, str
         "> `tune-ledger` markers are rewritten after every ledger command, so edit only outside\n"
         f"> them. The full history is in the ledger: `tune-ledger log {name}`.\n"
     )
+    notice += decisions
     digests = {"header": section_digest("header", rendered + notice)}
     digests.update({n: section_digest(n, sections[n]) for n in SECTION_ORDER if n in sections})
     pairs = " ".join(f"{n}={d}" for n, d in digests.items())
@@ -99,9 +103,11 @@ def render_memory(
     # Imported here: the sections' renderers (and the stage modules they read) are needed to
     # write MEMORY.md, not by the reads that only parse its header (`log`, `priors`, rollback).
     from ledger.projections.memory_sections import render_sections
+    from ledger.projections.person_decisions import person_block
 
     sections = render_sections(state, policy)
-    bodies = {"header": render_header(state.op, position, sections), **sections}
+    header = render_header(state.op, position, sections, person_block(state))
+    bodies = {"header": header, **sections}
     text = existing_text
     if text is None:
         text = splice.template(op_name(state.op), SECTION_ORDER)

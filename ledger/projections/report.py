@@ -37,8 +37,10 @@ from ledger.projections.formatting import (
     with_legend,
 )
 from ledger.projections.memory_target import TARGET_SOURCES
+from ledger.projections.person_decisions import person_lines
 from ledger.projections.report_chart import render_chart
 from ledger.projections.timeline import Step, best_after, is_failed, outcome, steps
+from stages.policy import lowered_guards
 
 REPORT_FAILED_ROWS = 200
 CHART_BINS = 20
@@ -67,6 +69,7 @@ def render_report(
         f"Rendered from the ledger `custom/{md_text(op)}/events.jsonl` at "
         f"{plural(state.event_count, 'event')} (last event {md_code(short_id(state.last_event))})."
         " The full history: `tune-ledger log " + md_text(op) + "`.",
+        "## Person decisions\n\n" + _person_decisions(state),
         "## Summary\n\n" + _summary(state, walk),
         "## Time per attempt\n\n"
         f"![Time per attempt with the best so far and the target]({chart_name(op)})\n\n"
@@ -81,6 +84,16 @@ def render_report(
 
 
 # --- Markdown ---------------------------------------------------------------------------------
+
+
+def _person_decisions(state: State) -> str:
+    """Each guard a person lowered, by name and with the reason, first (DESIGN §3.3)."""
+    lines = person_lines(state)
+    lowered = lowered_guards(state)
+    text = "\n".join(lines) if lines else "None: every step followed the protocol's guards."
+    if lowered:
+        text += f"\n\nGuards lowered now: {'; '.join(lowered)}."
+    return text + "\n"
 
 
 def _summary(state: State, walk: Sequence[Step]) -> str:

@@ -389,6 +389,8 @@ def audit_text(report: dict[str, Any]) -> str:
         "  measurements and evidence: "
         + (", ".join(f"{k} {v}" for k, v in sorted(prov.items())) or "-"),
     ]
+    for decision in report.get("person_decisions", ()):
+        lines.append(f"  person's decision: {decision}")
     for repair in report.get("repairs", ()):
         lines.append(
             f"  repaired: torn tail at line {repair.get('line')} "

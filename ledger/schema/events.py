@@ -160,7 +160,9 @@ class LimitRelaxed(SharedValue):
     """A tile-shape upper limit relaxed with its basis in profiling data (R3)."""
 
     TYPE: ClassVar[str] = "limit.relaxed"
-    SCHEMA: ClassVar[int] = 1
+    # Schema 2 (issue 27) added `evidence` and `person`; ledger/log/upcast.py reads a schema-1
+    # relaxation as one without evidence whose person is unknown.
+    SCHEMA: ClassVar[int] = 2
     what: Literal["vec", "cube"]
     limit: Any
     basis: str = field(validator=nonempty)
@@ -169,6 +171,12 @@ class LimitRelaxed(SharedValue):
     # supersedes. Two branches' relaxations that neither supersedes are a merge conflict
     # (DESIGN §8). None, and left out of the line, only in relaxations recorded before issue 18.
     supersedes: tuple[str, ...] | None = None
+    # The measured attempts of this op the relaxation rests on (R3); empty only when a person
+    # relaxed without evidence (`person` then names them).
+    evidence: tuple[str, ...] = field(default=(), converter=as_tuple)
+    # Who decided a relaxation without evidence (a person's decision, DESIGN §3.3); None when
+    # the relaxation rests on evidence, or (a schema-1 relaxation) the person is unknown.
+    person: str | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -340,11 +348,14 @@ class PolicySet(SharedValue):
     """A policy threshold of this op was set; later decisions apply it (DESIGN §3)."""
 
     TYPE: ClassVar[str] = "policy.set"
-    SCHEMA: ClassVar[int] = 1
+    # Schema 2 (issue 27) added `person`: who lowered a guard. A schema-1 policy.set reads
+    # with person None (unknown).
+    SCHEMA: ClassVar[int] = 2
     key: str
     value: Any
     reason: str = ""
-    # The person who decided (issue 29.5: loosening a budget); left out of the line when None.
+    # The person who decided a change that lowers a guard, loosening a budget among them
+    # (DESIGN §3.3); None otherwise.
     person: str | None = None
 
 
@@ -421,10 +432,13 @@ class RollbackAccepted(SharedValue):
     was rendered from (a rollback or truncation), for `reason` (DESIGN §7.5)."""
 
     TYPE: ClassVar[str] = "ledger.rollback_accepted"
-    SCHEMA: ClassVar[int] = 1
+    # Schema 2 (issue 27) added `person`; a schema-1 acceptance reads with person None
+    # (unknown).
+    SCHEMA: ClassVar[int] = 2
     missing: str = field(validator=nonempty)
     events: int = field(converter=integer)  # how many events MEMORY.md was rendered from
     reason: str = field(validator=nonempty)
+    person: str | None = None
 
 
 # --- end of the reliability block ------------------------------------------------------------
@@ -449,10 +463,11 @@ class CampaignResumed(SharedValue):
     """The user lifted a utilization stop, or a person a budget stop; tuning goes on (R10)."""
 
     TYPE: ClassVar[str] = "campaign.resumed"
-    SCHEMA: ClassVar[int] = 1
+    # Schema 2 (issue 27) added `person`; a schema-1 resume reads with person None (unknown).
+    SCHEMA: ClassVar[int] = 2
     lifted: str
     reason: str = field(validator=nonempty)
-    # The person who decided (a budget stop needs one); left out of the line when None.
+    # The person who decided (lifting a budget stop needs one, DESIGN §3.3); None otherwise.
     person: str | None = None
 
 

@@ -192,6 +192,13 @@ class OpLedger:
         from stages import decide
 
         decide_step = decider or decide
+        if getattr(command, "legacy", False):
+            # Only audit re-decides an event recorded before issue 27 by the rules of its time;
+            # a step appended now follows today's (a person's decision needs a person).
+            raise BadInput(
+                "legacy=True re-decides an old event in audit; it cannot be appended",
+                hint="drop legacy; a person's decision names the person (person=NAME)",
+            )
         request = request or request_digest(command)
         # Recorded as template plus values: no path of this machine (issue 27.7).
         command = portable.command(command, self.root)

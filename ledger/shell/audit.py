@@ -22,6 +22,7 @@ from ledger.log import codec, store, verification
 from ledger.log.record import Event, converter, unstructure_payload
 from ledger.projections import conflicts as conflict_view
 from ledger.projections import memory_file, splice
+from ledger.projections.person_decisions import person_lines
 from ledger.schema import events as ev
 from ledger.schema.events import Binding, Device, Origin, OutputCheck
 from ledger.schema.vocabulary import ORIGIN_LEVELS
@@ -147,6 +148,10 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
             limit=d["limit"],
             basis=d["basis"],
             record_premise="supersedes" in d,
+            evidence=tuple(d["evidence"]),
+            person=d["person"],
+            # Before issue 27 a relaxation named neither evidence nor a person.
+            legacy=not d["evidence"] and d["person"] is None,
         ),
     ),
     (ev.StageEntered, lambda d: cmd.EnterStage(stage=d["stage"])),
@@ -185,7 +190,13 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (
         ev.PolicySet,
         lambda d: cmd.SetPolicy(
-            key=d["key"], value=d["value"], reason=d["reason"], person=d.get("person")
+            key=d["key"],
+            value=d["value"],
+            reason=d["reason"],
+            person=d["person"],
+            # Before issue 27 no policy.set named a person (and between issue 29 and its merge
+            # only a loosened budget did): decided by the rules of its time.
+            legacy=d["person"] is None,
         ),
     ),
     (ev.NoteAdded, lambda d: cmd.AddNote(text=d["text"])),
@@ -206,7 +217,9 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.CampaignHandedBack, lambda d: cmd.HandBack(summary=d["summary"])),
     (
         ev.CampaignResumed,
-        lambda d: cmd.ResumeCampaign(reason=d["reason"], person=d.get("person")),
+        lambda d: cmd.ResumeCampaign(
+            reason=d["reason"], person=d["person"], legacy=d["person"] is None
+        ),
     ),
 )
 
@@ -408,6 +421,8 @@ def audited(ledger: OpLedger) -> Audited:
         "op": ledger.op,
         "events": len(events),
         "findings": findings,
+        # Each guard a person lowered, by name and reason, first (DESIGN §3.3).
+        "person_decisions": [line.removeprefix("- ") for line in person_lines(state)],
         "provenance": provenance_summary(events),
         "overrides": [{"attempt": a, "reason": r} for a, r in state.overrides],
         "repairs": list(state.repairs),

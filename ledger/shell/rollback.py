@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ledger.log.store import Store
     from ledger.projections.memory_file import Position
     from stages.outcome import Decision
+    from stages.refusal import Refusal
 
 # How much of MEMORY.md is read first to find its header (a fresh template puts it at the top).
 _HEAD_BYTES = 4096
@@ -54,6 +55,7 @@ class AcceptRollback(SharedValue):
     missing: str
     events: int
     reason: str
+    person: str | None = None
 
 
 def find(store: Store, memory_path: Path, state: State) -> Rollback | None:
@@ -101,7 +103,7 @@ def damaged(found: Rollback, ledger_name: str, op: str) -> LedgerDamaged:
         allowed=(*READS, "accept-rollback"),
         hint=f"restore events.jsonl (from git or a backup) so that it holds "
         f"{found.memory.last}; or, if the older ledger is the right one, run "
-        f"`tune-ledger accept-rollback {op} --reason TEXT`",
+        f"`tune-ledger accept-rollback {op} --person NAME --reason TEXT`",
         details={
             "memory_last": found.memory.last,
             "memory_events": found.memory.events,
@@ -124,11 +126,13 @@ def warning(found: Rollback, op: str) -> str:
     """The warning a read command prints while a rollback is not accepted."""
     return (
         f"{describe(found)}; writing is refused until it is restored or "
-        f"`tune-ledger accept-rollback {op} --reason TEXT` is run"
+        f"`tune-ledger accept-rollback {op} --person NAME --reason TEXT` is run"
     )
 
 
-def acceptance(found: Rollback | None, op: str, reason: str) -> AcceptRollback:
+def acceptance(
+    found: Rollback | None, op: str, reason: str, person: str | None = None
+) -> AcceptRollback:
     """The command accepting `found`; BadInput when there is no rollback to accept."""
     if found is None:
         raise BadInput(
@@ -136,13 +140,20 @@ def acceptance(found: Rollback | None, op: str, reason: str) -> AcceptRollback:
             "was rendered from",
             hint=f"nothing to do; `tune-ledger check {op}` reports a stale MEMORY.md",
         )
-    return AcceptRollback(missing=found.memory.last, events=found.memory.events, reason=reason)
+    return AcceptRollback(
+        missing=found.memory.last, events=found.memory.events, reason=reason, person=person
+    )
 
 
-def decide(_state: State, command: AcceptRollback) -> Decision:
-    """Record the acceptance; outside the protocol's steps, so no gate of `stages` applies."""
+def decide(state: State, command: AcceptRollback) -> Decision | Refusal:
+    """Record the acceptance; outside the protocol's steps, so no gate of `stages` applies.
+    A person's decision (DESIGN §3.3): refused without a person's name."""
     from stages.outcome import accept, build
+    from stages.person import person_name, person_refusal
 
+    person = person_name(command.person)
+    if person is None:
+        return person_refusal("rollback", "accept-rollback", ["accept-rollback", state.op or "OP"])
     return accept(
         build(
             RollbackAccepted,
@@ -150,6 +161,7 @@ def decide(_state: State, command: AcceptRollback) -> Decision:
             missing=command.missing,
             events=command.events,
             reason=command.reason,
+            person=person,
         )
     )
 
