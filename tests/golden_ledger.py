@@ -18,8 +18,9 @@ from ledger.domain.replay import attempt_id, replay
 from ledger.log.record import Draft, Provenance
 from ledger.log.store import MemoryStore
 from ledger.schema.events import Device, Origin, OutputCheck
-from stages import Refusal, decide
 from stages import commands as cmd
+from stages.decide import decide
+from stages.refusal import Refusal
 
 PROVENANCE = Provenance(
     at="2026-12-02T12:00:00.000000Z",

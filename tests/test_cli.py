@@ -291,7 +291,6 @@ def test_exit_1_for_a_bug_is_one_line_without_traceback(
         raise RuntimeError("status view exploded")
 
     monkeypatch.setattr(views, "status", broken)
-    monkeypatch.setenv("TUNE_LEDGER_NO_CACHE", "1")  # init cached the views: compute them
     result = cli("status", OP)
     assert result.code == 1
     assert "RuntimeError: status view exploded" in result.json["error"]

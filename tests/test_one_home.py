@@ -14,9 +14,12 @@ from hypothesis import strategies as st
 from ledger.domain.samples import median
 from ledger.projections import views
 from ledger.projections.memory_sections import render_sections
-from stages import Decision, Refusal, alternates, decide, effective_policy
 from stages import commands as cmd
-from stages.policy import DEFAULT_POLICY, patience
+from stages.alternates import alternates
+from stages.decide import decide
+from stages.outcome import Decision
+from stages.policy import DEFAULT_POLICY, effective_policy, patience
+from stages.refusal import Refusal
 from stages.stop import utilization_stop
 
 K = 1 << 20  # stands for the full K dimension, which the table leaves unbounded

@@ -33,8 +33,8 @@ from ledger.schema.events import (
     ConflictResolved,
     OutputCheck,
 )
-from stages import ALWAYS, allowed, command_name
 from stages import commands as cmd
+from stages.allowed import ALWAYS, allowed, command_name
 from stages.conflicts import conflicts
 
 # Accepted without being listed by `allowed`: evidence and activation again after activation,

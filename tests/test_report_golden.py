@@ -18,7 +18,7 @@ from driver import Driver, candidate, in_point, vec
 
 from ledger.projections import report
 from stages import commands as cmd
-from stages import effective_policy
+from stages.policy import effective_policy
 
 DATA = Path(__file__).parent / "data" / "report"
 MARKDOWN, CHART = DATA / "softmax_tuning_report.md", DATA / "softmax_tuning_report.svg"

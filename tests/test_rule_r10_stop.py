@@ -9,8 +9,8 @@ from cli_harness import OP, Cli, frontend
 from driver import Driver, candidate, compare, in_point, in_stage, layout, sheet, vec, verify
 
 from ledger.errors import BadInput, StoppedRefusal
-from stages import allowed
 from stages import commands as cmd
+from stages.allowed import allowed
 
 AFTER_STOP_REFUSED = [
     compare(),

@@ -6,8 +6,9 @@ import pytest
 from driver import IMPL, Driver, activated, compare, initialized, layout, sheet
 
 from ledger.errors import BadInput, HandBack
-from stages import DEFAULT_POLICY, allowed
 from stages import commands as cmd
+from stages.allowed import allowed
+from stages.policy import DEFAULT_POLICY
 
 
 def test_activation_passes_with_both_pieces_of_evidence_for_the_current_implementation() -> None:

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.errors import BadInput
-from stages import DEFAULT_POLICY, compute_verdict
 from stages import commands as cmd
-from stages.verdict import seed_of
+from stages.policy import DEFAULT_POLICY
+from stages.verdict import compute_verdict, seed_of
 
 
 def _started(**sheet_args: Any) -> tuple[Driver, str]:

@@ -97,7 +97,7 @@ class KeptLedgers:
         self._kept: dict[tuple[Path, str], OpLedger] = {}
 
     def __call__(self, root: Path, op: str) -> OpLedger:
-        from ledger.shell.api import OpLedger  # not imported by a `status` that hits its cache
+        from ledger.shell.api import OpLedger
 
         key = (root.resolve(), op)
         ledger = self._kept.get(key)
@@ -267,21 +267,17 @@ def on_disk(ledger: OpLedger) -> dict[str, str | None]:
 def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
     """The op's replayed state and warnings about the file (a torn tail awaiting repair, a
     rollback behind MEMORY.md's back)."""
-    from ledger.projections.view_cache import torn_warning
     from ledger.shell import rollback
 
     ledger = ctx.op(op)
     loaded = ledger.load()
-    torn = loaded.tip.torn
+    torn = loaded.position.torn
     warnings = (
         [] if torn is None else [torn_warning(ledger.path, torn.line, torn.byte_count, torn.reason)]
     )
-    # A warning keeps `status` from caching its views, so every read warns until it is resolved.
     found = ledger.rolled_back()
     if found is not None:
         warnings.append(rollback.warning(found, op))
-    if not warnings:  # as the view cache: a state read with a warning is not kept
-        ledger.keep_snapshot()  # the next command starts from it, unless the file moves
     return loaded.state, warnings
 
 
@@ -371,3 +367,13 @@ def output_options(command: F) -> F:
         metavar="NAME=true|false",
         help="One output's all_close (repeat for every output).",
     )(command)
+
+
+def torn_warning(path: object, line: int, byte_count: int, reason: str) -> str:
+    """The warning about a torn tail awaiting repair (none torn: a newline to restore)."""
+    if byte_count == 0:
+        return f"{path}:{line}: {reason}"
+    return (
+        f"{path}:{line}: torn tail of {byte_count} bytes ({reason}); the next "
+        "state-changing command quarantines it"
+    )

@@ -494,7 +494,8 @@ def _refuse_any(ledger: OpLedger, commands: Sequence[cmd.SetPolicy]) -> None:
     """Decide every setting before any is written: when one is refused, none is (its rule and
     exit code as the CLI reports any refusal). The settings are of distinct keys, each decided
     on the state before them all (a budget's check reads only its own key)."""
-    from stages import Refusal, decide
+    from stages.decide import decide
+    from stages.refusal import Refusal
 
     state = ledger.load().state
     for command in commands:

@@ -194,7 +194,6 @@ def point_opened(state: State, event: Event) -> None:
         return  # two branches opened the same point: one point, both branches' attempts
     if existing is not None:
         state.merge.reopened_points.append(name)
-        state.finished_revision += 1  # a point replaced in place: kept projections are redone
     if name not in state.points or not state.points[name].is_open:
         state.open_points += 1
     state.points[name] = Point(stage=data["stage"], name=name, knobs=list(data.get("knobs", ())))
@@ -207,8 +206,6 @@ def point_closed(state: State, event: Event) -> None:
     point = state.points[data["name"]]
     if point.is_open:
         state.open_points -= 1
-    else:  # closed again (merged branches only): kept projections of closed points are redone
-        state.finished_revision += 1
     point.is_open = False
     point.outcome = data["outcome"]
     point.reason = data["reason"]

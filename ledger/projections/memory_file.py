@@ -14,14 +14,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from attrs import frozen
-
 from ledger.domain.state import State
 from ledger.errors import BadInput
+from ledger.log.position import Position
 from ledger.projections import splice
 from ledger.projections.formatting import plural, short_id
 from ledger.projections.memory_layout import SECTION_ORDER, TITLES, op_name
-from ledger.schema.shared_methods import SharedValue
 
 _RENDERED = re.compile(
     r"<!-- tune-ledger:rendered-from op=(?P<op>\S+) events=(?P<events>\d+) "
@@ -31,16 +29,9 @@ _DIGESTS = re.compile(r"<!-- tune-ledger:digest (?P<pairs>[a-z0-9=\- ]*) -->")
 _DIGEST_PREFIX = "<!-- tune-ledger:digest "
 
 
-@frozen(repr=False, eq=False)
-class Position(SharedValue):
-    """Where in the ledger a rendering comes from: how many events, and the last one's id."""
-
-    events: int
-    last: str
-
-    def describe(self) -> str:
-        """`57 events, last 0123456789ab`."""
-        return f"{plural(self.events, 'event')}, last {short_id(self.last or None)}"
+def describe(position: Position) -> str:
+    """`57 events, last 0123456789ab`: where in the ledger a rendering comes from."""
+    return f"{plural(position.events, 'event')}, last {short_id(position.last or None)}"
 
 
 def section_digest(name: str, body: str) -> str:
@@ -166,7 +157,7 @@ def check_memory(text: str, position: Position) -> list[str]:
     if (events, last) != (position.events, position.last):
         was = Position(events, last)
         findings.append(
-            f"stale: rendered from {was.describe()}, but the ledger has "
-            f"{position.describe()}; {render_hint}"
+            f"stale: rendered from {describe(was)}, but the ledger has "
+            f"{describe(position)}; {render_hint}"
         )
     return findings

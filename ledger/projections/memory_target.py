@@ -18,7 +18,6 @@ from ledger.projections.formatting import (
     md_text,
     short_id,
 )
-from ledger.projections.kept_render import kept_render
 from ledger.projections.memory_layout import heading, join_blocks
 from stages.person import person_label
 from stages.target import (
@@ -39,14 +38,7 @@ TARGET_SOURCES = {
 
 def render_target_sheet(state: State, op: str = "OP") -> str:
     """The Performance target sheet: baseline, target, speed-up, tile limits, relaxations (R3)."""
-    # Exactly what the sheet reads: the sheet and each relaxation are new objects named by the
-    # event that recorded them (ledger/domain/fold_gates.py), and the relaxations' order.
-    key = (
-        op,
-        state.target.event if state.target else None,
-        tuple(r.event for r in state.relaxations),
-    )
-    return kept_render(state, "target-sheet", key, lambda: _render_target_sheet(state, op))
+    return _render_target_sheet(state, op)
 
 
 def _render_target_sheet(state: State, op: str) -> str:

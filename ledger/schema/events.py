@@ -14,7 +14,6 @@ from typing import Any, ClassVar, Literal, get_args
 from attrs import field, frozen
 
 from ledger.schema.conflicts import Conflict
-from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import (
     Binding,
     Device,
@@ -52,8 +51,8 @@ from ledger.schema.vocabulary import (
 # --- payloads ------------------------------------------------------------------------------
 
 
-@frozen(repr=False, eq=False)
-class OpInitialized(SharedValue):
+@frozen
+class OpInitialized:
     """The op's ledger was created."""
 
     TYPE: ClassVar[str] = "op.initialized"
@@ -61,8 +60,8 @@ class OpInitialized(SharedValue):
     op: str = field(validator=nonempty)
 
 
-@frozen(repr=False, eq=False)
-class CompareEvidence(SharedValue):
+@frozen
+class CompareEvidence:
     """An E2E tensor compare of the implementation with the golden reference (R1)."""
 
     TYPE: ClassVar[str] = "evidence.compare"
@@ -73,8 +72,8 @@ class CompareEvidence(SharedValue):
     origin: Origin
 
 
-@frozen(repr=False, eq=False)
-class LayoutEvidence(SharedValue):
+@frozen
+class LayoutEvidence:
     """A layout check of the implementation and its exit code (R1)."""
 
     TYPE: ClassVar[str] = "evidence.layout"
@@ -85,8 +84,8 @@ class LayoutEvidence(SharedValue):
     origin: Origin
 
 
-@frozen(repr=False, eq=False)
-class ActivationPassed(SharedValue):
+@frozen
+class ActivationPassed:
     """Both pieces of evidence pass for the current implementation (R1)."""
 
     TYPE: ClassVar[str] = "activation.passed"
@@ -96,8 +95,8 @@ class ActivationPassed(SharedValue):
     layout_event: str
 
 
-@frozen(repr=False, eq=False)
-class ActivationFailed(SharedValue):
+@frozen
+class ActivationFailed:
     """Activation failed; control goes back to the orchestrator (R1, exit 5)."""
 
     TYPE: ClassVar[str] = "activation.failed"
@@ -107,8 +106,8 @@ class ActivationFailed(SharedValue):
     handed_back_to: str = "pypto-op-orchestrator"
 
 
-@frozen(repr=False, eq=False)
-class SkillLoaded(SharedValue):
+@frozen
+class SkillLoaded:
     """A skill document was loaded into the agent's context (R2)."""
 
     TYPE: ClassVar[str] = "skill.loaded"
@@ -116,8 +115,8 @@ class SkillLoaded(SharedValue):
     name: str
 
 
-@frozen(repr=False, eq=False)
-class SkillUnloaded(SharedValue):
+@frozen
+class SkillUnloaded:
     """A skill document was unloaded (R2)."""
 
     TYPE: ClassVar[str] = "skill.unloaded"
@@ -125,8 +124,8 @@ class SkillUnloaded(SharedValue):
     name: str
 
 
-@frozen(repr=False, eq=False)
-class TargetSheetWritten(SharedValue):
+@frozen
+class TargetSheetWritten:
     """The Performance target sheet: measured baseline, target and its source (R3)."""
 
     TYPE: ClassVar[str] = "target.set"
@@ -155,8 +154,8 @@ class TargetSheetWritten(SharedValue):
     target_samples_us: tuple[float, ...] = field(default=(), converter=as_tuple)
 
 
-@frozen(repr=False, eq=False)
-class LimitRelaxed(SharedValue):
+@frozen
+class LimitRelaxed:
     """A tile-shape upper limit relaxed with its basis in profiling data (R3)."""
 
     TYPE: ClassVar[str] = "limit.relaxed"
@@ -179,8 +178,8 @@ class LimitRelaxed(SharedValue):
     person: str | None = None
 
 
-@frozen(repr=False, eq=False)
-class StageEntered(SharedValue):
+@frozen
+class StageEntered:
     """A stage of the pipeline was entered (R4)."""
 
     TYPE: ClassVar[str] = "stage.entered"
@@ -188,8 +187,8 @@ class StageEntered(SharedValue):
     stage: Stage
 
 
-@frozen(repr=False, eq=False)
-class StageExited(SharedValue):
+@frozen
+class StageExited:
     """A stage was exited under one of its exit conditions (R4)."""
 
     TYPE: ClassVar[str] = "stage.exited"
@@ -199,8 +198,8 @@ class StageExited(SharedValue):
     reason: str = ""
 
 
-@frozen(repr=False, eq=False)
-class PointOpened(SharedValue):
+@frozen
+class PointOpened:
     """An optimization point of the current stage was opened (R7)."""
 
     TYPE: ClassVar[str] = "point.opened"
@@ -211,8 +210,8 @@ class PointOpened(SharedValue):
     knobs: tuple[str, ...] = ()
 
 
-@frozen(repr=False, eq=False)
-class PointClosed(SharedValue):
+@frozen
+class PointClosed:
     """An optimization point was closed: exhausted, not applicable, or by the agent (R7)."""
 
     TYPE: ClassVar[str] = "point.closed"
@@ -223,8 +222,8 @@ class PointClosed(SharedValue):
     reason: str = field(validator=nonempty)
 
 
-@frozen(repr=False, eq=False)
-class AttemptStarted(SharedValue):
+@frozen
+class AttemptStarted:
     """One change was applied and awaits verification (R5, R6, R7).
 
     Its id is the first characters of this event's id. `config` is the full resulting config.
@@ -244,8 +243,8 @@ class AttemptStarted(SharedValue):
     retry_override: str | None = None
 
 
-@frozen(repr=False, eq=False)
-class AttemptMeasured(SharedValue):
+@frozen
+class AttemptMeasured:
     """The verifier's result for an attempt: accuracy, layout and time samples (R8, R11)."""
 
     TYPE: ClassVar[str] = "attempt.measured"
@@ -268,8 +267,8 @@ class AttemptMeasured(SharedValue):
     device: Device | None = None
 
 
-@frozen(repr=False, eq=False)
-class VerdictReached(SharedValue):
+@frozen
+class VerdictReached:
     """The ledger's verdict on a measured attempt, with the statistics that decided it (R8)."""
 
     TYPE: ClassVar[str] = "attempt.verdict"
@@ -289,8 +288,8 @@ class VerdictReached(SharedValue):
     policy: dict[str, Any] = field(factory=dict)
 
 
-@frozen(repr=False, eq=False)
-class BestRemeasured(SharedValue):
+@frozen
+class BestRemeasured:
     """The best's config measured again on another device (issue 29): that measurement is the
     best from here on, so later verdicts compare measurements of one device (R8). Written with
     the attempt's `attempt.measured`, instead of a verdict: no speed is claimed."""
@@ -301,8 +300,8 @@ class BestRemeasured(SharedValue):
     previous: str | None  # the best it stands for: an attempt id, None for the baseline
 
 
-@frozen(repr=False, eq=False)
-class AttemptFailed(SharedValue):
+@frozen
+class AttemptFailed:
     """An attempt failed to run or verify; the verdict is rollback (R7, R8)."""
 
     TYPE: ClassVar[str] = "attempt.failed"
@@ -313,8 +312,8 @@ class AttemptFailed(SharedValue):
     origin: Origin | None = None
 
 
-@frozen(repr=False, eq=False)
-class AttemptAbandoned(SharedValue):
+@frozen
+class AttemptAbandoned:
     """A pending attempt was given up without a result, e.g. after a crash (R6)."""
 
     TYPE: ClassVar[str] = "attempt.abandoned"
@@ -323,8 +322,8 @@ class AttemptAbandoned(SharedValue):
     reason: str = field(validator=nonempty)
 
 
-@frozen(repr=False, eq=False)
-class ReportGenerated(SharedValue):
+@frozen
+class ReportGenerated:
     """A tuning report was written (needed before the algorithm stage, R4)."""
 
     TYPE: ClassVar[str] = "report.generated"
@@ -333,8 +332,8 @@ class ReportGenerated(SharedValue):
     digest: str
 
 
-@frozen(repr=False, eq=False)
-class CampaignStopped(SharedValue):
+@frozen
+class CampaignStopped:
     """Tuning stopped: target reached, utilization limit, or the user (R10)."""
 
     TYPE: ClassVar[str] = "campaign.stopped"
@@ -343,8 +342,8 @@ class CampaignStopped(SharedValue):
     detail: str = ""
 
 
-@frozen(repr=False, eq=False)
-class PolicySet(SharedValue):
+@frozen
+class PolicySet:
     """A policy threshold of this op was set; later decisions apply it (DESIGN §3)."""
 
     TYPE: ClassVar[str] = "policy.set"
@@ -359,8 +358,8 @@ class PolicySet(SharedValue):
     person: str | None = None
 
 
-@frozen(repr=False, eq=False)
-class NoteAdded(SharedValue):
+@frozen
+class NoteAdded:
     """Free text recorded by the agent or a reviewer."""
 
     TYPE: ClassVar[str] = "note.added"
@@ -368,8 +367,8 @@ class NoteAdded(SharedValue):
     text: str = field(validator=nonempty)
 
 
-@frozen(repr=False, eq=False)
-class LedgerRepaired(SharedValue):
+@frozen
+class LedgerRepaired:
     """A torn tail was moved to a quarantine file before this append (DESIGN §4)."""
 
     TYPE: ClassVar[str] = "ledger.repaired"
@@ -380,8 +379,8 @@ class LedgerRepaired(SharedValue):
     digest: str
 
 
-@frozen(repr=False, eq=False)
-class ManifestRecorded(SharedValue):
+@frozen
+class ManifestRecorded:
     """SPEC.md's op manifest as the campaign uses it from here on (DESIGN §4, R5-R7, R11).
 
     `declared` is the front matter's manifest fields as plain data, so replay knows the knobs,
@@ -399,8 +398,8 @@ class ManifestRecorded(SharedValue):
     measured_only: bool = False
 
 
-@frozen(repr=False, eq=False)
-class ConflictResolved(SharedValue):
+@frozen
+class ConflictResolved:
     """A protocol conflict created by merging branches was resolved by a recorded decision."""
 
     TYPE: ClassVar[str] = "conflict.resolved"
@@ -415,8 +414,8 @@ class ConflictResolved(SharedValue):
 # --- reliability (issue 20): repairs and confirmations written outside the protocol's steps --
 
 
-@frozen(repr=False, eq=False)
-class NewlineRestored(SharedValue):
+@frozen
+class NewlineRestored:
     """The ledger's last line verified completely but had lost its newline, which was written
     back before this append instead of quarantining the event (DESIGN §4.3)."""
 
@@ -426,8 +425,8 @@ class NewlineRestored(SharedValue):
     event: str
 
 
-@frozen(repr=False, eq=False)
-class RollbackAccepted(SharedValue):
+@frozen
+class RollbackAccepted:
     """A person accepted that the ledger no longer holds `missing`, the last event MEMORY.md
     was rendered from (a rollback or truncation), for `reason` (DESIGN §7.5)."""
 
@@ -447,8 +446,8 @@ class RollbackAccepted(SharedValue):
 # --- protocol fidelity (issue 15 items 6, 8): how a stopped campaign ends or goes on ---------
 
 
-@frozen(repr=False, eq=False)
-class CampaignHandedBack(SharedValue):
+@frozen
+class CampaignHandedBack:
     """The stopped campaign's result was handed back to the orchestrator with its report (R10)."""
 
     TYPE: ClassVar[str] = "campaign.handed_back"
@@ -458,8 +457,8 @@ class CampaignHandedBack(SharedValue):
     summary: str = ""
 
 
-@frozen(repr=False, eq=False)
-class CampaignResumed(SharedValue):
+@frozen
+class CampaignResumed:
     """The user lifted a utilization stop, or a person a budget stop; tuning goes on (R10)."""
 
     TYPE: ClassVar[str] = "campaign.resumed"

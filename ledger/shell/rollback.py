@@ -1,12 +1,12 @@
 """Rollback detection: a ledger that lost the event MEMORY.md was rendered from is not written.
 
-MEMORY.md is committed beside the ledger, and its header records the last event it was rendered
-from (`memory_file.Position`). When the ledger no longer holds that event, it was replaced by an
-older copy or truncated behind MEMORY.md's back, and the next append would re-render MEMORY.md
-and erase the only trace, with the failed attempts (and their R9 refusals) gone (issue 20, item
-3). Writing is then refused (exit 7) until a person records `accept-rollback`; reads go on.
+MEMORY.md is committed beside the ledger, and its header records the position it was rendered
+from (`ledger.log.position.Position`: events and the last one's id). When the ledger no longer
+holds that event, it was replaced by an older copy or truncated behind MEMORY.md's back, and the
+next append would re-render MEMORY.md and erase the only trace, with the failed attempts (and
+their R9 refusals) gone (issue 20, item 3). Writing is then refused (exit 7) until a person
+records `accept-rollback`; reads go on.
 
-The view cache is not evidence: it is local and ignored by git, so a branch switch would trip it.
 After `git checkout` of an older commit MEMORY.md is older too, so the two agree.
 """
 
@@ -20,8 +20,8 @@ from attrs import frozen
 
 from ledger.errors import BadInput, LedgerDamaged
 from ledger.log import safe_files
+from ledger.log.position import Position
 from ledger.schema.events import RollbackAccepted
-from ledger.schema.shared_methods import SharedValue
 
 # MEMORY.md's header is parsed (ledger.projections.memory_file, which imports the splice and
 # its formatting) only where a rollback is looked for: `priors` imports this module through
@@ -29,7 +29,6 @@ from ledger.schema.shared_methods import SharedValue
 if TYPE_CHECKING:
     from ledger.domain.state import State
     from ledger.log.store import Store
-    from ledger.projections.memory_file import Position
     from stages.outcome import Decision
     from stages.refusal import Refusal
 
@@ -40,16 +39,16 @@ _HEAD_BYTES = 4096
 READS = ("status", "resume", "log", "audit", "check")
 
 
-@frozen(repr=False, eq=False)
-class Rollback(SharedValue):
+@frozen
+class Rollback:
     """What MEMORY.md was rendered from, which the ledger lost, and where the ledger ends now."""
 
     memory: Position
     ledger: Position
 
 
-@frozen(repr=False, eq=False)
-class AcceptRollback(SharedValue):
+@frozen
+class AcceptRollback:
     """Accept that the ledger lost `missing`, the last event MEMORY.md was rendered from."""
 
     missing: str
@@ -68,9 +67,7 @@ def find(store: Store, memory_path: Path, state: State) -> Rollback | None:
         return None
     if holds(store.read_bytes(), recorded.last):  # MEMORY.md is merely stale
         return None
-    from ledger.projections.memory_file import Position
-
-    return Rollback(memory=recorded, ledger=Position(state.event_count, state.last_event or ""))
+    return Rollback(memory=recorded, ledger=state.position)
 
 
 def holds(data: bytes, event_id: str) -> bool:
