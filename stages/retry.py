@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import define, field
 
+from ledger.domain.hints import Fill, arg
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
 from ledger.domain.tail import added_since
@@ -23,7 +24,13 @@ from stages.refusal import Refusal
 
 _UNSUCCESSFUL = ("rollback", "no-gain")
 _IDEAS = "algorithm-ideas"  # the key of `_Ideas` in State.derived
-_NEXT = "try another idea, or pass --override-retry REASON to measure it again anyway"
+
+
+def next_idea() -> str:
+    """R9's way forward: another idea, or the retry measured anyway with its reason."""
+    return (
+        f"try another idea, or measure it again anyway: add {arg('override_retry', Fill('REASON'))}"
+    )
 
 
 def override_reason(override: str | None) -> str | None:
@@ -56,7 +63,7 @@ def config_retry(state: State, config: dict[str, Any]) -> Refusal | None:
         "R9",
         f"this config was already measured by {name}: {outcome}",
         f"{name} measured this config ({outcome})",
-        _NEXT,
+        next_idea(),
         kind="retry",
     )
 
@@ -183,7 +190,7 @@ def idea_retry(state: State, description: str) -> Refusal | None:
                 f"this idea repeats attempt {attempt.id} ({outcome}): "
                 f"{attempt.description!r} (similarity {score:.2f})",
                 f"attempt {attempt.id} tried it: {outcome}",
-                _NEXT,
+                next_idea(),
                 kind="retry",
             )
     return None

@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args
 
 from attrs import frozen
 
+from ledger.domain.hints import TEXT, Fill, Step
 from ledger.domain.samples import median
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
@@ -112,7 +113,7 @@ def pending_attempt(state: State, attempt_id: str) -> Attempt | Refusal:
     attempt = state.attempts.get(attempt_id)
     if attempt is None:
         raise BadInput(
-            f"unknown attempt {attempt_id!r}", hint="see tune-ledger log OP for attempt ids"
+            f"unknown attempt {attempt_id!r}", hint=f"see {Step('log', state.op)} for attempt ids"
         )
     if attempt.status != "pending":
         return refuse(
@@ -144,8 +145,8 @@ def decide_verify(state: State, command: Verify) -> Result:
             raise BadInput(
                 f"{problem}; nothing was written and attempt {attempt.id} stays pending",
                 rule="R11",
-                hint="measure the attempt's own config: `tune-ledger measure "
-                f"{state.op} {attempt.id}` builds the command from it",
+                hint="measure the attempt's own config: "
+                f"{Step('measure', state.op, attempt=attempt.id)} builds the command from it",
             )
     measured = build(
         AttemptMeasured,
@@ -210,9 +211,10 @@ def decide_verify(state: State, command: Verify) -> Result:
                 "R11",
                 f"a {verdict.verdict} may not rest on values only reported by hand",
                 f"policy require_measured is on and {reported}",
-                f"let the ledger measure it: `tune-ledger measure {state.op} {attempt.id}` (or "
-                "`verify --run CMD`); to decide on reported values, a person sets "
-                f"`tune-ledger policy {state.op} require_measured false --reason TEXT`",
+                f"let the ledger measure it: {Step('measure', state.op, attempt=attempt.id)} (or "
+                f"{Step('verify', state.op, attempt=attempt.id, run=Fill('CMD'))}); to decide "
+                "on reported values, a person sets "
+                f"{Step('policy', state.op, key='require_measured', value='false', reason=TEXT)}",
             )
     closed = exhaustion(state, attempt, adopted, failure)
     if closed is not None:

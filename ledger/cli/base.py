@@ -8,6 +8,7 @@ verdict without running the verifier again (DESIGN §5).
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ledger.domain import hints
 from ledger.errors import BadInput
 from ledger.log import codec
 
@@ -126,15 +128,19 @@ class Ctx:
         return shlex.join(["tune-ledger", *self.argv])
 
     def emit(self, data: dict[str, Any], human: str) -> None:
-        """Print one JSON object (with --json) or human text."""
+        """Print one JSON object (with --json) or human text, its hints in the caller's terms
+        (ledger/domain/hints.py)."""
         if self.as_json:
-            click.echo(codec.canonical_json(data))
+            click.echo(codec.canonical_json(hints.render(data)))
         else:
-            click.echo(human)
+            click.echo(hints.render_text(human))
 
     def echo_rendered(self, rendered: dict[str, str]) -> None:
         """Print a view rendered both ways beforehand: its "json" (with --json) or "text"."""
-        click.echo(rendered["json"] if self.as_json else rendered["text"])
+        if self.as_json:
+            click.echo(codec.canonical_json(hints.render(json.loads(rendered["json"]))))
+        else:
+            click.echo(hints.render_text(rendered["text"]))
 
     def warn(self, warnings: Sequence[str]) -> None:
         """Warnings of a read-only command: on stderr for humans (JSON carries them inline)."""

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from ledger.cli.base import OP, Ctx, load_state, pass_ctx
+from ledger.domain import hints
 from ledger.domain.units import check_op_name
 from ledger.log import codec, safe_files
 from ledger.log.files import ledger_path
@@ -63,9 +64,9 @@ def _show(ctx: Ctx, op: str, view: str) -> None:
     if ctx.as_json:  # rare: only then is the cached JSON decoded, to carry the warning inline
         data = codec.loads(rendered[view]["json"])
         data["warnings"] = [*data.get("warnings", []), *found]
-        click.echo(codec.canonical_json(data))
+        click.echo(codec.canonical_json(hints.render(data)))
     else:
-        click.echo(rendered[view]["text"])
+        click.echo(hints.render_text(rendered[view]["text"]))
 
 
 def _manifest_warning(folder: Path, op: str, status_json: str) -> str | None:

@@ -20,6 +20,7 @@ from mcp.types import CallToolResult, TextContent
 
 from ledger.cli import main
 from ledger.cli.base import KeptLedgers, open_ledgers
+from ledger.domain import hints
 
 
 class Invoker:
@@ -42,6 +43,11 @@ class Invoker:
         """`run`, and the object as the CLI printed it (sorted keys, no spaces)."""
         code, printed = self.run_raw(["--root", str(self.root), "--json", *argv])
         data, text = _one_object(printed, code)
+        # In the caller's terms (ledger/domain/hints.py): the CLI printed its hints for MCP
+        # already; what it printed from a view rendered beforehand is rendered here.
+        rendered = hints.render(data, "mcp")
+        if rendered != data:
+            data, text = rendered, ""
         if code != 0 and "code" not in data:
             data["code"] = code
             text = ""
@@ -62,12 +68,14 @@ class Invoker:
         out, err = io.StringIO(), io.StringIO()
         with self.lock, redirect_stdout(out), redirect_stderr(err):
             token = open_ledgers.set(self.ledgers)
+            caller = hints.CALLER.set("mcp")  # hints name tools and arguments (issue 28.1)
             try:
                 main(argv)
                 code = 0
             except SystemExit as e:
                 code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             finally:
+                hints.CALLER.reset(caller)
                 open_ledgers.reset(token)
         return code, out.getvalue()
 

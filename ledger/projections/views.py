@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from itertools import islice
 from typing import Any
 
+from ledger.domain.hints import Fill, Step, arg
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
 from ledger.log.codec import canonical_json
@@ -231,16 +232,14 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
     steps: list[str] = []
     if pending is not None:
         steps.append(measure_command(state, pending))
-        steps.append(
-            f"or, if it cannot be measured: tune-ledger abandon {op} {pending.id} "
-            "--reason 'interrupted'"
-        )
+        abandon = Step("abandon", op, attempt=pending.id, reason="interrupted")
+        steps.append(f"or, if it cannot be measured: {abandon}")
     elif conflicts(state):  # a merge left the campaign in conflict (DESIGN §8)
         from stages import remeasure
 
         steps.append(
             remeasure.next_step(state)
-            or f"tune-ledger conflicts {op} (then resolve each conflict as it says)"
+            or f"{Step('conflicts', op)} (then resolve each conflict as it says)"
         )
     return {
         "reload_skills": list(state.skills),
@@ -253,32 +252,40 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
         }
         if point
         else None,
+        # A stopped campaign's way forward is its end (R10), nothing once handed back.
         "next": steps
-        or campaign_end.end_steps(state)
-        or [_next_step(name, op) for name in allowed],
+        or (campaign_end.end_steps(state) if state.stopped else None)
+        or ([] if state.stopped else [_next_step(name, op) for name in allowed]),
     }
 
 
 # Steps whose first source to try needs no knowledge of the verifier (an op with a manifest).
 _EVIDENCE_NEXT = {
-    "evidence compare": "--from-spec (or --run CMD, --output NAME=true|false)",
-    "evidence layout": "--from-spec (or --run CMD, --exit-code N)",
+    "evidence compare": ("run", Fill("CMD"), "output", [Fill("NAME=true|false")]),
+    "evidence layout": ("run", Fill("CMD"), "exit_code", Fill("N")),
 }
 
 
 def _next_step(name: str, op: str | None) -> str:
-    return f"tune-ledger {name} {op} {_EVIDENCE_NEXT.get(name, '...')}"
+    """An allowed step as a way forward: the evidence with its sources, any other step with
+    its name (its arguments are in the tool's schema, or `--help`)."""
+    if name in _EVIDENCE_NEXT:
+        run, cmd, other, value = _EVIDENCE_NEXT[name]
+        return f"{Step(name, op, from_spec=True)} (or {arg(run, cmd)}, or {arg(other, value)})"
+    return str(Step(name, op))
 
 
 def measure_command(state: State, attempt: Attempt) -> str:
     """The exact command that measures a pending attempt: the ledger's own `measure` when the
     recorded manifest declares a verifier, else `verify` with the values to fill in (R11)."""
     if state.manifest is not None and state.manifest.has_verifier:
-        return f"tune-ledger measure {state.op} {attempt.id}"
+        return str(Step("measure", state.op, attempt=attempt.id))
+    by_hand = [arg("output", [Fill("NAME=true|false")]), arg("layout_exit", Fill("N")),
+               arg("time", [Fill("TIME")])]  # fmt: skip
     return (
-        f"tune-ledger verify {state.op} {attempt.id} --run 'VERIFIER'  (a command that "
-        f"measures config {canonical_json(attempt.config)}; or --output NAME=true|false "
-        "--layout-exit N --time TIME to report it by hand)"
+        f"{Step('verify', state.op, attempt=attempt.id, run=Fill('VERIFIER'))}  (a command "
+        f"that measures config {canonical_json(attempt.config)}; or {' '.join(by_hand)} to "
+        "report it by hand)"
     )
 
 
