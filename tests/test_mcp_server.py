@@ -65,10 +65,12 @@ def tool_call(argv: list[str], schemas: dict[str, Any]) -> tuple[str, dict[str, 
         key = {"set": "change"}.get(word[2:], word[2:]).replace("-", "_")
         kind = json.dumps(properties[key])
         value: Any = words.pop(0)
-        if '"array"' in kind:
+        if '"integer"' in kind and value.isdigit():
+            arguments[key] = int(value)
+        elif '"array"' in kind:
             arguments.setdefault(key, []).append(value)
         else:
-            arguments[key] = int(value) if '"integer"' in kind else value
+            arguments[key] = value
     return name, arguments
 
 
