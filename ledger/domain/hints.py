@@ -17,9 +17,7 @@ import re
 import shlex
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any, Literal
-
-from attrs import frozen
+from typing import Any, Literal, NamedTuple
 
 Caller = Literal["cli", "mcp"]
 
@@ -37,8 +35,7 @@ TEXT = Fill("TEXT")
 NAME = Fill("NAME")
 
 
-@frozen
-class Action:
+class Action(NamedTuple):
     """One step as both callers spell it: the CLI's words and the MCP tool, the positional
     arguments (in order) and the options, by their MCP names; `flags` holds the CLI options
     whose name differs from `--` + the argument's name with dashes."""

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from itertools import islice
 from typing import Any
 
-from ledger.domain.hints import Fill, Step, arg
+from ledger.domain.hints import NAME, TEXT, Fill, Step, arg
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
 from ledger.log.codec import canonical_json
@@ -252,11 +252,29 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
         }
         if point
         else None,
+        "guide": guide(op),
         # A stopped campaign's way forward is its end (R10), nothing once handed back.
         "next": steps
         or (campaign_end.end_steps(state) if state.stopped else None)
         or ([] if state.stopped else [_next_step(name, op) for name in allowed]),
     }
+
+
+def guide(op: str | None) -> list[str]:
+    """How to make and undo an algorithm change and when to open a multi-knob point (R5, R7),
+    in the caller's terms: what `resume` teaches an agent that starts cold (issue 28.6)."""
+    impl = f"custom/{op}/{op}_impl.py"
+    knobs = [Fill("KNOB_A"), Fill("KNOB_B")]
+    return [
+        f"an algorithm change (algorithm stage only): edit {impl}, then "
+        f"{Step('try', op, algorithm=TEXT, impl=impl)} and measure it; after a rollback or "
+        f"no-gain, put the best's kernel back ({Step('kernel restore', op)}, or git restore "
+        f"{impl}) before the next attempt",
+        "knobs that only gain together: open one point for all of them "
+        f"({Step('point open', op, name=NAME, knob=knobs)}); its candidates set them together "
+        f"and its mutations may change any of them, where a point opened without {arg('knob')} "
+        "changes only the knob it is named after",
+    ]
 
 
 # Steps whose first source to try needs no knowledge of the verifier (an op with a manifest).
@@ -303,11 +321,14 @@ def resume_text(data: dict[str, Any]) -> str:
             f" {p['mutations']} mutations"
         )
     lines.extend(f"  next: {step}" for step in data["next"])
+    lines.extend(f"  guide: {line}" for line in data.get("guide", ()))
     return "\n".join(lines)
 
 
 def attempt_result(events: Sequence[Event]) -> dict[str, Any]:
-    """`verify`/`fail` output: the verdict, failure, medians and whether the campaign stopped."""
+    """`verify`/`fail` output: the verdict, failure, medians and whether the campaign stopped;
+    `best_before_us` is the best the attempt was compared with, `best_us` the best after the
+    verdict (the attempt's time when it was adopted)."""
     result: dict[str, Any] = {
         "verdict": None,
         "failure": None,
@@ -321,7 +342,10 @@ def attempt_result(events: Sequence[Event]) -> dict[str, Any]:
                 verdict=data["verdict"],
                 failure=data["failure"],
                 method=data["method"],
-                best_us=data["best_median_us"],
+                best_before_us=data["best_median_us"],
+                best_us=data["attempt_median_us"]
+                if data["verdict"] in ("adopt", "target-reached")
+                else data["best_median_us"],
                 time_us=data["attempt_median_us"],
                 ratio=data["ratio"],
                 low=data["low"],
@@ -343,7 +367,10 @@ def describe_result(attempt: str, result: dict[str, Any]) -> str:
     if result["failure"]:
         text += f" (failure: {result['failure']})"
     if result.get("time_us") is not None:
-        text += f", {fmt_time_us(result['time_us'])} vs best {fmt_time_us(result['best_us'])}"
+        text += (
+            f", {fmt_time_us(result['time_us'])} vs best before "
+            f"{fmt_time_us(result['best_before_us'])}; best now {fmt_time_us(result['best_us'])}"
+        )
     if result["point_closed"]:
         text += f"; point {result['point_closed']} exhausted and closed"
     if result["stopped"]:
