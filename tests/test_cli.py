@@ -342,7 +342,9 @@ def test_human_output_is_readable_text_on_stdout(cli: Cli) -> None:
         as_json=False,
     )
     assert result.code == 0 and result.stderr == ""
-    assert result.stdout.startswith(f"attempt {attempt}: adopt, 90.00 µs vs best before 100.00 µs; best now 90.00 µs")
+    assert result.stdout.startswith(
+        f"attempt {attempt}: adopt, 90.00 µs vs best before 100.00 µs; best now 90.00 µs"
+    )
     status = cli("status", OP, as_json=False)
     assert "allowed next:" in status.stdout and not status.stdout.startswith("{")
     log = cli("log", OP, as_json=False).stdout

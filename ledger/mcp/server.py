@@ -149,7 +149,10 @@ def describe(schema: dict[str, Any], defs: dict[str, Any]) -> str:
         return json.dumps(schema["const"])
     options = schema.get("anyOf") or schema.get("oneOf")
     if options:
-        kinds = [describe(o, defs) for o in options if o.get("type") != "null"]
+        kinds = [
+            f"({text})" if text.startswith("a list") and len(options) > 2 else text
+            for text in (describe(o, defs) for o in options if o.get("type") != "null")
+        ]
         return " or ".join(dict.fromkeys(kinds)) + (
             " (or null)" if any(o.get("type") == "null" for o in options) else ""
         )
