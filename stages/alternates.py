@@ -10,6 +10,7 @@ from attrs import define, field
 from ledger.domain.state import Attempt, State
 from ledger.domain.tail import added_since
 from ledger.schema.shared_methods import SharedRepr
+from stages.binding import best_impl_digest, kernel_of
 from stages.policy import effective_policy, policy_value
 
 _KEY = "candidates"
@@ -49,8 +50,9 @@ def _candidates(state: State) -> _Candidates:
 def alternate_candidates(state: State, policy: Mapping[str, Any]) -> list[Attempt]:
     """The runner-up candidates (policy `alternates`) of the latest point with candidates (R7).
 
-    Valid candidates only (failed ones are never compared), fastest first, the best excluded.
-    Costs O(the latest point's candidates), however long the ledger (`_Candidates`).
+    Valid candidates only (failed ones are never compared), measured with the best's kernel
+    (a config timed on another kernel says nothing about it: issue 28.7), fastest first, the
+    best excluded. Costs O(the latest point's candidates), however long the ledger.
     """
     keep = int(policy_value(policy, "alternates"))
     index = _candidates(state)
@@ -58,6 +60,7 @@ def alternate_candidates(state: State, policy: Mapping[str, Any]) -> list[Attemp
     if latest is None or keep <= 0:
         return []
     best = state.best.attempt if state.best else None
+    kernel = best_impl_digest(state)
     valid = [
         a
         for a in map(state.attempts.__getitem__, index.by_point[latest])
@@ -65,6 +68,7 @@ def alternate_candidates(state: State, policy: Mapping[str, Any]) -> list[Attemp
         and a.status == "verified"
         and a.failure is None
         and a.measurement is not None
+        and kernel_of(state, a) == kernel
     ]
     valid.sort(key=lambda a: (a.measurement.median_us if a.measurement else 0.0, a.seq))
     return valid[:keep]

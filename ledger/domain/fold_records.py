@@ -41,6 +41,7 @@ def handed_back(state: State, event: Event) -> None:
 
 def resumed(state: State, event: Event) -> None:
     """Lift the utilization stop the user decided to go past (R10)."""
+    state.resumed.append(str(event.data.get("reason", "")))
     state.stopped = None
     state.stop_detail = ""
     state.stop_report = None

@@ -338,6 +338,8 @@ class State:
     repairs: list[dict[str, Any]] = field(factory=list)
     # the event ids a person accepted as lost from the ledger (ledger.rollback_accepted)
     rollbacks_accepted: list[str] = field(factory=list)
+    # R10: the user's reasons for each utilization stop they lifted, in order
+    resumed: list[str] = field(factory=list)
     # what replay saw of merged branches' steps (stages/conflicts.py decides the conflicts)
     merge: MergeFacts = field(factory=MergeFacts)
     # --idempotency-key -> the events the keyed command appended (DESIGN §5: a retry returns

@@ -98,7 +98,7 @@ def _render_target_sheet(state: State, op: str) -> str:
         parts.append("Relaxations, each with its basis (R3):\n")
         parts.append(
             md_table(
-                ["#", "tile", "new limit", "basis", "event"],
+                ["relaxation #", "tile", "new limit", "basis", "event"],
                 [
                     [
                         str(i),
