@@ -110,6 +110,15 @@ class StorageError(LedgerError):
     kind = "io-error"
 
 
+class RemeasureDisagrees(LedgerError):
+    """`audit --remeasure`: the op's verifier, run again on a measured attempt's kept kernel
+    and config, disagrees with what the ledger recorded beyond the noise band (exit 10);
+    nothing was written."""
+
+    code = 10
+    kind = "remeasure-disagrees"
+
+
 class Conflict(LedgerError):
     """Another writer appended first and the command's decision is stale (retry the command)."""
 
@@ -127,4 +136,5 @@ EXIT_CODES: dict[int, str] = {
     6: "refused: the campaign has stopped",
     7: "the ledger is damaged or was tampered with",
     8: "the file system refused a write (disk full, read-only, permission)",
+    10: "a re-measurement disagrees with the ledger (audit --remeasure)",
 }

@@ -127,8 +127,8 @@ def start_refusal(state: State, disk_digest: str | None, impl_file: str | None) 
         "R6",
         "a new attempt starts from the best: the implementation on disk is not the best's",
         f"{where} has digest {disk_digest[:12]}, the best was measured with {expected[:12]}",
-        f"restore {where} to implementation {expected[:12]} (`git restore {where}` or "
-        f"`git checkout -- {where}` when git tracks it), then run the command again",
+        f"restore {where} to implementation {expected[:12]} ({Step('kernel restore', state.op)}"
+        f" when the ledger kept it, or `git restore {where}`), then run the command again",
     )
 
 

@@ -11,7 +11,8 @@ fresh measurements; replay closes the conflict when both have a verdict.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ledger.domain.hints import Fill, Step
 from ledger.domain.keys import measured_key
@@ -20,6 +21,9 @@ from ledger.schema.events import AttemptStarted
 from stages.commands import ProposeCandidate
 from stages.outcome import Result, accept, build, nonempty
 from stages.search import pending_blocker
+
+if TYPE_CHECKING:
+    from stages.verdict import Comparison
 
 
 def _measure(op: str | None, attempt: str) -> str:
@@ -85,3 +89,23 @@ def next_step(state: State) -> str | None:
     if pending is not None:
         steps.insert(0, f"first finish attempt {pending} (verify, fail or abandon)")
     return "; then ".join(steps) if steps else None
+
+
+def recheck(
+    recorded_us: Sequence[float],
+    again_us: Sequence[float],
+    policy: Mapping[str, Any],
+    attempt_id: str,
+) -> Comparison:
+    """Whether samples measured again agree with the recorded ones (`audit --remeasure`):
+    the regression loop's own comparison (R8) of the new samples against the recorded, with
+    the op's noise policy and the attempt's seed. "no-gain" means within the noise band; any
+    other verdict, faster or slower, is a disagreement."""
+    from stages.verdict import compute_verdict, seed_of  # here: views import this module
+
+    return compute_verdict(recorded_us, again_us, 0.0, policy, seed_of(attempt_id))
+
+
+def agrees(comparison: Comparison) -> bool:
+    """True when a re-measurement is within the noise band of the recorded one."""
+    return comparison.verdict == "no-gain"

@@ -234,8 +234,8 @@ def test_after_a_rollback_the_implementation_must_be_the_best_again(cli: Cli) ->
         "R6",
         "a new attempt starts from the best: the implementation on disk is not the best's",
         f"{where} has digest {now}, the best was measured with {best}",
-        f"restore {where} to implementation {best} (`git restore {where}` or "
-        f"`git checkout -- {where}` when git tracks it), then run the command again",
+        f"restore {where} to implementation {best} (tune-ledger kernel restore {OP} when the "
+        f"ledger kept it, or `git restore {where}`), then run the command again",
     )
     impl.write_text(original, "utf-8")
     cli.ok("try", OP, "--set", "stitch=32")

@@ -281,7 +281,8 @@ def test_a_hit_is_recorded_with_the_provenance_of_the_run_that_produced_it(
     assert cached["cached"]["host"] and cached["cached"]["at"]
     assert len(cached["cached"]["key"]) == 64
     assert {k: v for k, v in cached.items() if k != "cached"} == original
-    assert str(first.root) in cached["command"]  # where the run really ran
+    # Recorded portable (issue 27.7): no root of either machine; the entry names the run.
+    assert "{root}/custom/sm" in cached["command"] and str(first.root) not in cached["command"]
     assert _payload(second, "target.set")["origin"]["cached"]["key"] != cached["cached"]["key"]
     audited = second.ok("audit", OP)
     report = audited["ops"][0]
@@ -459,3 +460,35 @@ def test_a_second_real_pypto_measure_of_the_same_config_is_a_hit(tmp_path: Path)
     assert second.run == first.run and first.run.exit_code == 0
     assert '"times_us"' in first.run.output
     assert took < first.run.duration_s
+
+
+def test_the_interpreter_is_probed_again_only_when_what_it_read_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe (an interpreter start) runs once per process for one interpreter, adapter and
+    environment; a changed adapter source or a package installed into its import folders
+    makes the next key probe again, and its answer shows the change."""
+    adapter = tmp_path / "site" / "fake_adapter"
+    adapter.mkdir(parents=True)
+    (adapter / "__init__.py").write_text("VERSION = 1\n", "utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    calls = []
+    real = measure_cache._run_probe
+
+    def counted(*args: Any) -> dict[str, Any] | None:
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(measure_cache, "_probed", {})
+    monkeypatch.setattr(measure_cache, "_run_probe", counted)
+    first = measure_cache._probe(sys.executable, "fake_adapter", tmp_path, env)
+    again = measure_cache._probe(sys.executable, "fake_adapter", tmp_path, env)
+    assert first is not None and again == first and "watch" not in first
+    assert len(calls) == 1
+    (adapter / "__init__.py").write_text("VERSION = 2  # a changed source\n", "utf-8")
+    changed = measure_cache._probe(sys.executable, "fake_adapter", tmp_path, env)
+    assert len(calls) == 2
+    assert changed is not None and changed["adapter"] != first["adapter"]
+    (tmp_path / "site" / "newpkg-1.0.dist-info").mkdir()  # what an install does
+    measure_cache._probe(sys.executable, "fake_adapter", tmp_path, env)
+    assert len(calls) == 3

@@ -74,7 +74,8 @@ def test_a_warm_fork_gives_the_document_a_new_process_gives(
     assert cold["run"]["child"] == "cold"
     assert forked["run"]["child"] == "warm"
     assert forked["run"]["import_s"] < 0.1  # pypto and torch were imported by the worker
-    assert forked_code == cold_code
+    # On a mismatch, say why each run failed (CI once saw the cold run fail with exit 3 alone).
+    assert forked_code == cold_code, (cold["failure"], forked["failure"])
     assert comparable(forked) == comparable(cold)
     if config is INFEASIBLE:
         # The cause is pypto's own first log error, read from the run's home.

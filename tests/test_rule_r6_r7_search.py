@@ -267,13 +267,24 @@ def test_status_warns_as_soon_as_the_implementation_differs(cli: Cli) -> None:
     impl.write_text(original + "# edited\n", "utf-8")
     now = file_digest(impl)[:12]
     where = f"custom/{OP}/{OP}_impl.py"
+    # The ledger kept the best's kernel (custom/OP/kernels/): one command restores it.
+    warning = (
+        f"R6: {where} has digest {now}, the best was measured with {best[:12]}; restore "
+        f"{where} (`tune-ledger kernel restore {OP}`) before the next attempt, which starts "
+        "from the best"
+    )
+    for view in ("status", "resume"):
+        assert cli.ok(view, OP)["warnings"] == [warning]
+        assert f"warning: {warning}" in cli(view, OP, as_json=False).stderr
+    assert cli.ok("kernel", "restore", OP)["changed"] is True
+    assert impl.read_text("utf-8") == original
+    assert cli.ok("status", OP)["warnings"] == []
+    # Without the kept kernel (a ledger older than the store), git is the way back.
+    (cli.root / "custom" / OP / "kernels" / f"{best}.py").unlink()
+    impl.write_text(original + "# edited\n", "utf-8")
     warning = (
         f"R6: {where} has digest {now}, the best was measured with {best[:12]}; restore "
         f"{where} (`git restore {where}` or `git checkout -- {where}` when git tracks it) "
         "before the next attempt, which starts from the best"
     )
-    for view in ("status", "resume"):
-        assert cli.ok(view, OP)["warnings"] == [warning]
-        assert f"warning: {warning}" in cli(view, OP, as_json=False).stderr
-    impl.write_text(original, "utf-8")
-    assert cli.ok("status", OP)["warnings"] == []
+    assert cli.ok("status", OP)["warnings"] == [warning]

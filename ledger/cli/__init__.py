@@ -65,6 +65,7 @@ COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
     "ledger.cli.mcp": ("mcp",),
     "ledger.cli.agent_setup": ("agent-setup",),
     "ledger.cli.rollback": ("accept-rollback",),
+    "ledger.cli.kernel": ("kernel",),
     "ledger.cli.onboarding": ("new-op", "check-op"),
     "ledger.cli.dashboard": ("dashboard",),
 }

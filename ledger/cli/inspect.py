@@ -179,15 +179,28 @@ def _check_one(ledger: OpLedger, op: str) -> list[str]:
 @click.command()
 @click.argument("op", type=OP, required=False)
 @click.option("--all", "all_ops", is_flag=True, help="Audit every op under custom/.")
+@click.option(
+    "--remeasure",
+    type=count_option(),
+    metavar="N",
+    help="Also run SPEC.md's verifier again on N measured attempts (the best first), each on "
+    "its kept kernel and config in a temporary copy; exit 10 when one disagrees beyond the "
+    "noise band. Appends nothing.",
+)
 @pass_ctx
-def audit(ctx: Ctx, op: str | None, all_ops: bool) -> None:
+def audit(ctx: Ctx, op: str | None, all_ops: bool, remeasure: int | None) -> None:
     """Verify integrity, legality of every step, every verdict and MEMORY.md (exit 7 if not).
 
     Also summarizes where measurements came from: measured (run by the ledger), artefact
-    (parsed from a file whose digest is recorded) or reported (typed in).
+    (parsed from a file whose digest is recorded) or reported (typed in). With --remeasure N,
+    measures N attempts again and exits 10 when one disagrees with the ledger.
     """
     if (op is None) == (not all_ops):
         raise BadInput("give OP or --all", hint="tune-ledger audit OP, or tune-ledger audit --all")
+    if remeasure is not None and all_ops:
+        raise BadInput(
+            "--remeasure takes one op", hint="tune-ledger audit OP --remeasure N, once per op"
+        )
     from ledger.projections import views
     from ledger.shell.api import list_ops
 
@@ -216,7 +229,37 @@ def audit(ctx: Ctx, op: str | None, all_ops: bool) -> None:
             else "run the command each conflict names, then audit again",
             details=data,
         )
+    if remeasure is not None:
+        _remeasure(ctx, op or "", remeasure, data, human)
+        return
     ctx.emit(data, human)
+
+
+def _remeasure(ctx: Ctx, op: str, count: int, data: dict[str, Any], human: str) -> None:
+    """Measure `count` attempts again (ledger/shell/remeasure.py); exit 10 on a disagreement."""
+    from ledger.errors import RemeasureDisagrees
+    from ledger.shell import remeasure as remeasuring
+
+    again = remeasuring.remeasure(ctx.op(op), count)
+    data = {**data, "remeasure": again}
+    lines = [human, f"re-measured {len(again['remeasured'])} attempt(s) of {op}:"]
+    lines += [
+        f"  {r['attempt']}: {'agrees' if r['agrees'] else 'DISAGREES'}: {r['why']}"
+        for r in again["remeasured"]
+    ]
+    if again["disagree"]:
+        first = next(r for r in again["remeasured"] if not r["agrees"])
+        if not ctx.as_json:
+            click.echo("\n".join(lines))
+        raise RemeasureDisagrees(
+            f"attempt {first['attempt']} measured again disagrees with the ledger: {first['why']}",
+            blocking=f"{len(again['disagree'])} of {len(again['remeasured'])} re-measured "
+            f"attempt(s) disagree: {', '.join(again['disagree'])}",
+            hint="the recorded times are not what the verifier measures now: check the "
+            "verifier (SPEC.md `verifier`) and the machine, then measure the attempts again",
+            details=data,
+        )
+    ctx.emit(data, "\n".join(lines))
 
 
 def _audit_one(ctx: Ctx, name: str) -> dict[str, Any]:

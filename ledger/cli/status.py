@@ -132,14 +132,20 @@ def _impl_warning(folder: Path, op: str, status_json: str) -> str | None:
         else ("the best was measured with")
     )
     algorithm = (
-        f", or record the change: tune-ledger try {op} --algorithm TEXT --impl {where}"
+        f", or record the change: {hints.Step('try', op, algorithm=hints.TEXT, impl=where)}"
         if data.get("stage") == "algorithm" and not data.get("pending")
         else ""
     )
+    # The ledger kept that kernel (ledger/shell/kernels.py): one command brings it back, also
+    # after a rolled-back algorithm attempt whose file was never committed.
+    how = (
+        f"`{hints.Step('kernel restore', op, attempt=data.get('pending'))}`"
+        if (folder / "kernels" / f"{expected}.py").is_file()
+        else f"`git restore {where}` or `git checkout -- {where}` when git tracks it"
+    )
     return (
         f"R6: {where} has digest {digest[:12]}, {whose} {expected[:12]}; restore {where} "
-        f"(`git restore {where}` or `git checkout -- {where}` when git tracks it) before the "
-        f"next attempt, which starts from the best{algorithm}"
+        f"({how}) before the next attempt, which starts from the best{algorithm}"
     )
 
 

@@ -12,6 +12,7 @@ from ledger.domain import fold_merges as merges
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Best, Evidence, Measurement, Point, Relaxation, State, TargetSheet
 from ledger.log.record import Event
+from ledger.log.upcast import relative_op_path
 
 
 def initialized(state: State, event: Event) -> None:
@@ -26,7 +27,7 @@ def compare(state: State, event: Event) -> None:
     state.compare = Evidence(
         event=event.id,
         impl_digest=data["impl_digest"],
-        impl_path=data["impl_path"],
+        impl_path=relative_op_path(data["impl_path"], state.op),
         passed=all(output["all_close"] for output in outputs),
         outputs=outputs,
         origin_level=data["origin"]["level"],
@@ -39,7 +40,7 @@ def layout(state: State, event: Event) -> None:
     state.layout = Evidence(
         event=event.id,
         impl_digest=data["impl_digest"],
-        impl_path=data["impl_path"],
+        impl_path=relative_op_path(data["impl_path"], state.op),
         passed=data["exit_code"] == 0,
         exit_code=data["exit_code"],
         origin_level=data["origin"]["level"],

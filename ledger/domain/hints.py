@@ -96,7 +96,7 @@ ACTIONS: dict[str, Action] = {
         _action("render"),
         _action("audit"),
         _action("check-op"),
-        _action("kernel restore"),
+        _action("kernel restore", options="attempt"),
     )
 }
 
@@ -111,7 +111,7 @@ class Step:
         known = ACTIONS.get(action)
         if known is None:
             raise ValueError(f"no step {action!r} (known: {', '.join(ACTIONS)})")
-        given = {"op": op, **args} if op is not None else args
+        given = {k: v for k, v in {"op": op, **args}.items() if v is not None}
         unknown = sorted(set(given) - {*known.positional, *known.options})
         if unknown:
             raise ValueError(f"step {action!r} takes no argument {', '.join(unknown)}")

@@ -74,6 +74,24 @@ def conflict_resolved_1_to_2(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "conflict": conflict_of_text(str(payload["conflict"]))}
 
 
+# --- absolute paths of old ledgers ------------------------------------------------------------
+
+
+def relative_op_path(path: str, op: str | None) -> str:
+    """A file of op `op`'s folder named relative to the root, as ledgers before issue 27.7
+    could record it absolute (a kernel passed by --impl with the machine's path): an absolute
+    path that runs through `custom/<op>/` (the op folder of a root, wherever that root was) is
+    cut to `custom/<op>/...`, the name a ledger records now; any other path is returned as it
+    is. Replay applies it to every recorded `impl_path` (ledger/domain/fold_gates.py), so an
+    old ledger still replays and its views name the file the same way in every clone; the
+    line's bytes, and so its content id, are never rewritten."""
+    marker = f"/custom/{op}/"
+    if not path.startswith("/") or not op or marker not in path:
+        return path
+    rest = path[path.rindex(marker) + 1 :]
+    return rest if len(rest) > len(marker) - 1 else path
+
+
 # (type name, version) -> function from that version's payload to the next version's. A
 # change to a payload adds an entry here and a golden ledger of the old version under
 # tests/data/ (v1-merged.jsonl holds schema-1 conflict.resolved events).

@@ -104,10 +104,30 @@ class ReadTools:
         )  # fmt: skip
         return self.invoker.call(command_line(["priors"], [op], argv))
 
-    def audit(self, op: Op) -> Result:
+    def audit(
+        self,
+        op: Op,
+        remeasure: Annotated[
+            int | None,
+            Field(
+                description="Also run SPEC.md's verifier again on N measured attempts (the "
+                "best first) on their kept kernels; code 10 when one disagrees with the ledger.",
+                ge=1,
+            ),
+        ] = None,
+    ) -> Result:
         """Integrity, legality of every step, every verdict re-derived, provenance levels,
-        MEMORY.md (reads the whole ledger)."""
-        return self.invoker.call(command_line(["audit"], [op]))
+        MEMORY.md, kept kernels (reads the whole ledger); with `remeasure`, measures again."""
+        return self.invoker.call(command_line(["audit"], [op], options(remeasure=remeasure)))
+
+    def kernel_diff(
+        self,
+        op: Op,
+        a: Annotated[str, Field(description="The first attempt (an id, a prefix, or `best`).")],
+        b: Annotated[str, Field(description="The second attempt (an id, a prefix, or `best`).")],
+    ) -> Result:
+        """The unified diff of the kernels two attempts ran, as the ledger kept them."""
+        return self.invoker.call(command_line(["kernel", "diff"], [op, a, b]))
 
     def check(self, op: Op) -> Result:
         """Fail when MEMORY.md is stale or hand-edited, the ledger is not canonical, or a merge
@@ -147,6 +167,7 @@ class ReadTools:
             "priors": self.priors,
             "audit": self.audit,
             "check": self.check,
+            "kernel_diff": self.kernel_diff,
             "conflicts": self.conflicts,
             "check_op": self.check_op,
             "report": self.report,

@@ -503,6 +503,23 @@ class StepTools:
         argv = options(conflict=conflict, resolution=resolution, reason=reason)
         return self._run(idempotency_key, ["resolve"], [op], argv)
 
+    def kernel_restore(
+        self,
+        op: Op,
+        attempt: Annotated[
+            str | None,
+            Field(
+                description="The attempt whose kept kernel to restore (an id or a prefix of at "
+                "least 4 characters; default: the best's kernel)."
+            ),
+        ] = None,
+    ) -> Result:
+        """Write a kernel the ledger kept (custom/OP/kernels/) back to OP_impl.py: the best's
+        by default, e.g. after an algorithm attempt was rolled back; appends nothing."""
+        return self.invoker.call(
+            command_line(["kernel", "restore"], [op], options(attempt=attempt))
+        )
+
     def tools(self) -> dict[str, Any]:
         """Each tool's name and function, in protocol order."""
         return {
@@ -532,4 +549,5 @@ class StepTools:
             "manifest": self.manifest,
             "new_op": self.new_op,
             "resolve": self.resolve,
+            "kernel_restore": self.kernel_restore,
         }

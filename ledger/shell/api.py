@@ -21,7 +21,7 @@ from ledger.log.files import LEDGER_NAME, ledger_path
 from ledger.log.record import Draft, Event, converter
 from ledger.log.store import AppendResult, FileStore, MemoryStore, Store, Tip
 from ledger.schema.shared_methods import SharedValue
-from ledger.shell import rollback, state_snapshot
+from ledger.shell import portable, rollback, state_snapshot
 
 # MEMORY.md's rendering and the view cache are imported where a command writes them: a read
 # (`priors`, `log`, a `status` whose cache missed) needs neither, and every module is paid for
@@ -191,6 +191,8 @@ class OpLedger:
 
         decide_step = decider or decide
         request = request or request_digest(command)
+        # Recorded as template plus values: no path of this machine (issue 27.7).
+        command = portable.command(command, self.root)
         for _ in range(_MAX_CONFLICT_RETRIES):
             loaded = self.load() if self.exists() else None
             if key is not None and loaded is not None:
@@ -211,7 +213,7 @@ class OpLedger:
             except Conflict:
                 continue
             new_state, rendering = self._after_append(written, state)
-            warnings = tuple(decision.warnings) + rendering
+            warnings = tuple(decision.warnings) + rendering + self._keep_kernels(written, state)
             return StepResult(events=tuple(written.events), warnings=warnings, state=new_state)
         raise LedgerError("gave up after repeated concurrent appends; run the command again")
 
@@ -225,7 +227,7 @@ class OpLedger:
     ) -> AppendResult:
         from ledger.shell import provenance
 
-        written_by = provenance.capture(command_line)
+        written_by = provenance.capture(command_line, self.root)
         if key is not None:
             written_by = _with_key(written_by, key, request)
         drafts = [Draft(payload=p, provenance=written_by) for p in payloads]
@@ -255,6 +257,15 @@ class OpLedger:
                     _warm_projections, now,
                 )  # fmt: skip
         return new_state, warnings
+
+    def _keep_kernels(self, written: AppendResult, state: State) -> tuple[str, ...]:
+        """Keep the kernels the appended events bind in custom/OP/kernels/ (issue 27.6;
+        ledger/shell/kernels.py); a ledger in memory keeps none."""
+        if not isinstance(self.store, FileStore):
+            return ()
+        from ledger.shell import kernels
+
+        return kernels.keep(self, written.events, state)
 
     def _render_after_append(self, state: State) -> tuple[str, ...]:
         # The events are durable by now: any failure to rewrite MEMORY.md (hand-broken markers,

@@ -380,6 +380,9 @@ def audited(ledger: OpLedger) -> Audited:
     findings += [f"{path}:{f}" for f in legality_findings(events, lines)]
     findings += merge.order_findings(ledger.file_store, ledger.op)
     findings += check_memory_file(ledger, loaded)
+    from ledger.shell import kernels  # the kept kernels, each against its name (issue 27.6)
+
+    findings += kernels.stored_findings(ledger)
     report = {
         "op": ledger.op,
         "events": len(events),

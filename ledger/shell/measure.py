@@ -96,6 +96,15 @@ class Plan:
     cwd: Path
     timeout_s: float
     impl_digest: str | None
+    python: str = sys.executable  # the interpreter {python} stood for
+
+    @property
+    def recorded_command(self) -> str:
+        """The command as the ledger records it, and the measurement cache keeps it: the
+        root, the op folder and the interpreter written as their placeholders (issue 27.7)."""
+        from ledger.shell.portable import portable
+
+        return portable(self.command_line, self.cwd, self.python)
 
     @property
     def pending(self) -> str | None:
@@ -173,6 +182,7 @@ def plan_config(
         cwd=root,
         timeout_s=verifier.timeout_s,
         impl_digest=impl_digest,
+        python=python,
     )
 
 
@@ -260,7 +270,8 @@ def execute(
         ) from e
     code = done.exit_code
     killed = code < 0 and not done.timed_out
-    return Ran(run=runner.command_run(done, plan.command_line), signal=-code if killed else None)
+    run = runner.command_run(done, plan.recorded_command)
+    return Ran(run=run, signal=-code if killed else None)
 
 
 def result_command(plan: Plan, ran: Ran) -> cmd.Verify | cmd.Fail:

@@ -36,7 +36,7 @@ import json
 import os
 import re
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -93,12 +93,23 @@ if sys.argv[1]:
                 with open(path, "rb") as stream:
                     total.update(hashlib.sha256(stream.read()).digest())
         adapter = {"module": sys.argv[1], "sources": total.hexdigest()}
+watch = [p for p in sys.path if p and os.path.isdir(p)]
+if adapter is not None:
+    for base, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        watch += [base] + [os.path.join(base, f) for f in files if f.endswith(".py")]
 print(json.dumps({
     "python": sys.version.split()[0] + " " + sys.implementation.name,
     "pypto": version("pypto"), "torch": version("torch"), "numpy": version("numpy"),
-    "tune-ledger (interpreter)": version("tune-ledger"), "adapter": adapter,
+    "tune-ledger (interpreter)": version("tune-ledger"), "adapter": adapter, "watch": watch,
 }, sort_keys=True))
 """
+# What the probe found, per interpreter, module, folder and environment, with the stat of every
+# path whose change could change the answer (the interpreter's import folders: an install or
+# upgrade adds and removes dist-info folders there; the adapter's sources). Probing costs an
+# interpreter start (~0.5 s, a real share of a campaign's ledger time); checking the stats
+# costs microseconds, so a process probes again only when something it read has changed.
+_probed: dict[tuple[Any, ...], tuple[tuple[tuple[str, int, int], ...], dict[str, Any]]] = {}
 
 
 @frozen
@@ -294,6 +305,35 @@ def _module_of(template: tuple[str, ...]) -> str:
 
 
 def _probe(
+    python: str, module: str, cwd: Path, env: Mapping[str, str] | None
+) -> dict[str, Any] | None:
+    memo = (python, module, str(cwd), None if env is None else tuple(sorted(env.items())))
+    known = _probed.get(memo)
+    if known is not None and _stamp(path for path, _, _ in known[0]) == known[0]:
+        return dict(known[1])
+    found = _run_probe(python, module, cwd, env)
+    if found is None:
+        return None
+    watched = found.pop("watch", None)
+    if isinstance(watched, list) and all(isinstance(p, str) for p in watched):
+        _probed[memo] = (_stamp(watched), dict(found))
+    return found
+
+
+def _stamp(paths: Iterable[str]) -> tuple[tuple[str, int, int], ...]:
+    """Each path with its modification time and size (-1, -1 once it is gone)."""
+    stamped = []
+    for path in paths:
+        try:
+            status = os.stat(path)
+        except OSError:
+            stamped.append((path, -1, -1))
+        else:
+            stamped.append((path, status.st_mtime_ns, status.st_size))
+    return tuple(stamped)
+
+
+def _run_probe(
     python: str, module: str, cwd: Path, env: Mapping[str, str] | None
 ) -> dict[str, Any] | None:
     try:

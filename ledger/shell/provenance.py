@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import sys
+from pathlib import Path
 
 from ledger import __version__
 from ledger.log.record import Provenance
@@ -16,15 +17,22 @@ def utc_now() -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def capture(command: str | None = None) -> Provenance:
-    """Provenance of an event written now by this process for `command` (default: argv)."""
+def capture(command: str | None = None, root: Path | str | None = None) -> Provenance:
+    """Provenance of an event written now by this process for `command` (default: argv, the
+    program by its name); with `root`, the command is portable (ledger/shell/portable.py)."""
+    if command is None:
+        command = " ".join([os.path.basename(sys.argv[0]) if sys.argv else "", *sys.argv[1:]])
+    if root is not None:
+        from ledger.shell.portable import portable
+
+        command = portable(command, root)
     return Provenance(
         at=utc_now(),
         tool="tune-ledger",
         version=__version__,
         host=_host(),
         pid=os.getpid(),
-        command=command if command is not None else " ".join(sys.argv),
+        command=command,
     )
 
 
