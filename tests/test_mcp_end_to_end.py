@@ -35,8 +35,6 @@ pytestmark = pytest.mark.slow  # one server process and a dozen verifier runs (a
 TRANSCRIPT = Path(__file__).parent / "data" / "mcp_transcript.md"
 REPO = Path(__file__).resolve().parents[1]
 IMPL = f"custom/{OP}/{OP}_impl.py"
-# A tool another branch adds (kernels, issue 27.6); named by the guide before it is merged.
-NOT_YET_SERVED = {"kernel_restore"}
 # Answer fields that only repeat what the transcript's reader does not need (whole events).
 DROPPED = {"events", "points", "alternates", "policy_overrides", "manifest", "pending_config"}
 
@@ -197,12 +195,10 @@ def _assert_ways_are_tool_calls(session: Session) -> None:
     calls = 0
     for way in session.ways:
         assert "tune-ledger" not in way and not re.search(r"(^|\s)--[a-z]", way), way
-        if way in session.schemas or way in NOT_YET_SERVED:  # an `allowed` entry
+        if way in session.schemas:  # an `allowed` entry
             continue
         for name, arguments in _CALL.findall(way):
             calls += 1
-            if name in NOT_YET_SERVED:
-                continue
             assert name in session.schemas, (name, way)
             properties = session.schemas[name]["properties"]
             for argument in _ARGUMENT.findall(arguments):
@@ -217,7 +213,5 @@ def test_every_step_a_hint_names_is_a_tool_with_those_arguments() -> None:
     tools = anyio.run(build_server(Path(".")).list_tools)
     schemas = {t.name: t.input_schema["properties"] for t in tools}
     for action in ACTIONS.values():
-        if action.tool in NOT_YET_SERVED:
-            continue
         assert action.tool in schemas, action
         assert {*action.positional, *action.options} <= set(schemas[action.tool]), action
