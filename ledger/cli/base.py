@@ -146,7 +146,7 @@ class Ctx:
         """Warnings of a read-only command: on stderr for humans (JSON carries them inline)."""
         if not self.as_json:
             for warning in warnings:
-                click.echo(f"warning: {warning}", err=True)
+                click.echo(f"warning: {hints.render_text(warning)}", err=True)
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
