@@ -59,15 +59,19 @@ def _action(
 
 
 # The steps a hint may point to, by their CLI words (stages.allowed's names), with the
-# arguments their MCP tools take (tests/test_mcp_hints.py compares them with the server's).
+# arguments their MCP tools take (tests/test_mcp_end_to_end.py compares them with the server's).
 ACTIONS: dict[str, Action] = {
     a.words: a
     for a in (
         _action("init"),
-        _action("evidence compare", options="output max_diff from_json run from_spec impl"),
-        _action("evidence layout", options="exit_code run from_spec impl"),
+        _action("evidence compare", options="output max_diff from_json run from_spec python impl"),
+        _action("evidence layout", options="exit_code run from_spec python impl"),
         _action("activate", options="impl"),
-        _action("target", options="baseline shape target target_source from_spec"),
+        _action(
+            "target",
+            options="baseline shape target target_source source_ref config tool "
+            "util bubble run from_json from_spec metric cube_m python",
+        ),
         _action("relax", options="what limit basis"),
         _action("skill load", ("op", "name")),
         _action("skill unload", ("op", "name")),
@@ -77,8 +81,12 @@ ACTIONS: dict[str, Action] = {
         _action("point close", ("op", "name"), "reason not_applicable"),
         _action("candidate", options="config prior override_retry"),
         _action("try", options="change algorithm impl override_retry", change="--set"),
-        _action("measure", ("op", "attempt")),
-        _action("verify", ("op", "attempt"), "output layout_exit time run"),
+        _action("measure", ("op", "attempt"), "dry_run python"),
+        _action(
+            "verify",
+            ("op", "attempt"),
+            "output max_diff layout_exit time util bubble perf_dir from_json run timeout",
+        ),
         _action("fail", ("op", "attempt"), "category detail"),
         _action("abandon", ("op", "attempt"), "reason"),
         _action("stop", options="reason"),
@@ -90,7 +98,8 @@ ACTIONS: dict[str, Action] = {
         _action("resolve", options="conflict resolution reason"),
         _action("status"),
         _action("resume"),
-        _action("log", options="verdict attempt"),
+        _action("log", options="stage verdict failure limit attempt notes"),
+        _action("priors", options="point keys count from_source ledgers stage no_builtin"),
         _action("conflicts"),
         _action("report"),
         _action("render"),

@@ -34,11 +34,11 @@ def resolve_attempt(state: State, text: str) -> str:
     if not matches:
         raise BadInput(
             f"unknown attempt {text!r}",
-            hint="see `tune-ledger log OP` for attempt ids, or use `pending`",
+            hint=f"see {Step('log', state.op)} for attempt ids, or use `pending`",
         )
     raise BadInput(
         f"attempt id {text!r} is ambiguous: {', '.join(sorted(matches))}",
-        hint="give more characters of the id (see `tune-ledger log OP`)",
+        hint=f"give more characters of the id (see {Step('log', state.op)})",
     )
 
 
