@@ -232,7 +232,7 @@ def test_exit_5_records_the_failed_check_and_hands_back(cli: Cli) -> None:
     assert cli.types()[-1] == "activation.failed"
     assert cli.events()[-1]["payload"]["problems"] == ["outputs not all_close: y"]
     status = cli.ok("status", OP)
-    assert status["handed_back"] is True and status["activated"] is False
+    assert status["activation_handed_back"] is True and status["activated"] is False
     human = cli("activate", OP, as_json=False)
     assert human.code == 5 and human.stderr.startswith("R1: activation failed")
 

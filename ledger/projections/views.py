@@ -121,7 +121,8 @@ def status(state: State) -> dict[str, Any]:
     return {
         "op": state.op,
         "activated": state.activated,
-        "handed_back": state.handed_back,
+        # R1's hand-back (activation failed), apart from a campaign's end (`campaign_end`)
+        "activation_handed_back": state.handed_back,
         "target_sheet": sheet is not None,
         "baseline_us": sheet.baseline_us if sheet else None,
         "target_us": sheet.target_us if sheet else None,
