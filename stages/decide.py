@@ -17,7 +17,7 @@ from ledger.schema.events import (
     PolicySet,
     ReportGenerated,
 )
-from stages import activation, pipeline, remeasure, search, skills, stop, target, verdict
+from stages import activation, budget, pipeline, remeasure, search, skills, stop, target, verdict
 from stages import commands as cmd
 from stages.allowed import allowed
 from stages.conflicts import RULES, conflicts
@@ -55,7 +55,28 @@ def _set_policy(state: State, command: cmd.SetPolicy) -> Result:
         raise BadInput(f"policy key {DEFAULTS_KEY!r} is written by init only")
     value = plain(command.value, f"policy {command.key}")
     check_policy_value(state, command.key, value)
-    return accept(PolicySet(key=command.key, value=value, reason=command.reason))
+    person = command.person.strip() if command.person else None
+    if command.key in budget.BUDGET_KEYS and budget.loosens(state.policy, command.key, value):
+        refused = _person_refusal(state, command, person)
+        if refused is not None:
+            return refused
+    return accept(PolicySet(key=command.key, value=value, reason=command.reason, person=person))
+
+
+def _person_refusal(state: State, command: cmd.SetPolicy, person: str | None) -> Refusal | None:
+    """Loosening a budget is a person's decision, with their name and reason (R10)."""
+    if person and command.reason.strip():
+        return None
+    from stages.outcome import refuse
+
+    return refuse(
+        "R10",
+        "only a person loosens a budget, with their name and reason",
+        f"policy {command.key} is {state.policy.get(command.key)!r}; "
+        + ("no person was named" if not person else "no reason was given"),
+        f"a person runs `tune-ledger policy {state.op} {command.key} VALUE --person NAME "
+        "--reason TEXT` (an agent never lifts a budget)",
+    )
 
 
 def _note(_state: State, command: cmd.AddNote) -> Result:
@@ -118,6 +139,10 @@ def _remeasure(state: State, command: Any) -> Result:
     return remeasure.decide_remeasure(state, command)
 
 
+def _device_remeasure(state: State, command: Any) -> Result:
+    return remeasure.decide_device_remeasure(state, command)
+
+
 def _conflict_gate(state: State) -> Refusal | None:
     """Refuse tuning steps while a merge left the protocol in conflict (DESIGN §8)."""
     found = conflicts(state)
@@ -168,6 +193,10 @@ def _decide(state: State, command: cmd.Command) -> Result:
     )
     if remeasuring:
         decider = _remeasure
+    elif isinstance(command, cmd.ProposeCandidate) and remeasure.is_device_remeasure(
+        state, command
+    ):
+        decider = _device_remeasure
     if not isinstance(command, _BOOKKEEPING):
         gate = None if isinstance(command, _AFTER_STOP) else stop.stopped_refusal(state)
         if gate is None and not isinstance(command, _ACTIVATION_STEPS):

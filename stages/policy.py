@@ -180,6 +180,18 @@ def _stages(value: Any) -> Any:
     return value
 
 
+def _budget_evaluations(value: Any) -> Any:
+    from stages.budget import check_evaluations
+
+    return check_evaluations(value)
+
+
+def _budget_seconds(value: Any) -> Any:
+    from stages.budget import check_budget_value
+
+    return check_budget_value(value)
+
+
 _CHECKS: Mapping[str, Callable[[Any], Any]] = {
     "candidates_min": _count(0),
     "candidates_max": _count(1),
@@ -196,6 +208,10 @@ _CHECKS: Mapping[str, Callable[[Any], Any]] = {
     "utilization_stop_stages": _stages,
     "retry_similarity": _fraction(0.0, 1.0, low_open=True, high_open=False),
     REQUIRE_MEASURED: _require_measured,
+    # R10 budgets (stages/budget.py): off (null) unless set; not pinned at init.
+    "max_evaluations": _budget_evaluations,
+    "max_device_seconds": _budget_seconds,
+    "max_wall_seconds": _budget_seconds,
 }
 
 

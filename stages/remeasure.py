@@ -19,7 +19,7 @@ from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
 from ledger.schema.events import AttemptStarted
 from stages.commands import ProposeCandidate
-from stages.outcome import Result, accept, build, nonempty
+from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.search import pending_blocker
 
 if TYPE_CHECKING:
@@ -67,6 +67,52 @@ def decide_remeasure(state: State, command: ProposeCandidate) -> Result:
             point=best.point,
             config=best.config,
             prior=prior,
+            retry_override=None,
+        )
+    )
+
+
+# The prior of a candidate that measures the best's config again on another device (issue 29):
+# a verdict never compares two devices (R8), so the best is first measured where tuning goes on.
+DEVICE_PRIOR = "remeasure:device"
+
+
+def is_device_remeasure(state: State, command: ProposeCandidate) -> bool:
+    """True for `candidate --config BEST --prior remeasure:device` with the best's config."""
+    best = state.best
+    if (command.prior or "").strip() != DEVICE_PRIOR or best is None:
+        return False
+    try:
+        return bool(measured_key(state, command.config) == measured_key(state, best.config))
+    except (TypeError, ValueError):
+        return False
+
+
+def decide_device_remeasure(state: State, command: ProposeCandidate) -> Result:
+    """Start measuring the best's config again, to carry the campaign to another device: its
+    measurement becomes the best when it names another device than the best's (R8)."""
+    blocker = pending_blocker(state)
+    if blocker is not None:
+        return blocker
+    stage = state.stage
+    if stage is None or stage in state.exited:
+        return refuse(
+            "R4",
+            "the best is measured again inside a stage",
+            f"no stage is in progress ({'stage ' + stage + ' was exited' if stage else 'none'})",
+            f"enter the next stage (`tune-ledger stage enter {state.op} STAGE`), then re-measure",
+        )
+    best = state.best
+    assert best is not None  # is_device_remeasure checked it
+    return accept(
+        build(
+            AttemptStarted,
+            "candidate",
+            kind="candidate",
+            stage=stage,
+            point=None,
+            config=best.config,
+            prior=DEVICE_PRIOR,
             retry_override=None,
         )
     )

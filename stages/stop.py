@@ -12,6 +12,7 @@ from ledger.schema.events import (
     CampaignStopped,
     Payload,
 )
+from stages import budget
 from stages.commands import HandBack, ResumeCampaign, Stop
 from stages.outcome import Result, accept, nonempty, refuse
 from stages.pipeline import utilization_met
@@ -73,6 +74,11 @@ def end_steps(state: State) -> list[str]:
     op = state.op
     steps = [] if state.stop_report is not None else [str(Step("report", op))]
     steps.append(str(Step("handback", op, summary=TEXT)))
+    if state.stopped == "budget":
+        steps.append(
+            "or, if a person decides to go on: "
+            + budget.raise_hint(op or "OP", effective_policy(state), budget.spent(state))
+        )
     if state.stopped == "utilization":
         steps.append(
             "or, if the user decides to go on: " + str(Step("resume-campaign", op, reason=TEXT))
@@ -143,9 +149,12 @@ def decide_handback(state: State, command: HandBack) -> Result:
 
 
 def decide_resume(state: State, command: ResumeCampaign) -> Result:
-    """Lift a utilization stop by the user's recorded decision; no other stop lifts (R10)."""
+    """Lift a utilization stop by the user's recorded decision, or a budget stop by a person's
+    once the budget no longer holds; no other stop lifts (R10)."""
     reason = nonempty(command.reason, "the user's reason to go on")
     op = state.op
+    if state.stopped == "budget" and state.handback is None:
+        return _resume_budget(state, command, reason)
     if state.stopped is None:
         return refuse(
             "R10",
@@ -168,3 +177,27 @@ def decide_resume(state: State, command: ResumeCampaign) -> Result:
             kind="stopped",
         )
     return accept(CampaignResumed(lifted=state.stop_detail, reason=reason))
+
+
+def _resume_budget(state: State, command: ResumeCampaign, reason: str) -> Result:
+    """A person lifts a budget stop: named, and only once the budgets no longer hold (R10)."""
+    op = state.op or "OP"
+    policy = effective_policy(state)
+    used = budget.spent(state)
+    person = command.person.strip() if command.person else ""
+    if not person:
+        return refuse(
+            "R10",
+            "only a person lifts a budget stop, with their name and reason",
+            f"the campaign stopped ({state.stop_detail}); no person was named",
+            budget.raise_hint(op, policy, used) + " (an agent never lifts a budget)",
+        )
+    still = budget.reached(policy, used)
+    if still:
+        return refuse(
+            "R10",
+            "the budget still holds: lifting the stop would stop the next result again",
+            "; ".join(still),
+            budget.raise_hint(op, policy, used),
+        )
+    return accept(CampaignResumed(lifted=state.stop_detail, reason=reason, person=person))

@@ -163,7 +163,9 @@ def limit_refusal(
     return None
 
 
-def _samples(values: Sequence[Any], baseline_us: float) -> tuple[float, ...]:
+def _samples(
+    values: Sequence[Any], baseline_us: float, what: str = "baseline"
+) -> tuple[float, ...]:
     samples: list[float] = []
     for value in values:
         if (
@@ -171,11 +173,11 @@ def _samples(values: Sequence[Any], baseline_us: float) -> tuple[float, ...]:
             or not isinstance(value, int | float)
             or not (math.isfinite(value) and value > 0)
         ):
-            raise BadInput(f"a baseline sample must be a finite time > 0, got {value!r}")
+            raise BadInput(f"a {what} sample must be a finite time > 0, got {value!r}")
         samples.append(float(value))
     if samples and not math.isclose(median(samples), baseline_us, rel_tol=1e-9):
         raise BadInput(
-            f"the baseline {baseline_us} µs is not the median of its samples ({median(samples)} µs)"
+            f"the {what} {baseline_us} µs is not the median of its samples ({median(samples)} µs)"
         )
     return tuple(samples)
 
@@ -212,6 +214,9 @@ def decide_target(state: State, command: SetTarget) -> Result:
         baseline_samples_us=_samples(command.baseline_samples_us, float(command.baseline_us)),
         util_pct=command.util_pct,
         bubble_pct=command.bubble_pct,
+        device=command.device,
+        target_origin=command.target_origin,
+        target_samples_us=_samples(command.target_samples_us, float(command.target_us), "target"),
     )
     # Derived values are checked like recorded ones: the views print this ratio (R11).
     if not math.isfinite(sheet.baseline_us / sheet.target_us):

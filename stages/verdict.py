@@ -8,20 +8,24 @@ from the attempt id, a recorded value, so audit re-derives the verdict exactly.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from attrs import frozen
 
+from ledger.domain import devices
 from ledger.domain.hints import TEXT, Fill, Step
+from ledger.domain.keys import measured_key
 from ledger.domain.samples import median
-from ledger.domain.state import Attempt, State
+from ledger.domain.state import Attempt, Best, State
 from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.schema.events import (
     AttemptAbandoned,
     AttemptFailed,
     AttemptMeasured,
+    BestRemeasured,
     CampaignStopped,
     Failure,
     Payload,
@@ -29,8 +33,10 @@ from ledger.schema.events import (
     VerdictReached,
 )
 from ledger.schema.shared_methods import SharedValue
+from stages import remeasure
 from stages.binding import attempt_binding_problem
 from stages.bootstrap import bootstrap_interval
+from stages.budget import budget_stop
 from stages.commands import Abandon, Fail, Verify
 from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.policy import NOISE_KEYS, effective_policy, requires_measured, verdict_policy
@@ -161,10 +167,17 @@ def decide_verify(state: State, command: Verify) -> Result:
         metrics=command.metrics,
         binding=command.binding,
         accuracy_origin=command.accuracy_origin,
+        device=command.device,
     )
     best, sheet = state.best, state.target
     if best is None or sheet is None:  # the sheet precedes every stage and so every attempt
         raise BadInput("no target sheet: nothing to compare with")
+    if _carries_best(state, attempt, measured, best):
+        # The best measured on another device is the best from here on; no verdict (R8).
+        return accept(measured, BestRemeasured(attempt=attempt.id, previous=best.attempt))
+    other_device = _device_refusal(state, attempt.id, measured, best)
+    if other_device is not None:
+        return other_device
     policy = effective_policy(state)
     failure = _failure_of(measured)
     if failure is not None:
@@ -230,7 +243,46 @@ def decide_verify(state: State, command: Verify) -> Result:
         stop = utilization_stop(state, measured.util_pct, measured.bubble_pct)
         if stop is not None:
             events.append(stop)
+    if not isinstance(events[-1], CampaignStopped):
+        spent = budget_stop(state, policy, measured.origin)
+        if spent is not None:
+            events.append(spent)
     return accept(*events)
+
+
+def _carries_best(state: State, attempt: Attempt, measured: AttemptMeasured, best: Best) -> bool:
+    """True for a correct re-measure of the best's config (`--prior remeasure:device`) on
+    another device than the best's (issue 29)."""
+    return (
+        attempt.prior == remeasure.DEVICE_PRIOR
+        and _failure_of(measured) is None
+        and not devices.same_kind(measured.device, best.measurement.device)
+        and measured_key(state, attempt.config) == measured_key(state, best.config)
+    )
+
+
+def _device_refusal(
+    state: State, attempt_id: str, measured: AttemptMeasured, best: Best
+) -> Refusal | None:
+    """Refuse a measurement made on another device than the best's: a verdict never compares
+    two run modes, parts, CANN or driver versions, nor a known device with an unknown (R8)."""
+    if devices.same_kind(measured.device, best.measurement.device):
+        return None
+    which = f"attempt {best.attempt}" if best.attempt else "the baseline"
+    here, there = devices.label(measured.device), devices.label(best.measurement.device)
+    differ = "; ".join(devices.differences(measured.device, best.measurement.device))
+    return refuse(
+        "R8",
+        "a verdict never compares measurements of two devices",
+        f"attempt {attempt_id} was measured on {here}, the best it would be compared with "
+        f"({which}) on {there} ({differ})",
+        f"measure attempt {attempt_id} on {there} (nothing was written, it stays pending: "
+        f"`tune-ledger measure {state.op}` there; `--devices` pins the verifier to an NPU), or "
+        f"carry the campaign to {here}: re-measure the best there first (`tune-ledger abandon "
+        f"{state.op} {attempt_id} --reason TEXT`, then `tune-ledger candidate {state.op} "
+        f"--config '{json.dumps(best.config, sort_keys=True)}' --prior {remeasure.DEVICE_PRIOR}` "
+        f"and `tune-ledger measure {state.op}` on {here}), then measure this change again",
+    )
 
 
 def _rests_on_reported(state: State, measured: AttemptMeasured) -> str | None:
@@ -256,16 +308,16 @@ def decide_fail(state: State, command: Fail) -> Result:
             f"unknown failure category {command.category!r}",
             hint=f"one of {', '.join(get_args(Failure))}",
         )
-    return accept(
-        build(
-            AttemptFailed,
-            "failure",
-            attempt=attempt.id,
-            category=command.category,
-            detail=command.detail,
-            origin=command.origin,
-        )
+    failed = build(
+        AttemptFailed,
+        "failure",
+        attempt=attempt.id,
+        category=command.category,
+        detail=command.detail,
+        origin=command.origin,
     )
+    spent = budget_stop(state, effective_policy(state), command.origin)
+    return accept(failed) if spent is None else accept(failed, spent)
 
 
 def decide_abandon(state: State, command: Abandon) -> Result:

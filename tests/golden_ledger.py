@@ -1,7 +1,9 @@
-"""Builds the golden schema-1 ledger: a campaign that writes (nearly) every event type.
+"""Builds the golden ledger of the current schema: a campaign that writes (nearly) every event
+type. tests/data/ledger/v1.jsonl is what it wrote under schema 1 (kept, never rewritten);
+v2.jsonl what it writes now (schema 2 of attempt.measured and target.set: the device).
 
-Regenerate (only while schema 1 is current; a golden log of an old version is never
-rewritten, new versions get a file of their own):
+Regenerate (only while the current schema is the file's; a golden log of an old version is
+never rewritten, new versions get a file of their own):
 
     UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden_ledger.py
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 from ledger.domain.replay import attempt_id, replay
 from ledger.log.record import Draft, Provenance
 from ledger.log.store import MemoryStore
-from ledger.schema.events import Origin, OutputCheck
+from ledger.schema.events import Device, Origin, OutputCheck
 from stages import Refusal, decide
 from stages import commands as cmd
 
@@ -34,6 +36,8 @@ MEASURED = Origin(
     output_digest="ab" * 32,
     duration_s=1.5,
 )
+# Schema 2: every measurement names its device (here the simulator, as tools/pypto names it).
+SIM = Device(run_mode="sim", soc="Ascend910B (pypto cost model: 24 AIC + 48 AIV @ 1.8 GHz)")
 IMPL_OLD, IMPL = "11" * 32, "22" * 32
 BASE = {"vec_tile_shape": [1, 4, 1, 64], "unroll_list": [1]}
 
@@ -106,6 +110,7 @@ def build() -> bytes:
             source_ref="SPEC.md perf_target",
             config=BASE,
             origin=MEASURED,
+            device=SIM,
             metric="max_work_time_us",
             baseline_samples_us=(78.73,),
             util_pct=62.1,
@@ -131,6 +136,7 @@ def build() -> bytes:
             layout_exit=0,
             times_us=(25.17,),
             origin=MEASURED,
+            device=SIM,
             util_pct=85.0,
             bubble_pct=6.8,
             metrics={"total_cycles": 49836.0},
@@ -141,7 +147,16 @@ def build() -> bytes:
             config={**BASE, "vec_tile_shape": [1, 32, 1, 64]}, prior="other op | with a pipe"
         )
     )
-    run(cmd.Verify(attempt=slow, outputs=_ok(), layout_exit=0, times_us=(141.0,), origin=MEASURED))
+    run(
+        cmd.Verify(
+            attempt=slow,
+            outputs=_ok(),
+            layout_exit=0,
+            times_us=(141.0,),
+            origin=MEASURED,
+            device=SIM,
+        )
+    )
     # Written before relaxations named the one they supersede (issue 18): decided as then.
     run(
         cmd.Relax(
@@ -159,6 +174,7 @@ def build() -> bytes:
             layout_exit=0,
             times_us=(16.0, 16.1, 15.9, 16.05),
             origin=MEASURED,
+            device=SIM,
         )
     )
     broken = start(cmd.TryMutation(param="unroll_list", value=[4, 1]))
@@ -173,6 +189,7 @@ def build() -> bytes:
             layout_exit=0,
             times_us=(15.0,),
             origin=MEASURED,
+            device=SIM,
         )
     )
     run(cmd.ClosePoint(name="vec_tile_shape", reason="golden: done"))

@@ -1,7 +1,8 @@
 """Golden ledgers of every schema version keep replaying, verifying and auditing clean.
 
-tests/data/ledger/v1.jsonl was written by schema 1 (see tests/golden_ledger.py for how, and
-how to regenerate it while schema 1 is current); v1-status.json is the status it replays to.
+tests/data/ledger/v1.jsonl was written by schema 1 (kept as written); v2.jsonl by schema 2,
+where attempt.measured and target.set name their device (see tests/golden_ledger.py for how,
+and how to regenerate the current one); vN-status.json is the status each replays to.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from ledger.shell import audit
 DATA = Path(__file__).parent / "data" / "ledger"
 LEDGER = DATA / "v1.jsonl"
 STATUS = DATA / "v1-status.json"
+CURRENT = DATA / "v2.jsonl"
+CURRENT_STATUS = DATA / "v2-status.json"
+# The event types whose schema 2 the current golden log holds (the device, issue 29).
+SCHEMA_2 = {"attempt.measured", "target.set"}
 # Not in the golden log: conflict.resolved needs two merged branches (tests/test_merge_*.py);
 # manifest.recorded came after this log was written (tests/test_measure.py records it), and
 # ledger.newline_restored too (tests/test_reliability_newline.py), and campaign.handed_back and
@@ -35,6 +40,8 @@ NOT_COVERED = {
     "ledger.rollback_accepted",
     "campaign.handed_back",
     "campaign.resumed",
+    # best.remeasured came with the device (issue 29): tests/test_device_measurements.py.
+    "best.remeasured",
 }
 
 
@@ -47,14 +54,18 @@ def _status_json(data: bytes, tmp: Path) -> str:
 
 
 def test_regenerate_when_asked(tmp_path: Path) -> None:
-    """UPDATE_GOLDEN=1 rewrites the schema-1 golden files (review the diff)."""
+    """UPDATE_GOLDEN=1 rewrites the current (v2) golden files (review the diff)."""
     if not os.environ.get("UPDATE_GOLDEN"):
         pytest.skip("set UPDATE_GOLDEN=1 to regenerate")
-    assert all(cls.SCHEMA == 1 for cls in PAYLOAD_TYPES.values()), "schema 1 is not current"
+    assert all(
+        (2 if name in SCHEMA_2 else 1) == cls.SCHEMA
+        for name, cls in PAYLOAD_TYPES.items()
+        if name != "conflict.resolved"
+    ), "v2 is not current: give the new schema a golden file of its own"
     data = golden_ledger.build()
     DATA.mkdir(parents=True, exist_ok=True)
-    LEDGER.write_bytes(data)
-    STATUS.write_text(_status_json(data, tmp_path), encoding="utf-8")
+    CURRENT.write_bytes(data)
+    CURRENT_STATUS.write_text(_status_json(data, tmp_path), encoding="utf-8")
 
 
 def test_golden_v1_reads_and_verifies_every_id(tmp_path: Path) -> None:
@@ -67,7 +78,29 @@ def test_golden_v1_reads_and_verifies_every_id(tmp_path: Path) -> None:
     assert all(codec.is_canonical_line(line) for line in LEDGER.read_bytes().splitlines())
     types = {event.type for event in log.events}
     assert types == set(PAYLOAD_TYPES) - NOT_COVERED
-    assert {event.schema for event in log.events} == {1}
+    # As written (each event is upcast to the current schema when read).
+    lines = LEDGER.read_bytes().splitlines()
+    assert {codec.loads(line)["schema"] for line in lines} == {1}
+    measured = [e for e in log.events if e.type in SCHEMA_2]
+    assert measured and all(e.data["device"] is None for e in measured)
+
+
+def test_golden_v2_names_the_device_of_every_measurement(tmp_path: Path) -> None:
+    """The schema-2 log verifies; its measurements and sheet name the simulator as device."""
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(CURRENT, path)
+    log = FileStore(path).read()
+    lines = CURRENT.read_bytes().splitlines()
+    assert len(log.events) == len(lines)
+    schemas = {(r["type"], r["schema"]) for r in map(codec.loads, lines)}
+    assert {t for t, v in schemas if v == 2} == SCHEMA_2
+    measured = [e for e in log.events if e.type in SCHEMA_2]
+    assert measured and all(e.data["device"]["run_mode"] == "sim" for e in measured)
+    assert replay(log.events).target.device["run_mode"] == "sim"
+    assert audit.legality_findings(log.events) == []
+    assert _status_json(CURRENT.read_bytes(), tmp_path) == CURRENT_STATUS.read_text(
+        encoding="utf-8"
+    )
 
 
 def test_golden_v1_replays_to_its_recorded_status(tmp_path: Path) -> None:
@@ -85,8 +118,8 @@ def test_golden_v1_audits_clean(tmp_path: Path) -> None:
 
 
 def test_the_current_code_still_writes_the_golden_bytes() -> None:
-    """The deciders and the codec still produce exactly the schema-1 golden log."""
-    assert golden_ledger.build() == LEDGER.read_bytes()
+    """The deciders and the codec still produce exactly the current (v2) golden log."""
+    assert golden_ledger.build() == CURRENT.read_bytes()
 
 
 OLD_LEDGER = DATA / "v1-all-stages.jsonl"

@@ -23,7 +23,18 @@ NOT_FOR_AGENTS = {
     "agent-setup", "mcp", "dashboard",
 }  # fmt: skip
 # Options a tool names differently, or leaves out (with the reason in server.py).
-RENAMED = {"set": "change", "run": "run", "all": None}
+RENAMED = {
+    "set": "change",
+    "run": "run",
+    "all": None,
+    # A person's name: the server has none on purpose, so an agent never loosens or lifts a
+    # budget (stages/budget.py, R10); the refusal names the command a person runs.
+    "person": None,
+    # `policy`'s budget options: the tool sets a budget as any policy, through key and value.
+    "max-evaluations": None,
+    "max-device-seconds": None,
+    "max-wall-seconds": None,
+}
 
 
 def _tools() -> dict[str, object]:

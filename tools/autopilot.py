@@ -2,6 +2,7 @@
 
     python -m tools.autopilot --op softmax [--root .] [--max-attempts N]
         [--workers N | --devices 0,1,... | --executor ray [--ray-address ADDR]]
+        [--max-evaluations N] [--max-device-seconds S] [--max-wall-seconds S]
 
 Every decision is taken from the replayed ledger, so the loop is resumable: interrupt it at
 any moment (Ctrl-C, a crash, a kill) and run it again; a pending attempt is measured again
@@ -95,6 +96,27 @@ from .progress import Progress
     "(tools/pypto/warm.py), or start a new process for each (as before). The ledger records "
     "the same attempts and verdicts either way.",
 )
+@click.option(
+    "--max-evaluations",
+    type=click.IntRange(min=1),
+    default=None,
+    help="R10 budget, recorded as the op's policy: the campaign stops after N verifier results "
+    "(upstream's tuners: 300). Default off.",
+)
+@click.option(
+    "--max-device-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="R10 budget: stop after S seconds of verifier runs (their recorded durations). "
+    "Default off.",
+)
+@click.option(
+    "--max-wall-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="R10 budget: stop S seconds after the target sheet (recorded event times; upstream's "
+    "tuners: 12-24 h). Default off.",
+)
 def main(
     root: str,
     ops: tuple[str, ...],
@@ -105,14 +127,25 @@ def main(
     executor: ExecutorName,
     ray_address: str | None,
     warm: bool,
+    max_evaluations: int | None,
+    max_device_seconds: float | None,
+    max_wall_seconds: float | None,
 ) -> None:
     """Run (or resume) an autopilot campaign on each OP and print where each ended."""
     placement = _placement(workers, devices, executor, ray_address)
     progress = Progress()
+    asked = {
+        "max_evaluations": max_evaluations,
+        "max_device_seconds": max_device_seconds,
+        "max_wall_seconds": max_wall_seconds,
+    }
+    budgets = {key: value for key, value in asked.items() if value is not None}
     failed = [
         op
         for op in ops
-        if not campaign(Path(root).resolve(), op, python, max_attempts, progress, placement, warm)
+        if not campaign(
+            Path(root).resolve(), op, python, max_attempts, progress, placement, warm, budgets
+        )
     ]
     if failed:
         raise SystemExit(1)
@@ -152,11 +185,12 @@ def campaign(
     progress: Progress,
     placement: Placement = ONE_WORKER,
     warm: bool = False,
+    budgets: dict[str, float] | None = None,
 ) -> bool:
     """One op's campaign to its stop; False when it did not stop."""
     progress.say(f"== {op}: campaign (the first PyPTO run builds pypto's host library, ~1 min)")
     try:
-        pilot = Autopilot(root, op, python, max_attempts, progress, placement, warm)
+        pilot = Autopilot(root, op, python, max_attempts, progress, placement, warm, budgets)
     except farm.FarmUnavailable as e:
         click.echo(f"error: {e}", err=True)
         raise SystemExit(2) from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from .pypto import warm as warm_worker
 
 BASE_SKILLS = ("pypto-op-perf-tune", "perf-analyzer")
 CONFIG_STAGES = ("frontend", "swimlane", "incore")
+BUDGET_POLICY_REASON = "the autopilot's budget option (R10: devices cost)"
 # Recorded with the policy event, so a reviewer sees why the autopilot deviates from the default.
 UTILIZATION_POLICY_REASON = (
     "as in the upstream tune skills, the utilization/bubble limit is judged in incore: in "
@@ -85,8 +86,12 @@ class Autopilot:
         progress: Progress,
         placement: Placement = ONE_WORKER,
         warm: bool = False,
+        budgets: Mapping[str, float] | None = None,
     ) -> None:
         self.root = root
+        # R10 budgets to set as the op's policy (stages/budget.py): tightened by the autopilot,
+        # never loosened (only a person does, `policy --person`).
+        self.budgets = dict(budgets or {})
         self.op = op
         self.ledger = OpLedger(root, op)
         self.python = python
@@ -238,6 +243,8 @@ class Autopilot:
                 )
             )
             self.say("policy: the utilization stop applies in incore only")
+            return True
+        if self.set_budget(state):
             return True
         for skill in BASE_SKILLS:
             if skill not in state.skills:
@@ -406,6 +413,27 @@ class Autopilot:
                 return False
             raise
         return True
+
+    def set_budget(self, state: State) -> bool:
+        """Record the next budget asked for that is tighter than the op's (R10); True when one
+        was recorded. A looser one is left to a person, said once."""
+        policy = effective_policy(state)
+        for key, value in sorted(self.budgets.items()):
+            current = policy.get(key)
+            if current == value:
+                continue
+            if current is not None and value > current:
+                self.say(
+                    f"policy: {key} stays {current:g}: only a person loosens a budget "
+                    f"(tune-ledger policy {self.op} --{key.replace('_', '-')} {value:g} "
+                    "--person NAME --reason TEXT)"
+                )
+                self.budgets.pop(key)
+                return False
+            self.run(cmd.SetPolicy(key=key, value=value, reason=BUDGET_POLICY_REASON))
+            self.say(f"policy: {key} = {value:g} (R10 budget)")
+            return True
+        return False
 
     def finish(self, state: State, reason: str) -> bool:
         """Stop the campaign (R10: the user's stop, here the autopilot's operator)."""

@@ -401,21 +401,107 @@ def note(ctx: Ctx, op: str, text: str) -> None:
     )
 
 
+# `policy`'s budget options (R10, stages/budget.py) and the policy key each sets.
+_BUDGET_OPTIONS = (
+    ("max_evaluations", "max_evaluations"),
+    ("max_device_seconds", "max_device_seconds"),
+    ("max_wall_seconds", "max_wall_seconds"),
+)
+
+
 @click.command()
 @click.argument("op", type=OP)
-@click.argument("key")
-@click.argument("value")
+@click.argument("key", required=False)
+@click.argument("value", required=False)
 @click.option("--reason", default="", help="Why the policy changes.")
+@click.option(
+    "--max-evaluations",
+    metavar="N|off",
+    help="R10 budget: stop the campaign after N verifier results (measured or failed).",
+)
+@click.option(
+    "--max-device-seconds",
+    metavar="S|off",
+    help="R10 budget: stop after S seconds of verifier runs (their recorded durations).",
+)
+@click.option(
+    "--max-wall-seconds",
+    metavar="S|off",
+    help="R10 budget: stop S seconds after the target sheet (recorded event times).",
+)
+@click.option(
+    "--person",
+    default=None,
+    help="The person who decides; loosening or lifting a budget needs one (R10).",
+)
 @pass_ctx
-def policy(ctx: Ctx, op: str, key: str, value: str, reason: str) -> None:
-    """Set a policy threshold of this op (VALUE is JSON); later decisions apply it."""
-    parsed = inputs.parse_json_value(value, "VALUE")
-    run_step(
-        ctx,
-        op,
-        lambda _ledger: cmd.SetPolicy(key=key, value=parsed, reason=reason),
-        lambda _outcome: ({"key": key, "value": parsed}, f"policy {key} = {value}"),
-    )
+def policy(
+    ctx: Ctx,
+    op: str,
+    key: str | None,
+    value: str | None,
+    reason: str,
+    max_evaluations: str | None,
+    max_device_seconds: str | None,
+    max_wall_seconds: str | None,
+    person: str | None,
+) -> None:
+    """Set a policy threshold of this op (KEY VALUE, VALUE as JSON), or its budgets (R10:
+    `--max-evaluations N --max-device-seconds S --max-wall-seconds S`, `off` to remove one;
+    defaults off); later decisions apply it. Loosening a budget needs `--person NAME --reason`."""
+    given = {"max_evaluations": max_evaluations, "max_device_seconds": max_device_seconds}
+    given["max_wall_seconds"] = max_wall_seconds
+    settings: list[tuple[str, Any]] = []
+    if key is not None:
+        if value is None:
+            raise BadInput(
+                "give the policy's VALUE after its KEY", hint="e.g. policy OP noise_threshold 0.02"
+            )
+        settings.append((key, inputs.parse_json_value(value, "VALUE")))
+    for option, policy_key in _BUDGET_OPTIONS:
+        text = given[option]
+        if text is not None:
+            flag = "--" + option.replace("_", "-")
+            parsed = None if text.strip().lower() == "off" else inputs.parse_json_value(text, flag)
+            settings.append((policy_key, parsed))
+    if not settings:
+        raise BadInput(
+            "nothing to set: give KEY VALUE or a budget option",
+            hint="e.g. policy OP noise_threshold 0.02, or policy OP --max-evaluations 300",
+        )
+    if len(settings) > 1 and ctx.key is not None:
+        raise BadInput("an idempotency key stands for one setting: give one per command")
+    commands = [
+        cmd.SetPolicy(key=name, value=parsed, reason=reason, person=person)
+        for name, parsed in settings
+    ]
+    ledger = ctx.op(op)
+    if len(commands) > 1:
+        _refuse_any(ledger, commands)
+    earlier = [ledger.execute(c, command_line=ctx.command_line()) for c in commands[:-1]]
+
+    def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
+        if earlier:  # each setting is its own batch: report every one's events
+            events = tuple(e for step in earlier for e in step.events) + outcome.events
+            outcome = StepResult(events=events, warnings=outcome.warnings, state=outcome.state)
+        values = {c.key: c.value for c in commands}
+        data = {"key": key, "value": values[key]} if len(commands) == 1 and key else {}
+        return {**data, "set": values}, "; ".join(f"policy {k} = {v!r}" for k, v in values.items())
+
+    run_step(ctx, op, lambda _ledger: commands[-1], present)
+
+
+def _refuse_any(ledger: OpLedger, commands: Sequence[cmd.SetPolicy]) -> None:
+    """Decide every setting before any is written: when one is refused, none is (its rule and
+    exit code as the CLI reports any refusal). The settings are of distinct keys, each decided
+    on the state before them all (a budget's check reads only its own key)."""
+    from stages import Refusal, decide
+
+    state = ledger.load().state
+    for command in commands:
+        decision = decide(state, command)
+        if isinstance(decision, Refusal):
+            raise decision.to_error()
 
 
 # The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).

@@ -34,18 +34,23 @@ def handback(ctx: Ctx, op: str, summary: str) -> None:
 @click.command(name="resume-campaign")
 @click.argument("op", type=OP)
 @click.option("--reason", required=True, help="The user's reason to go past the stop.")
+@click.option(
+    "--person",
+    default=None,
+    help="The person who decides; a budget stop is lifted only with one (R10).",
+)
 @pass_ctx
-def resume_campaign(ctx: Ctx, op: str, reason: str) -> None:
-    """Lift a utilization stop by the user's decision (R10); no other stop can be lifted."""
-    run_step(
-        ctx,
-        op,
-        lambda _ledger: cmd.ResumeCampaign(reason=reason),
-        lambda _outcome: (
-            {"resumed": True},
-            f"utilization stop lifted: tuning goes on (tune-ledger status {op})",
-        ),
-    )
+def resume_campaign(ctx: Ctx, op: str, reason: str, person: str | None) -> None:
+    """Lift a utilization stop by the user's decision, or a budget stop by a person's once the
+    budget no longer holds (R10); no other stop can be lifted."""
+
+    def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
+        lifted = str(event_data(outcome, "campaign.resumed").get("lifted", ""))
+        return {
+            "resumed": True
+        }, f"stop lifted ({lifted}): tuning goes on (tune-ledger status {op})"
+
+    run_step(ctx, op, lambda _ledger: cmd.ResumeCampaign(reason=reason, person=person), present)
 
 
 # The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).

@@ -179,6 +179,7 @@ def target(
             samples: tuple[float, ...] = (baseline_us,)
             origin = Origin(level="reported", tool=tool)
             util_value, bubble_value = util_pct, bubble_pct
+            device = None  # a typed-in baseline names no device: unknown
         else:
             document = (
                 runner.file_document(from_json)
@@ -191,6 +192,7 @@ def target(
                 origin = attrs.evolve(origin, tool=tool)
             util_value = runner.percent_of(document.doc, "util_pct", util_pct)
             bubble_value = runner.percent_of(document.doc, "bubble_pct", bubble_pct)
+            device = runner.device_of(document.doc, document.source)
         return cmd.SetTarget(
             baseline_us=median(samples),
             shape=shape_text,
@@ -204,6 +206,7 @@ def target(
             baseline_samples_us=samples,
             util_pct=util_value,
             bubble_pct=bubble_value,
+            device=device,
         )
 
     run_step(ctx, op, build, _present)

@@ -96,6 +96,9 @@ def target(state: State, event: Event) -> None:
         cube_m=data["cube_m"],
         tool=origin.get("tool"),
         origin_level=origin["level"],
+        at=event.provenance.get("at") if isinstance(event.provenance, dict) else None,
+        target_origin_level=(data.get("target_origin") or {}).get("level"),
+        device=data["device"],
     )
     state.baseline_config = data["config"]
     state.measured_configs[measured_key(state, data["config"])] = "baseline"
@@ -114,6 +117,7 @@ def target(state: State, event: Event) -> None:
             util_pct=data["util_pct"],
             bubble_pct=data["bubble_pct"],
             origin_level=origin["level"],
+            device=data["device"],
         ),
         attempt=None,
     )

@@ -64,6 +64,19 @@ class Verifier(SharedValue):
         return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)], token) for token in self.argv)
 
 
+# R3's sources of a target after SPEC.md's budget, in precedence order (DESIGN §3 R3).
+FALLBACK_SOURCES = ("upstream", "torch-eager")
+
+
+@frozen(repr=False, eq=False)
+class Fallback(SharedValue):
+    """A command that measures one of R3's next sources of a target (a comparable upstream
+    kernel, torch eager) when SPEC.md declares no budget: it prints `times_us` (issue 29.6)."""
+
+    source: str
+    verifier: Verifier
+
+
 @frozen(repr=False, eq=False)
 class Manifest(SharedValue):
     """An op's declarations, as SPEC.md's front matter gives them."""
@@ -80,6 +93,13 @@ class Manifest(SharedValue):
     knobs: dict[str, Knob]
     verifier: Verifier | None
     digest: str
+    # `target_fallbacks`, in R3's precedence order (upstream before torch eager)
+    fallbacks: tuple[Fallback, ...] = ()
+
+    @property
+    def fallback(self) -> Fallback | None:
+        """The source `target --from-spec` measures when SPEC.md declares no budget (R3)."""
+        return self.fallbacks[0] if self.fallbacks else None
 
     @property
     def p0_shape(self) -> tuple[int, ...] | None:
@@ -202,6 +222,7 @@ class _Reader:
                 "baseline_config",
                 "knobs",
                 "verifier",
+                "target_fallbacks",
             )
             if key in data
         }
@@ -217,6 +238,7 @@ class _Reader:
             baseline_config=baseline,
             knobs=knobs,
             verifier=self.verifier(data.get("verifier")),
+            fallbacks=self.fallbacks(data.get("target_fallbacks")),
             digest=hashlib.sha256(codec.canonical_json(_jsonable(declared)).encode()).hexdigest()[
                 :16
             ],
@@ -332,7 +354,33 @@ class _Reader:
                 raise self.fail(("baseline_config", key), problem, hint)
         return canonical_config(config)
 
-    def verifier(self, value: Any) -> Verifier | None:
+    def fallbacks(self, value: Any) -> tuple[Fallback, ...]:
+        """`target_fallbacks`: a list of {source: upstream|torch-eager, command, timeout_s}."""
+        if value is None:
+            return ()
+        hint = (
+            'target_fallbacks: [{source: torch-eager, command: ["{python}", "-m", '
+            '"tools.pypto.reference", "--op-dir", "{op_dir}", "--json"]}]; sources: '
+            + ", ".join(FALLBACK_SOURCES)
+        )
+        if not isinstance(value, list) or not value:
+            raise self.fail(("target_fallbacks",), "must be a non-empty list", hint)
+        found: dict[str, Fallback] = {}
+        for entry in value:
+            source = entry.get("source") if isinstance(entry, dict) else None
+            if source not in FALLBACK_SOURCES:
+                raise self.fail(
+                    ("target_fallbacks",), f"{source!r} is not one of {FALLBACK_SOURCES}", hint
+                )
+            if source in found:
+                raise self.fail(("target_fallbacks",), f"{source} is declared twice", hint)
+            spec = {k: v for k, v in entry.items() if k != "source"}
+            verifier = self.verifier(spec, ("target_fallbacks",))
+            assert verifier is not None  # the mapping holds a command or the reader refused it
+            found[source] = Fallback(source=source, verifier=verifier)
+        return tuple(found[s] for s in FALLBACK_SOURCES if s in found)
+
+    def verifier(self, value: Any, where: tuple[str, ...] = ("verifier",)) -> Verifier | None:
         if value is None:
             return None
         hint = (
@@ -342,7 +390,7 @@ class _Reader:
         )
         spec = {"command": value} if isinstance(value, str | list) else value
         if not isinstance(spec, dict):
-            raise self.fail(("verifier",), "must be a command or a mapping with command", hint)
+            raise self.fail(where, "must be a command or a mapping with command", hint)
         command = spec.get("command")
         if isinstance(command, str):
             import shlex
@@ -353,18 +401,16 @@ class _Reader:
             or not command
             or not all(isinstance(token, str) for token in command)
         ):
-            raise self.fail(("verifier", "command"), "must be a non-empty list of strings", hint)
+            raise self.fail((*where, "command"), "must be a non-empty list of strings", hint)
         for token in command:
             for name in _PLACEHOLDER.findall(token):
                 if name not in PLACEHOLDERS:
-                    raise self.fail(
-                        ("verifier", "command"), f"unknown placeholder {{{name}}}", hint
-                    )
+                    raise self.fail((*where, "command"), f"unknown placeholder {{{name}}}", hint)
         limits = []
         for key, default in (("timeout_s", DEFAULT_TIMEOUT_S), ("memory_mb", DEFAULT_MEMORY_MB)):
             limit = spec.get(key, default)
             if not is_finite_positive(limit):
-                raise self.fail(("verifier", key), f"{limit!r} is not a number > 0", hint)
+                raise self.fail((*where, key), f"{limit!r} is not a number > 0", hint)
             limits.append(float(limit))
         return Verifier(argv=tuple(command), timeout_s=limits[0], memory_mb=limits[1])
 

@@ -16,6 +16,7 @@ fold_records.py; the attempts' are here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ledger.domain import fold_gates as gates
 from ledger.domain import fold_merges as merges
@@ -40,6 +41,8 @@ __all__ = [
 ]
 
 _ADOPTED = ("adopt", "target-reached")
+# The outcome of an attempt that measured the best again on another device (no verdict).
+REMEASURED = "remeasured"
 
 Handler = Callable[[State, Event], None]
 
@@ -141,6 +144,8 @@ def _attempt_started(state: State, event: Event) -> None:
             point.mutations += 1
     if retry_override:
         state.overrides.append((aid, retry_override))
+    provenance = event[7]  # event.provenance: when it started, for the wall-clock budget (R10)
+    state.last_started_at = provenance.get("at") if type(provenance) is dict else None
 
 
 def _measured(state: State, event: Event) -> None:
@@ -162,11 +167,23 @@ def _measured(state: State, event: Event) -> None:
         data["metrics"],
         all_close,
         data["layout_exit"],
+        data["device"],
     )
+    _spent(state, data["origin"])
     if attempt.status != "pending":  # measured after it finished: merged branches only
         state.finished_revision += 1
     if attempt.kind != "algorithm":  # _mark_measured, inlined: one call less per attempt
         state.measured_configs[measured_key(state, attempt.config)] = attempt.id
+
+
+def _spent(state: State, origin: dict[str, Any] | None) -> None:
+    """Count a verifier result toward the budgets (R10): one evaluation, and its run's duration
+    unless the result was read from the measurement cache (that run was made earlier)."""
+    state.evaluations += 1
+    if origin is not None and origin.get("cached") is None:
+        duration = origin.get("duration_s")
+        if duration is not None:
+            state.device_seconds += duration
 
 
 def _mark_measured(state: State, attempt: Attempt) -> None:
@@ -219,6 +236,18 @@ def _verdict(state: State, event: Event) -> None:
             point.streak += 1
 
 
+def _best_remeasured(state: State, event: Event) -> None:
+    """The best's config measured on another device becomes the best (R8, issue 29)."""
+    attempt = state.attempts[event.data["attempt"]]
+    _finish(state, attempt, "verified")
+    attempt.verdict = REMEASURED
+    if state.best is not None:
+        attempt.compared_us = state.best.time_us
+        attempt.compared_best = state.best.attempt
+    if attempt.measurement is not None:
+        state.best = Best(attempt.config, attempt.measurement, attempt.id)
+
+
 def _failed(state: State, event: Event) -> None:
     data = event.data
     attempt = state.attempts[data["attempt"]]
@@ -227,6 +256,7 @@ def _failed(state: State, event: Event) -> None:
     attempt.failure = data["category"]
     attempt.detail = data["detail"]
     _mark_measured(state, attempt)
+    _spent(state, data["origin"])
 
 
 def _abandoned(state: State, event: Event) -> None:
@@ -255,6 +285,7 @@ HANDLERS: tuple[tuple[type[ev.Payload], Handler], ...] = (
     (ev.AttemptStarted, _attempt_started),
     (ev.AttemptMeasured, _measured),
     (ev.VerdictReached, _verdict),
+    (ev.BestRemeasured, _best_remeasured),
     (ev.AttemptFailed, _failed),
     (ev.AttemptAbandoned, _abandoned),
     (ev.ReportGenerated, records.report),

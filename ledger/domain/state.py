@@ -48,6 +48,13 @@ class TargetSheet:
     cube_m: int | None
     tool: str | None
     origin_level: str
+    # When the sheet was recorded (its event's provenance time): where the wall-clock budget
+    # of the campaign starts (R10)
+    at: str | None = None
+    # How the target came to the sheet when the ledger measured it (R3's fallbacks)
+    target_origin_level: str | None = None
+    # The device the baseline ran on, as recorded (plain data); None: unknown.
+    device: dict[str, Any] | None = None
 
     @property
     def required_speedup(self) -> float:
@@ -83,6 +90,8 @@ class Measurement:
     _metrics: dict[str, float] | str = field(factory=dict, eq=_as_dict)
     all_close: bool = True
     layout_exit: int = 0
+    # The device it ran on, as recorded (plain data); None: unknown (ledger/domain/devices.py).
+    device: dict[str, Any] | None = None
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -324,6 +333,12 @@ class State:
     # R10
     stopped: str | None = None
     stop_detail: str = ""
+    # R10 budgets (issue 29.5), from recorded data only: verifier results recorded (measured or
+    # failed), the durations of the verifier runs made for them (cache hits aside, their runs
+    # were made earlier), and when the latest attempt started (its event's provenance time)
+    evaluations: int = 0
+    device_seconds: float = 0.0
+    last_started_at: str | None = None
     # R10: the path of a report generated since the latest stop (the hand-back carries it),
     # and the hand-back itself ({"report", "summary"}) once recorded
     stop_report: str | None = None

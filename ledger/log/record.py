@@ -25,9 +25,12 @@ from ledger.log.plain_data import Unstructure, compile_unstructure
 from ledger.schema.events import (
     PAYLOAD_TYPES,
     AttemptMeasured,
+    CampaignResumed,
     LimitRelaxed,
     Payload,
     PointOpened,
+    PolicySet,
+    TargetSheetWritten,
 )
 from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import Origin
@@ -98,6 +101,9 @@ OMIT_IF_DEFAULT: dict[type[Any], frozenset[str]] = {
     AttemptMeasured: frozenset({"binding", "accuracy_origin"}),
     PointOpened: frozenset({"knobs"}),
     LimitRelaxed: frozenset({"supersedes"}),
+    PolicySet: frozenset({"person"}),
+    TargetSheetWritten: frozenset({"target_origin", "target_samples_us"}),
+    CampaignResumed: frozenset({"person"}),
 }
 
 

@@ -1,10 +1,12 @@
 """Upcasting: old schema versions of a payload are rewritten, on read, to the current one.
 
-Schema 1 of `conflict.resolved` named its conflict by the English text replay recorded then;
-schema 2 names the typed conflict (kind and parties, ledger/schema/conflicts.py). The texts
-are read here, once, when an old event is upcast; nothing else parses them. Every text
-schema-1 code wrote has a pattern below; a text none matches was never written by
-tune-ledger, and the line is refused as damage (exit 7) rather than guessed at.
+Schema 1 of `attempt.measured` and `target.set` did not record the device a measurement ran
+on: they are read with device unknown (None). Schema 1 of `conflict.resolved` named its
+conflict by the English text replay recorded then; schema 2 names the typed conflict (kind and
+parties, ledger/schema/conflicts.py). The texts are read here, once, when an old event is
+upcast; nothing else parses them. Every text schema-1 code wrote has a pattern below; a text
+none matches was never written by tune-ledger, and the line is refused as damage (exit 7)
+rather than guessed at.
 """
 
 from __future__ import annotations
@@ -74,6 +76,15 @@ def conflict_resolved_1_to_2(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "conflict": conflict_of_text(str(payload["conflict"]))}
 
 
+# --- attempt.measured and target.set 1 -> 2 -------------------------------------------------
+
+
+def device_unknown_1_to_2(payload: dict[str, Any]) -> dict[str, Any]:
+    """`attempt.measured` / `target.set` schema 1 → 2: schema 1 did not record the device the
+    measurement ran on, so it is unknown (compared only with other unknowns, R8)."""
+    return {**payload, "device": None}
+
+
 # --- absolute paths of old ledgers ------------------------------------------------------------
 
 
@@ -97,6 +108,8 @@ def relative_op_path(path: str, op: str | None) -> str:
 # tests/data/ (v1-merged.jsonl holds schema-1 conflict.resolved events).
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("conflict.resolved", 1): conflict_resolved_1_to_2,
+    ("attempt.measured", 1): device_unknown_1_to_2,
+    ("target.set", 1): device_unknown_1_to_2,
 }
 
 

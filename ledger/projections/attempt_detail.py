@@ -29,6 +29,7 @@ def attempt_detail(state: State, attempt_id: str) -> dict[str, Any]:
         "metrics": dict(m.metrics) if m else None,
         "all_close": m.all_close if m else None,
         "layout_exit": m.layout_exit if m else None,
+        "device_fields": m.device if m else None,
     }
 
 
@@ -56,6 +57,7 @@ def attempt_detail_text(data: dict[str, Any]) -> str:
             f"{data['bubble_pct'] if data['bubble_pct'] is not None else '-'}%   all_close: "
             f"{data['all_close']}   layout exit: {data['layout_exit']}"
         )
+        lines.append(f"  device: {data['device']}")
     for key in ("prior", "description", "impl_digest", "retry_override"):
         if data[key]:
             lines.append(f"  {key.replace('_', ' ')}: {data[key]}")

@@ -50,7 +50,9 @@ def end_lines(data: dict[str, Any]) -> list[str]:
             f"{fmt_time_us(data['target_us'])}"
         ]
     else:
-        who = "on utilization" if end["stopped"] == "utilization" else "by the user"
+        who = {"utilization": "on utilization", "budget": "on its budget"}.get(
+            end["stopped"], "by the user"
+        )
         lines = [f"  the campaign stopped {who}: {end['detail'] or 'no detail recorded'}"]
     handed = end["handed_back"]
     if handed:

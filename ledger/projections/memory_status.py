@@ -200,11 +200,27 @@ def _stop_text(state: State, policy: Mapping[str, Any]) -> str:
         bubble = policy_number(policy, "bubble_stop_pct")
         return (
             f"running; tuning stops when the target is met, when core utilization > "
-            f"{util:g}% and bubble rate < {bubble:g}%{_utilization_stages(policy)}, or when "
-            "the user stops it (R10)"
+            f"{util:g}% and bubble rate < {bubble:g}%{_utilization_stages(policy)}, "
+            f"{_budgets_text(state, policy)}or when the user stops it (R10)"
         )
     detail = f": {md_text(state.stop_detail, 200)}" if state.stop_detail else ""
     return f"**stopped ({md_text(state.stopped)})**{detail}; further tuning steps are refused"
+
+
+def _budgets_text(state: State, policy: Mapping[str, Any]) -> str:
+    """The budgets in force and what the campaign used of each (R10); empty when none is set."""
+    from stages import budget
+
+    limits = budget.budgets(policy)
+    if not limits:
+        return ""
+    used = budget.spent(state)
+    parts = []
+    for key, limit in limits.items():
+        amount = used.of(key)
+        shown = "?" if amount is None else f"{amount:g}"
+        parts.append(f"{shown} of {limit:g} ({key})")
+    return f"when a budget runs out (used: {', '.join(parts)}), "
 
 
 def _utilization_stages(policy: Mapping[str, Any]) -> str:

@@ -6,6 +6,7 @@ sheet shows exactly what the ledger refuses by.
 
 from __future__ import annotations
 
+from ledger.domain import devices
 from ledger.domain.state import State
 from ledger.projections.attempt_markdown import CELL
 from ledger.projections.formatting import (
@@ -31,7 +32,7 @@ from stages.target import (
 TARGET_SOURCES = {
     "spec": "the SPEC.md performance budget",
     "upstream": "a measured comparable upstream kernel",
-    "torch-eager": "measured torch eager on the NPU",
+    "torch-eager": "measured torch eager",
 }
 
 
@@ -70,14 +71,25 @@ def _render_target_sheet(state: State, op: str) -> str:
         [
             "Target",
             fmt_time_us(sheet.target_us),
-            f"{TARGET_SOURCES.get(sheet.target_source, md_text(sheet.target_source))}{reference}; "
-            "precedence: SPEC budget, else upstream kernel, else torch eager",
+            f"{TARGET_SOURCES.get(sheet.target_source, md_text(sheet.target_source))}{reference}"
+            + (
+                f" (provenance: {md_text(sheet.target_origin_level)})"
+                if sheet.target_origin_level
+                else ""
+            )
+            + "; precedence: SPEC budget, else upstream kernel, else torch eager",
         ],
         [
             "Required speedup",
             fmt_speedup(sheet.required_speedup),
             "Baseline / Target: how many times faster the kernel must become (the seed's "
             '"Target / Baseline" is inverted)',
+        ],
+        [
+            "Device",
+            md_text(devices.label(sheet.device), CELL),
+            "where the baseline ran; a verdict compares only measurements of this run mode, "
+            "part, CANN and driver (R8)",
         ],
         ["Metric", md_text(sheet.metric, 60), "the execution time every verdict compares"],
         [

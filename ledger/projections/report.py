@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ledger.domain import devices
 from ledger.domain.state import Attempt, State
 from ledger.projections.attempt_markdown import (
     change_text,
@@ -109,9 +110,12 @@ def _summary(state: State, walk: Sequence[Step]) -> str:
                 '"Target / Baseline" is inverted)',
             ]
         )
+    if sheet is not None:
+        rows.append(["Baseline device", md_text(devices.label(sheet.device), 200)])
     if best is not None:
         source = f"attempt {md_code(best.attempt)}" if best.attempt else "the baseline"
         rows.append(["Best", f"{fmt_time_us(best.time_us)} from {source}"])
+        rows.append(["Best measured on", md_text(devices.label(best.measurement.device), 200)])
         rows.append(["Best config", md_json(best.config, 300)])
     if sheet is not None and best is not None:
         rows.append(["Speed-up reached", fmt_speedup(sheet.baseline_us / best.time_us)])

@@ -72,7 +72,7 @@ def steps(state: State, attempts: Iterable[Attempt] | None = None) -> list[Step]
     for attempt in sorted(chosen, key=lambda a: a.seq):
         before = attempt.compared_us if attempt.compared_us is not None else best_us
         out.append(Step(attempt, best_config, before))
-        if attempt.verdict in ("adopt", "target-reached") and attempt.failure is None:
+        if attempt.verdict in _NEW_BEST and attempt.failure is None:
             best_config = attempt.config
             if attempt.measurement is not None:
                 best_us = attempt.measurement.median_us
@@ -82,13 +82,14 @@ def steps(state: State, attempts: Iterable[Attempt] | None = None) -> list[Step]
 def best_after(step: Step, best_us: float | None) -> float | None:
     """The best time after `step`: its time when it was adopted, else `best_us` (R8)."""
     attempt = step.attempt
-    if (
-        attempt.verdict in ("adopt", "target-reached")
-        and attempt.failure is None
-        and attempt.measurement is not None
-    ):
+    if attempt.verdict in _NEW_BEST and attempt.failure is None and attempt.measurement is not None:
         return attempt.measurement.median_us
     return best_us
+
+
+# Verdicts after which the attempt's measurement is the best: adopted, or the best measured
+# again on another device (`remeasured`, R8).
+_NEW_BEST = ("adopt", "target-reached", "remeasured")
 
 
 def outcome(attempt: Attempt) -> str:

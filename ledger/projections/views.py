@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from itertools import islice
 from typing import Any
 
+from ledger.domain import devices
 from ledger.domain.hints import NAME, TEXT, Fill, Step, arg
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
@@ -69,6 +70,8 @@ def attempt_row(attempt: Attempt) -> dict[str, Any]:
         "util_pct": m.util_pct if m else None,
         "bubble_pct": m.bubble_pct if m else None,
         "provenance": m.origin_level if m else None,
+        # Where it was measured (ledger/domain/devices.py); None: not measured.
+        "device": devices.label(m.device) if m else None,
         "retry_override": attempt.retry_override,
     }
 

@@ -17,6 +17,7 @@ from ledger.schema.conflicts import Conflict
 from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import (
     Binding,
+    Device,
     Origin,
     OutputCheck,
     as_tuple,
@@ -129,7 +130,8 @@ class TargetSheetWritten(SharedValue):
     """The Performance target sheet: measured baseline, target and its source (R3)."""
 
     TYPE: ClassVar[str] = "target.set"
-    SCHEMA: ClassVar[int] = 1
+    # Schema 2 adds `device` (issue 29); a schema-1 sheet is read with device unknown.
+    SCHEMA: ClassVar[int] = 2
     baseline_us: float = field(converter=positive_time)
     shape: str = field(validator=nonempty)
     target_us: float = field(converter=positive_time)
@@ -144,6 +146,13 @@ class TargetSheetWritten(SharedValue):
     baseline_samples_us: tuple[float, ...] = field(default=(), converter=as_tuple)
     util_pct: float | None = field(default=None, converter=percent_or_none)
     bubble_pct: float | None = field(default=None, converter=percent_or_none)
+    # The device the baseline ran on; None: unknown (typed in, or a verifier that names none).
+    device: Device | None = None
+    # Where the target came from when it was measured (R3's fallbacks: an upstream kernel or
+    # torch eager, run by the ledger; issue 29.6) and its samples; left out of the line when
+    # the target was SPEC.md's budget or typed in.
+    target_origin: Origin | None = None
+    target_samples_us: tuple[float, ...] = field(default=(), converter=as_tuple)
 
 
 @frozen(repr=False, eq=False)
@@ -232,7 +241,8 @@ class AttemptMeasured(SharedValue):
     """The verifier's result for an attempt: accuracy, layout and time samples (R8, R11)."""
 
     TYPE: ClassVar[str] = "attempt.measured"
-    SCHEMA: ClassVar[int] = 1
+    # Schema 2 adds `device` (issue 29); a schema-1 measurement is read with device unknown.
+    SCHEMA: ClassVar[int] = 2
     attempt: str
     outputs: tuple[OutputCheck, ...] = field(converter=sorted_outputs)
     layout_exit: int = field(converter=integer)
@@ -246,6 +256,8 @@ class AttemptMeasured(SharedValue):
     # Where outputs and layout exit came from when not from `origin`'s run (accuracy and
     # performance measured apart, e.g. typed-in compare results beside a PyPTO perf folder).
     accuracy_origin: Origin | None = None
+    # The device it ran on; None: unknown. A verdict never compares two devices (R8).
+    device: Device | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -267,6 +279,18 @@ class VerdictReached(SharedValue):
     threshold: float | None = field(default=None, converter=float_or_none)
     seed: int | None = None
     policy: dict[str, Any] = field(factory=dict)
+
+
+@frozen(repr=False, eq=False)
+class BestRemeasured(SharedValue):
+    """The best's config measured again on another device (issue 29): that measurement is the
+    best from here on, so later verdicts compare measurements of one device (R8). Written with
+    the attempt's `attempt.measured`, instead of a verdict: no speed is claimed."""
+
+    TYPE: ClassVar[str] = "best.remeasured"
+    SCHEMA: ClassVar[int] = 1
+    attempt: str
+    previous: str | None  # the best it stands for: an attempt id, None for the baseline
 
 
 @frozen(repr=False, eq=False)
@@ -320,6 +344,8 @@ class PolicySet(SharedValue):
     key: str
     value: Any
     reason: str = ""
+    # The person who decided (issue 29.5: loosening a budget); left out of the line when None.
+    person: str | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -416,12 +442,14 @@ class CampaignHandedBack(SharedValue):
 
 @frozen(repr=False, eq=False)
 class CampaignResumed(SharedValue):
-    """The user lifted a utilization stop; tuning goes on from where it stopped (R10)."""
+    """The user lifted a utilization stop, or a person a budget stop; tuning goes on (R10)."""
 
     TYPE: ClassVar[str] = "campaign.resumed"
     SCHEMA: ClassVar[int] = 1
     lifted: str
     reason: str = field(validator=nonempty)
+    # The person who decided (a budget stop needs one); left out of the line when None.
+    person: str | None = None
 
 
 # --- end of the protocol fidelity block ------------------------------------------------------
@@ -444,6 +472,7 @@ Payload = (
     | AttemptStarted
     | AttemptMeasured
     | VerdictReached
+    | BestRemeasured
     | AttemptFailed
     | AttemptAbandoned
     | ReportGenerated
@@ -480,6 +509,7 @@ __all__ = [
     "AttemptKind",
     "AttemptMeasured",
     "AttemptStarted",
+    "BestRemeasured",
     "Binding",
     "CampaignHandedBack",
     "CampaignResumed",
@@ -487,6 +517,7 @@ __all__ = [
     "CompareEvidence",
     "Conflict",
     "ConflictResolved",
+    "Device",
     "ExitCondition",
     "Failure",
     "LayoutEvidence",

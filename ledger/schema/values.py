@@ -131,6 +131,29 @@ class Origin(SharedValue):
     cached: CachedRun | None = None
 
 
+def _text_or_none(value: Any) -> str | None:
+    """None, or a device field as text (an NPU's number is kept as its decimal text)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError(f"a device field must be text or a number, got {value!r}")
+    return str(value)
+
+
+@frozen(repr=False, eq=False)
+class Device(SharedValue):
+    """The device a measurement ran on, as its verifier named it (issue 29): the run mode
+    (`sim`, `npu`), the part (SoC), the device's number on its host, the CANN toolkit's and the
+    driver's versions; each None when the verifier did not say. A measurement that names no
+    device at all records None instead of a Device: device unknown."""
+
+    run_mode: str | None = field(default=None, converter=_text_or_none)
+    soc: str | None = field(default=None, converter=_text_or_none)
+    id: str | None = field(default=None, converter=_text_or_none)
+    cann: str | None = field(default=None, converter=_text_or_none)
+    driver: str | None = field(default=None, converter=_text_or_none)
+
+
 def json_object_or_none(value: Any) -> dict[str, Any] | None:
     """None, or a JSON object, copied."""
     return None if value is None else json_object(value)

@@ -28,7 +28,7 @@ VERDICTS: tuple[Verdict, ...] = ("rollback", "no-gain", "adopt", "target-reached
 Failure = Literal["accuracy", "layout", "timeout", "oom", "compile", "runtime"]
 FAILURES: tuple[Failure, ...] = ("accuracy", "layout", "timeout", "oom", "compile", "runtime")
 AttemptKind = Literal["candidate", "mutation", "algorithm"]
-StopReason = Literal["target-reached", "utilization", "user"]
+StopReason = Literal["target-reached", "utilization", "user", "budget"]
 ExitCondition = Literal[
     "target-met", "points-closed", "utilization", "user", "ideas-exhausted", "hand-back"
 ]

@@ -23,7 +23,7 @@ from ledger.log.record import Event, converter, unstructure_payload
 from ledger.projections import conflicts as conflict_view
 from ledger.projections import memory_file, splice
 from ledger.schema import events as ev
-from ledger.schema.events import Binding, Origin, OutputCheck
+from ledger.schema.events import Binding, Device, Origin, OutputCheck
 from ledger.shell import audit_trust as trust
 from ledger.shell import rollback
 from stages import commands as cmd
@@ -66,6 +66,9 @@ def _target(d: dict[str, Any]) -> cmd.Command:
         baseline_samples_us=tuple(d["baseline_samples_us"]),
         util_pct=d["util_pct"],
         bubble_pct=d["bubble_pct"],
+        device=_device(d["device"]),
+        target_origin=_origin(d.get("target_origin")),
+        target_samples_us=tuple(d.get("target_samples_us", ())),
     )
 
 
@@ -83,7 +86,12 @@ def _measured(d: dict[str, Any]) -> cmd.Command:
         accuracy_origin=None
         if d.get("accuracy_origin") is None
         else converter().structure(d["accuracy_origin"], Origin),
+        device=_device(d["device"]),
     )
+
+
+def _device(data: dict[str, Any] | None) -> Device | None:
+    return None if data is None else converter().structure(data, Device)
 
 
 def _binding(data: dict[str, Any] | None) -> Binding | None:
@@ -91,6 +99,10 @@ def _binding(data: dict[str, Any] | None) -> Binding | None:
 
 
 CommandOf = Callable[[dict[str, Any]], cmd.Command]
+
+
+def _remeasured_alone(_d: dict[str, Any]) -> cmd.Command:
+    raise ValueError("a best.remeasured is written after its attempt.measured, in one batch")
 
 
 def _verdict_alone(_d: dict[str, Any]) -> cmd.Command:
@@ -155,6 +167,7 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.AttemptStarted, _started),
     (ev.AttemptMeasured, _measured),
     (ev.VerdictReached, _verdict_alone),
+    (ev.BestRemeasured, _remeasured_alone),
     (
         ev.AttemptFailed,
         lambda d: cmd.Fail(
@@ -169,7 +182,9 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.ReportGenerated, lambda d: cmd.RecordReport(path=d["path"], digest=d["digest"])),
     (
         ev.PolicySet,
-        lambda d: cmd.SetPolicy(key=d["key"], value=d["value"], reason=d["reason"]),
+        lambda d: cmd.SetPolicy(
+            key=d["key"], value=d["value"], reason=d["reason"], person=d.get("person")
+        ),
     ),
     (ev.NoteAdded, lambda d: cmd.AddNote(text=d["text"])),
     (ev.LedgerRepaired, None),
@@ -184,7 +199,10 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     # A person's confirmation after the shell found a rollback, not a step of the protocol.
     (ev.RollbackAccepted, None),
     (ev.CampaignHandedBack, lambda d: cmd.HandBack(summary=d["summary"])),
-    (ev.CampaignResumed, lambda d: cmd.ResumeCampaign(reason=d["reason"])),
+    (
+        ev.CampaignResumed,
+        lambda d: cmd.ResumeCampaign(reason=d["reason"], person=d.get("person")),
+    ),
 )
 
 _COMMAND_OF: dict[str, CommandOf] = {

@@ -31,8 +31,9 @@ import attrs
 from attrs import frozen
 
 from ledger import processes
+from ledger.domain import devices
 from ledger.domain.configs import canonical_config
-from ledger.domain.manifest import Manifest, Verifier
+from ledger.domain.manifest import Fallback, Manifest, Verifier
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.log import codec
@@ -47,6 +48,9 @@ _FIX = (
     "then measure again"
 )
 
+
+# `run`'s default `expected_device`: a kept result serves any device (measure-ahead, baselines).
+ANY_DEVICE: Any = object()
 
 # Handed to a run's `on_start`: stops that run from another thread (measure-ahead's cancel).
 Cancel = Callable[[], None]
@@ -164,17 +168,7 @@ def plan_config(
     """The verifier command for `config` (an attempt's, or the target sheet's baseline)."""
     verifier = require_verifier(manifest, op)
     canonical = canonical_config(config)
-    shape = manifest.p0_shape if manifest is not None else None
-    values = {
-        "python": python,
-        "root": os.fspath(root),
-        "op": op,
-        "op_dir": os.fspath(root / "custom" / op),
-        "config": codec.canonical_json(canonical),
-        "shape": codec.canonical_json(list(shape)) if shape else "",
-        "timeout_s": f"{verifier.timeout_s:g}",
-        "memory_mb": f"{verifier.memory_mb:g}",
-    }
+    values = _values(manifest, canonical, root=root, op=op, python=python, verifier=verifier)
     return Plan(
         attempt=label,
         config=canonical,
@@ -184,6 +178,29 @@ def plan_config(
         impl_digest=impl_digest,
         python=python,
     )
+
+
+def _values(
+    manifest: Manifest | None,
+    canonical: Mapping[str, Any],
+    *,
+    root: Path,
+    op: str,
+    python: str,
+    verifier: Verifier,
+) -> dict[str, str]:
+    """What each placeholder of a command template stands for (ledger/domain/manifest.py)."""
+    shape = manifest.p0_shape if manifest is not None else None
+    return {
+        "python": python,
+        "root": os.fspath(root),
+        "op": op,
+        "op_dir": os.fspath(root / "custom" / op),
+        "config": codec.canonical_json(dict(canonical)),
+        "shape": codec.canonical_json(list(shape)) if shape else "",
+        "timeout_s": f"{verifier.timeout_s:g}",
+        "memory_mb": f"{verifier.memory_mb:g}",
+    }
 
 
 @frozen
@@ -209,10 +226,16 @@ def run(
     env: Mapping[str, str] | None = None,
     on_start: Callable[[Cancel], None] | None = None,
     executor: Executor = run_here,
+    expected_device: Any = ANY_DEVICE,
+    fresh: bool = False,
 ) -> Ran:
     """The plan's result: read from the measurement cache when this config ran before with
     everything else equal, else run by `executor` and kept in the cache when the simulator
-    decided it (ledger/shell/measure_cache.py). One config is never run twice at once."""
+    decided it (ledger/shell/measure_cache.py). One config is never run twice at once.
+
+    `expected_device` (the best's device, None: unknown) makes a kept result that names another
+    kind of device a miss: the config is measured again here, never served across devices.
+    `fresh` measures it again whatever is kept (the best carried to another device)."""
     folder = measure_cache.folder(env)
     material = (
         None
@@ -233,12 +256,24 @@ def run(
     cache = measure_cache.MeasurementCache(folder)
     key = measure_cache.key_of(material)
     with cache.claim(key):
-        entry = cache.lookup(key, material)
-        if entry is not None:
+        entry = None if fresh else cache.lookup(key, material)
+        if entry is not None and _on_device(entry.run, expected_device):
             return Ran(run=entry.run, signal=entry.signal, cached=entry.source)
         ran = execute(plan, env, on_start, executor)
         cache.store(key, material, ran.run, ran.signal)
         return ran
+
+
+def _on_device(run: runner.CommandRun, expected: Any) -> bool:
+    """True when a kept run may stand for a run on the `expected` device (any, by default)."""
+    if expected is ANY_DEVICE:
+        return True
+    doc = runner.last_json_object(run.output)
+    try:
+        named = runner.device_of(doc) if doc is not None else None
+    except BadInput:
+        return False
+    return devices.same_kind(named, expected)
 
 
 def execute(
@@ -299,6 +334,73 @@ def run_baseline(
         manifest, manifest.baseline_config, label, impl_digest, root=root, op=op, python=python
     )
     return plan, run(plan, manifest, op=op, python=python, env=env, executor=executor)
+
+
+@frozen
+class MeasuredTarget:
+    """R3's next source of a target, measured (issue 29.6): its samples, its source (upstream,
+    torch-eager), the run's provenance and what the run says it measured."""
+
+    samples: tuple[float, ...]
+    source: str
+    origin: Origin
+    what: str
+
+
+def run_fallback(
+    manifest: Manifest,
+    fallback: Fallback,
+    *,
+    root: Path,
+    op: str,
+    python: str,
+    env: Mapping[str, str] | None = None,
+    executor: Executor = run_here,
+) -> MeasuredTarget:
+    """Run the fallback's command on the P0 shape (never from the measurement cache: it times
+    torch or another kernel on this host) and read its `times_us` (R3, R11). A run that fails
+    or prints no times is bad input naming it; nothing is written."""
+    values = _values(manifest, {}, root=root, op=op, python=python, verifier=fallback.verifier)
+    fallback_plan = Plan(
+        attempt=f"target ({fallback.source})",
+        config={},
+        argv=fallback.verifier.command(values),
+        cwd=root,
+        timeout_s=fallback.verifier.timeout_s,
+        impl_digest=None,
+        python=python,
+    )
+    ran = execute(fallback_plan, env, None, executor)
+    run = ran.run
+    fix = (
+        f"fix SPEC.md's target_fallbacks ({fallback.source}): its command must print one JSON "
+        "object with times_us, then run `target --from-spec` again"
+    )
+    doc = runner.last_json_object(run.output)
+    if doc is None and (run.timed_out or ran.signal is not None):
+        raise BadInput(
+            f"the {fallback.source} reference run did not finish "
+            f"({'timed out' if run.timed_out else 'killed'}): no target can be measured",
+            rule="R3",
+            hint=fix,
+        )
+    doc = harness.result_document(run, doc, fix, pending=None)
+    failure = runner.failure_of(doc)
+    if failure is not None:
+        raise BadInput(
+            f"the {fallback.source} reference run failed ({failure[0]}: {failure[1]})",
+            rule="R3",
+            hint=fix,
+        )
+    samples = runner.times_of(doc, fallback_plan.command_line)
+    named = doc.get("method")
+    what = f"{fallback.source}" + (f", {named}" if isinstance(named, str) else "")
+    return MeasuredTarget(
+        samples=samples,
+        source=fallback.source,
+        origin=runner.origin_of_run(run, doc),
+        what=what,
+    )
 
 
 def baseline_document(plan: Plan, ran: Ran) -> runner.Document:

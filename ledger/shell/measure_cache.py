@@ -56,7 +56,11 @@ ENV = "TUNE_LEDGER_MEASURE_CACHE"
 DISABLED = ("off", "0", "no", "false", "none", "disabled")
 # Bumped when the key material or the entry's layout changes meaning: older entries then miss.
 # 2: the op folder's files are keyed recursively (`op_files`), not only its top-level *.py.
-FORMAT = 2
+# 3: the device the run measures on (`device_material`), not only ASCEND_HOME_PATH.
+FORMAT = 3
+# The device this environment measures on, as a person or a launcher states it (e.g. the part of
+# a host in a cluster of mixed parts): part of the key, so entries of two parts never meet.
+DEVICE_ENV = "TUNE_LEDGER_DEVICE"
 # Failures the simulator decides by itself; every other failure depends on the machine.
 DETERMINISTIC_FAILURES = ("compile", "accuracy", "layout")
 PROBE_TIMEOUT_S = 60.0
@@ -172,8 +176,21 @@ def key_material(
         "p0_shape": list(manifest.p0_shape) if manifest.p0_shape else None,
         "scripts": _scripts(verifier.argv, argv, python, cwd),
         "tools": {"tune-ledger": __version__, **tools},
-        # A CANN toolkit turns the simulator into a real NPU run (PYPTO.md).
-        "ascend_home": (os.environ if env is None else env).get("ASCEND_HOME_PATH"),
+        "device": device_material(os.environ if env is None else env),
+    }
+
+
+def device_material(environ: Mapping[str, str]) -> dict[str, Any]:
+    """What the key knows, before the run, of the device it will measure on (issue 29): the
+    CANN toolkit (its presence turns the simulator into a real NPU run, PYPTO.md), on an NPU
+    this host (an NPU result is never served to another host), and the device the environment
+    states (`TUNE_LEDGER_DEVICE`). The NPU's number is left out: the NPUs of one host are one
+    part. What the run then names is checked against the best's device on a hit (measure.py)."""
+    home = environ.get("ASCEND_HOME_PATH") or None
+    return {
+        "ascend_home": home,
+        "host": socket.gethostname() if home else None,
+        "stated": environ.get(DEVICE_ENV) or None,
     }
 
 

@@ -23,7 +23,7 @@ from ledger import processes
 from ledger.domain import inputs
 from ledger.errors import BadInput
 from ledger.log import codec, safe_files
-from ledger.schema.events import FAILURES, Binding, Origin, OutputCheck
+from ledger.schema.events import FAILURES, Binding, Device, Origin, OutputCheck
 from stages import commands as cmd
 
 OUTPUT_TAIL = 2000  # characters of a failed command's output kept in the failure detail
@@ -244,6 +244,7 @@ def split_verify_command(
         bubble_pct=percent_of(perf.doc, "bubble_pct"),
         metrics=_metrics(perf.doc, perf.source),
         binding=binding_of(perf.doc),
+        device=device_of(perf.doc, perf.source),
     )
 
 
@@ -320,7 +321,33 @@ def verify_command(attempt: str, document: Document) -> cmd.Verify | cmd.Fail:
         util_pct=percent_of(doc, "util_pct"),
         bubble_pct=percent_of(doc, "bubble_pct"),
         metrics=_metrics(doc, source),
+        device=device_of(doc, source),
     )
+
+
+def device_of(doc: dict[str, Any], source: str = "the measurement") -> Device | None:
+    """The device a measurement document names (`device: {run_mode, soc, id, cann, driver}`);
+    None when it names none (device unknown). BadInput when `device` is not such an object."""
+    raw = doc.get("device")
+    if raw is None:
+        return None
+    unknown = sorted(set(raw) - set(_DEVICE_FIELDS)) if isinstance(raw, dict) else []
+    if not isinstance(raw, dict) or unknown:
+        raise BadInput(
+            f"{source}: device must be an object with {', '.join(_DEVICE_FIELDS)}"
+            + (f" (unknown fields {', '.join(unknown)})" if unknown else f", got {raw!r}"),
+            rule="R11",
+            hint="the verifier names the device it ran on as "
+            '{"run_mode": "sim|npu", "soc": ..., "id": ..., "cann": ..., "driver": ...}, '
+            "each null when unknown, or leaves `device` out",
+        )
+    try:
+        return Device(**{name: raw.get(name) for name in _DEVICE_FIELDS})
+    except ValueError as e:
+        raise BadInput(f"{source}: device: {e}", rule="R11") from e
+
+
+_DEVICE_FIELDS = ("run_mode", "soc", "id", "cann", "driver")
 
 
 def binding_of(doc: dict[str, Any]) -> Binding | None:

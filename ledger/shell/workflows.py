@@ -27,6 +27,7 @@ from ledger.shell import harness, layout_check, runner
 from ledger.shell import measure as measuring
 from ledger.shell.manifest_file import read_manifest, record_if_changed
 from stages import commands as cmd
+from stages.remeasure import DEVICE_PRIOR
 from stages.stop import stopped_refusal
 
 if TYPE_CHECKING:
@@ -82,7 +83,15 @@ def measure(
     def build() -> cmd.Verify | cmd.Fail:
         manifest = read_manifest(ledger.dir)
         plan = _plan(ledger, manifest, attempt, python)
-        ran = measuring.run(plan, manifest, op=ledger.op, python=python, env=env, executor=executor)
+        state = ledger.load().state
+        best = state.best
+        ran = measuring.run(
+            plan, manifest, op=ledger.op, python=python, env=env, executor=executor,
+            # A kept result of another device than the best's is measured again (issue 29),
+            # and the best carried to another device is measured there, never read back.
+            expected_device=best.measurement.device if best else measuring.ANY_DEVICE,
+            fresh=state.attempts[plan.attempt].prior == DEVICE_PRIOR,
+        )  # fmt: skip
         command = measuring.result_command(plan, ran)
         if manifest is not None:
             # Judge the binding by the manifest measured with, before anything is written;
@@ -110,18 +119,21 @@ def target_from_spec(
         manifest = read_manifest(ledger.dir)
         shape = manifest.p0_shape if manifest else None
         target_us = manifest.target_us if manifest else None
+        fallback = manifest.fallback if manifest else None
         needed = {
             "p0_shapes": shape,
-            "perf_target": target_us,
+            # Without a budget, R3's next source is measured (`target_fallbacks`).
+            "perf_target (or target_fallbacks)": target_us or fallback,
             "verifier": manifest.verifier if manifest else None,
         }
         lacking = [name for name, value in needed.items() if value is None]
-        if manifest is None or shape is None or target_us is None or lacking:
+        if manifest is None or shape is None or lacking:
             raise BadInput(
                 f"custom/{ledger.op}/SPEC.md's manifest lacks {', '.join(lacking)}",
                 rule="R3",
-                hint="declare p0_shapes, perf_target {time_us, metric} and verifier in SPEC.md's "
-                "front matter (docs/DESIGN.md §4), or give --shape, --target and the baseline",
+                hint="declare p0_shapes, perf_target {time_us, metric} (or target_fallbacks) and "
+                "verifier in SPEC.md's front matter (docs/DESIGN.md §4), or give --shape, "
+                "--target and the baseline",
             )
         state = ledger.load().state
         impl = ledger.dir / f"{ledger.op}_impl.py"
@@ -135,13 +147,30 @@ def target_from_spec(
         document = measuring.baseline_document(plan, ran)
         measuring.refuse_unbound_baseline("the baseline", manifest, digest, document.doc)
         samples = runner.times_of(document.doc, document.source)
+        measured_target = None
+        if target_us is None and fallback is not None:
+            measured_target = measuring.run_fallback(
+                manifest, fallback, root=ledger.root, op=ledger.op, python=python, env=env,
+                executor=executor,
+            )  # fmt: skip
         record_if_changed(ledger, manifest)  # what the sheet was measured with, once it is sound
+        source, reference = "spec", f"SPEC.md perf_target (manifest {manifest.digest})"
+        target_samples: tuple[float, ...] = ()
+        target_origin = None
+        if measured_target is not None:
+            target_samples = measured_target.samples
+            target_us, target_origin = median(target_samples), measured_target.origin
+            source = measured_target.source
+            reference = f"measured: {measured_target.what} (manifest {manifest.digest})"
+        assert target_us is not None  # a budget, or a fallback measured (checked above)
         return cmd.SetTarget(
             baseline_us=median(samples),
             shape=inputs.shape_text(shape),
             target_us=target_us,
-            target_source="spec",
-            source_ref=f"SPEC.md perf_target (manifest {manifest.digest})",
+            target_source=source,
+            source_ref=reference,
+            target_origin=target_origin,
+            target_samples_us=target_samples,
             config=manifest.baseline_config,
             origin=document.origin,
             metric=manifest.metric or "time",
@@ -149,6 +178,7 @@ def target_from_spec(
             baseline_samples_us=samples,
             util_pct=runner.percent_of(document.doc, "util_pct"),
             bubble_pct=runner.percent_of(document.doc, "bubble_pct"),
+            device=runner.device_of(document.doc, document.source),
         )
 
     return _step(ledger, build, invocation, "target --from-spec", python=python, cube_m=cube_m)
