@@ -8,7 +8,6 @@ from the attempt id, a recorded value, so audit re-derives the verdict exactly.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, get_args
 
@@ -277,11 +276,12 @@ def _device_refusal(
         f"attempt {attempt_id} was measured on {here}, the best it would be compared with "
         f"({which}) on {there} ({differ})",
         f"measure attempt {attempt_id} on {there} (nothing was written, it stays pending: "
-        f"`tune-ledger measure {state.op}` there; `--devices` pins the verifier to an NPU), or "
-        f"carry the campaign to {here}: re-measure the best there first (`tune-ledger abandon "
-        f"{state.op} {attempt_id} --reason TEXT`, then `tune-ledger candidate {state.op} "
-        f"--config '{json.dumps(best.config, sort_keys=True)}' --prior {remeasure.DEVICE_PRIOR}` "
-        f"and `tune-ledger measure {state.op}` on {here}), then measure this change again",
+        f"`{Step('measure', state.op, attempt=attempt_id)}` there; the autopilot's `--devices` "
+        f"pins the verifier to an NPU), or carry the campaign to {here}: re-measure the best "
+        f"there first (`{Step('abandon', state.op, attempt=attempt_id, reason=TEXT)}`, then "
+        f"`{Step('candidate', state.op, config=best.config, prior=remeasure.DEVICE_PRIOR)}` and "
+        f"`{Step('measure', state.op, attempt=Fill('ATTEMPT'))}` on {here}), then measure this "
+        "change again",
     )
 
 
