@@ -14,7 +14,6 @@ from attrs import frozen
 
 from ledger.domain.state import Attempt, State
 from ledger.schema.events import SKILLS
-from ledger.schema.shared_methods import SharedValue
 from stages import commands as cmd
 from stages.activation import evidence_ready
 from stages.conflicts import conflicts
@@ -109,8 +108,8 @@ def allowed(state: State) -> list[str]:
     return names
 
 
-@frozen(repr=False, eq=False)
-class InFlight(SharedValue):
+@frozen
+class InFlight:
     """Where an interrupted campaign stood: stage, open point, pending attempt, skills."""
 
     stage: str | None

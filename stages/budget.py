@@ -15,8 +15,10 @@ so replay and audit re-derive every stop:
 The result that reaches a budget is recorded with its verdict, then the campaign stops
 (`campaign.stopped`, reason `budget`). Only a person lifts it (`resume-campaign --person NAME
 --reason TEXT`), once the budget no longer holds (a person raises it first: `policy OP
---max-evaluations N --person NAME --reason TEXT`); loosening a budget is a person's decision
-too, so an agent (the MCP server, which has no `person`) can set a budget but never lift one.
+--max-evaluations N --person NAME --reason TEXT`); loosening a budget is lowering a guard, a
+person's decision by the one rule of DESIGN §3.3 (stages/policy.py `loosens`, `lowered_guards`;
+stages/person.py), so an agent (the MCP server, which has no `person`) can set or tighten a
+budget but never loosen or lift one.
 """
 
 from __future__ import annotations
@@ -127,12 +129,6 @@ def budget_stop(
     """The stop a verifier result triggers when it reaches a budget (R10)."""
     found = reached(policy, spent(state, result))
     return CampaignStopped(reason="budget", detail="; ".join(found)) if found else None
-
-
-def loosens(policy: Mapping[str, Any], key: str, value: Any) -> bool:
-    """True when setting `key` to `value` loosens a budget (off, or a larger one)."""
-    current = policy.get(key)
-    return current is not None and (value is None or value > current)
 
 
 def raise_hint(op: str, policy: Mapping[str, Any], used: Spent) -> str:

@@ -7,18 +7,17 @@ from typing import Any
 from attrs import field, frozen
 
 from ledger.schema.events import Binding, Device, Origin, OutputCheck
-from ledger.schema.shared_methods import SharedValue
 
 
-@frozen(repr=False, eq=False)
-class Init(SharedValue):
+@frozen
+class Init:
     """Create the op's ledger."""
 
     op: str
 
 
-@frozen(repr=False, eq=False)
-class RecordCompare(SharedValue):
+@frozen
+class RecordCompare:
     """Record E2E tensor-compare evidence for the implementation with this digest (R1)."""
 
     outputs: tuple[OutputCheck, ...]
@@ -27,8 +26,8 @@ class RecordCompare(SharedValue):
     origin: Origin
 
 
-@frozen(repr=False, eq=False)
-class RecordLayout(SharedValue):
+@frozen
+class RecordLayout:
     """Record a layout check's exit code for the implementation with this digest (R1)."""
 
     exit_code: int
@@ -37,15 +36,15 @@ class RecordLayout(SharedValue):
     origin: Origin
 
 
-@frozen(repr=False, eq=False)
-class Activate(SharedValue):
+@frozen
+class Activate:
     """Check the evidence against the current implementation digest (R1)."""
 
     impl_digest: str
 
 
-@frozen(repr=False, eq=False)
-class SetTarget(SharedValue):
+@frozen
+class SetTarget:
     """Write the Performance target sheet (R3)."""
 
     baseline_us: float
@@ -66,8 +65,8 @@ class SetTarget(SharedValue):
     target_samples_us: tuple[float, ...] = ()
 
 
-@frozen(repr=False, eq=False)
-class Relax(SharedValue):
+@frozen
+class Relax:
     """Relax a tile-shape upper limit, with its basis (R3)."""
 
     what: str
@@ -76,31 +75,38 @@ class Relax(SharedValue):
     # False only when audit re-decides a relaxation recorded before relaxations named the one
     # they supersede (issue 18): it is then decided, and compared, without that field.
     record_premise: bool = True
+    # The measured attempts of this op it rests on (R3), ids as the state holds them.
+    evidence: tuple[str, ...] = ()
+    # The person who relaxes without evidence (a person's decision); None for the agent.
+    person: str | None = None
+    # True only when audit re-decides a relaxation recorded before issue 27 (no evidence, the
+    # person unknown): it is decided by the rules of its time.
+    legacy: bool = False
 
 
-@frozen(repr=False, eq=False)
-class LoadSkill(SharedValue):
+@frozen
+class LoadSkill:
     """Load a skill (R2)."""
 
     name: str
 
 
-@frozen(repr=False, eq=False)
-class UnloadSkill(SharedValue):
+@frozen
+class UnloadSkill:
     """Unload a skill (R2)."""
 
     name: str
 
 
-@frozen(repr=False, eq=False)
-class EnterStage(SharedValue):
+@frozen
+class EnterStage:
     """Enter the next stage (R4)."""
 
     stage: str
 
 
-@frozen(repr=False, eq=False)
-class ExitStage(SharedValue):
+@frozen
+class ExitStage:
     """Exit the current stage; `by_user` claims the user's stop as the exit condition (R4)."""
 
     stage: str
@@ -110,16 +116,16 @@ class ExitStage(SharedValue):
     hand_back: bool = False
 
 
-@frozen(repr=False, eq=False)
-class OpenPoint(SharedValue):
+@frozen
+class OpenPoint:
     """Open an optimization point in the current stage for named knobs (R5, R7)."""
 
     name: str
     knobs: tuple[str, ...] = ()
 
 
-@frozen(repr=False, eq=False)
-class ClosePoint(SharedValue):
+@frozen
+class ClosePoint:
     """Close the open optimization point (R7); not_applicable needs a reason."""
 
     name: str
@@ -127,8 +133,8 @@ class ClosePoint(SharedValue):
     not_applicable: bool = False
 
 
-@frozen(repr=False, eq=False)
-class ProposeCandidate(SharedValue):
+@frozen
+class ProposeCandidate:
     """Measure a full config proposed from a prior (R7 candidate phase)."""
 
     config: dict[str, Any]
@@ -140,8 +146,8 @@ class ProposeCandidate(SharedValue):
     impl_file: str | None = None
 
 
-@frozen(repr=False, eq=False)
-class TryMutation(SharedValue):
+@frozen
+class TryMutation:
     """Change exactly one parameter of the best config (R6, R7 mutation phase)."""
 
     param: str
@@ -151,8 +157,8 @@ class TryMutation(SharedValue):
     impl_file: str | None = None
 
 
-@frozen(repr=False, eq=False)
-class TryAlgorithm(SharedValue):
+@frozen
+class TryAlgorithm:
     """Try an algorithm change, described in words, with the new implementation digest (R5)."""
 
     description: str
@@ -160,8 +166,8 @@ class TryAlgorithm(SharedValue):
     override: str | None = None
 
 
-@frozen(repr=False, eq=False)
-class Verify(SharedValue):
+@frozen
+class Verify:
     """Record the verifier's result for the pending attempt; the ledger computes the verdict."""
 
     attempt: str
@@ -180,8 +186,8 @@ class Verify(SharedValue):
     device: Device | None = None
 
 
-@frozen(repr=False, eq=False)
-class Fail(SharedValue):
+@frozen
+class Fail:
     """Record that the attempt failed (compile, timeout, oom, accuracy, runtime)."""
 
     attempt: str
@@ -190,63 +196,69 @@ class Fail(SharedValue):
     origin: Origin | None = None
 
 
-@frozen(repr=False, eq=False)
-class Abandon(SharedValue):
+@frozen
+class Abandon:
     """Give up a pending attempt without a result (e.g. interrupted by a crash)."""
 
     attempt: str
     reason: str
 
 
-@frozen(repr=False, eq=False)
-class Stop(SharedValue):
+@frozen
+class Stop:
     """The user stops the campaign (R10)."""
 
     reason: str
 
 
-@frozen(repr=False, eq=False)
-class HandBack(SharedValue):
+@frozen
+class HandBack:
     """Hand the stopped campaign's result back to the orchestrator with its report (R10)."""
 
     summary: str = ""
 
 
-@frozen(repr=False, eq=False)
-class ResumeCampaign(SharedValue):
-    """The user lifts a utilization stop, or a person a budget stop, and tuning goes on (R10)."""
+@frozen
+class ResumeCampaign:
+    """A person lifts a utilization stop, or a budget stop once the budget no longer holds,
+    and tuning goes on (R10): a person's decision."""
 
     reason: str
-    person: str | None = None  # who decided: required to lift a budget stop
+    person: str | None = None
+    # True only when audit re-decides a resume recorded before issue 27 (person unknown).
+    legacy: bool = False
 
 
-@frozen(repr=False, eq=False)
-class RecordReport(SharedValue):
+@frozen
+class RecordReport:
     """Record that a tuning report was written (R4: needed before the algorithm stage)."""
 
     path: str
     digest: str
 
 
-@frozen(repr=False, eq=False)
-class SetPolicy(SharedValue):
-    """Set a policy threshold for this op."""
+@frozen
+class SetPolicy:
+    """Set a policy threshold for this op; lowering a guard needs a person (DESIGN §3.3)."""
 
     key: str
     value: Any
     reason: str = ""
-    person: str | None = None  # who decided: required to loosen a budget (R10)
+    # Who decided: required to lower a guard, loosening a budget among them (DESIGN §3.3).
+    person: str | None = None
+    # True only when audit re-decides a policy.set recorded before issue 27 (person unknown).
+    legacy: bool = False
 
 
-@frozen(repr=False, eq=False)
-class AddNote(SharedValue):
+@frozen
+class AddNote:
     """Record free text."""
 
     text: str
 
 
-@frozen(repr=False, eq=False)
-class RecordManifest(SharedValue):
+@frozen
+class RecordManifest:
     """Record SPEC.md's op manifest as the one the campaign uses from here on (DESIGN §4)."""
 
     digest: str

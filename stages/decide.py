@@ -10,6 +10,7 @@ import attrs
 from ledger.domain.hints import TEXT, Fill, Step
 from ledger.domain.state import State
 from ledger.errors import BadInput
+from ledger.log import codec
 from ledger.schema.events import (
     ManifestRecorded,
     NoteAdded,
@@ -17,12 +18,13 @@ from ledger.schema.events import (
     PolicySet,
     ReportGenerated,
 )
-from stages import activation, budget, pipeline, remeasure, search, skills, stop, target, verdict
+from stages import activation, pipeline, remeasure, search, skills, stop, target, verdict
 from stages import commands as cmd
 from stages.allowed import allowed
 from stages.conflicts import RULES, conflicts
 from stages.outcome import Decision, Result, accept, build, nonempty, plain
-from stages.policy import DEFAULT_POLICY, DEFAULTS_KEY, check_policy_value
+from stages.person import needs_reason, person_name, person_refusal, policy_before
+from stages.policy import DEFAULT_POLICY, DEFAULTS_KEY, GUARD_RULES, check_policy_value, loosens
 from stages.refusal import Refusal
 
 # Bookkeeping: allowed at any time once the op exists, also after a stop (R10).
@@ -55,28 +57,18 @@ def _set_policy(state: State, command: cmd.SetPolicy) -> Result:
         raise BadInput(f"policy key {DEFAULTS_KEY!r} is written by init only")
     value = plain(command.value, f"policy {command.key}")
     check_policy_value(state, command.key, value)
-    person = command.person.strip() if command.person else None
-    if command.key in budget.BUDGET_KEYS and budget.loosens(state.policy, command.key, value):
-        refused = _person_refusal(state, command, person)
-        if refused is not None:
-            return refused
+    person = person_name(command.person)
+    if loosens(command.key, policy_before(state, command.key), value) and not command.legacy:
+        # Lowering a guard is a person's decision, by name and with a reason (DESIGN §3.3).
+        text = codec.canonical_json(value)
+        if person is None:
+            return person_refusal(
+                GUARD_RULES[command.key],
+                f"policy {command.key} {text}",
+                ["policy", state.op or "OP", command.key, text],
+            )
+        needs_reason(command.reason, f"policy {command.key} {text}")
     return accept(PolicySet(key=command.key, value=value, reason=command.reason, person=person))
-
-
-def _person_refusal(state: State, command: cmd.SetPolicy, person: str | None) -> Refusal | None:
-    """Loosening a budget is a person's decision, with their name and reason (R10)."""
-    if person and command.reason.strip():
-        return None
-    from stages.outcome import refuse
-
-    return refuse(
-        "R10",
-        "only a person loosens a budget, with their name and reason",
-        f"policy {command.key} is {state.policy.get(command.key)!r}; "
-        + ("no person was named" if not person else "no reason was given"),
-        f"a person runs `tune-ledger policy {state.op} {command.key} VALUE --person NAME "
-        "--reason TEXT` (an agent never lifts a budget)",
-    )
 
 
 def _note(_state: State, command: cmd.AddNote) -> Result:

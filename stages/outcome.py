@@ -10,14 +10,13 @@ from attrs import frozen
 from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.schema.events import Payload
-from ledger.schema.shared_methods import SharedValue
 from stages.refusal import Refusal, RefusalKind
 
 P = TypeVar("P")
 
 
-@frozen(repr=False, eq=False)
-class Decision(SharedValue):
+@frozen
+class Decision:
     """An accepted command: the events to append, and warnings for the caller (e.g. R7 policy)."""
 
     events: tuple[Payload, ...]

@@ -14,6 +14,7 @@ from typing import Any
 
 from ledger.domain.state import State
 from ledger.errors import BadInput
+from stages.budget import BUDGET_KEYS
 
 # `policy.set` key under which `init` records the whole default policy.
 DEFAULTS_KEY = "defaults"
@@ -68,6 +69,63 @@ def requires_measured(state: State) -> bool:
     if value == "auto":
         return state.manifest is not None and state.manifest.has_verifier
     return bool(value)
+
+
+# The guards a policy change can lower, and the rule each guards (DESIGN §3.3): lowering one
+# is a person's decision (stages/person.py). The R10 budgets (stages/budget.py) are guards too:
+# an agent may set or tighten one, only a person loosens one (a larger value, or off).
+GUARD_RULES: Mapping[str, str] = {
+    REQUIRE_MEASURED: "R11",
+    "noise_threshold": "R8",
+    "bootstrap_confidence": "R8",
+    **dict.fromkeys(BUDGET_KEYS, "R10"),
+}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def loosens(key: str, before: Any, after: Any) -> bool:
+    """True when setting `key` from `before` to `after` lowers a guard: require_measured off
+    (or from on back to "auto"), a larger noise threshold, a lower bootstrap confidence, a
+    budget in force made larger or off (null)."""
+    if key == REQUIRE_MEASURED:
+        return (after is False and before is not False) or (before is True and after == "auto")
+    if key in BUDGET_KEYS:
+        return _is_number(before) and (after is None or (_is_number(after) and after > before))
+    if not (_is_number(before) and _is_number(after)):
+        return False
+    if key == "noise_threshold":
+        return bool(after > before)
+    if key == "bootstrap_confidence":
+        return bool(after < before)
+    return False
+
+
+def lowered_guards(state: State) -> list[str]:
+    """The guards lowered now, each named with its rule: require_measured off, noise
+    thresholds looser than the defaults pinned at init, and budgets looser than the tightest
+    value they were set to (off by default, so a budget is lowered only once it was set and a
+    person loosened it; DESIGN §3.3)."""
+    pinned = {**DEFAULT_POLICY, **state.policy_defaults}
+    lowered = []
+    if state.policy.get(REQUIRE_MEASURED) is False:
+        lowered.append(f"{REQUIRE_MEASURED} false ({GUARD_RULES[REQUIRE_MEASURED]})")
+    for key in ("noise_threshold", "bootstrap_confidence"):
+        if key in state.policy and loosens(key, pinned.get(key), state.policy[key]):
+            lowered.append(
+                f"{key} {state.policy[key]} (default {pinned.get(key)}, {GUARD_RULES[key]})"
+            )
+    for key in BUDGET_KEYS:
+        set_to = [
+            act.value for act in state.person_acts if act.key == key and _is_number(act.value)
+        ]
+        now = state.policy.get(key)
+        if set_to and loosens(key, min(set_to), now):
+            shown = "off" if now is None else f"{now:g}"
+            lowered.append(f"{key} {shown} (was {min(set_to):g}, {GUARD_RULES[key]})")
+    return lowered
 
 
 # The keys a verdict depends on; each VerdictReached records them (R8).

@@ -8,7 +8,6 @@ from attrs import frozen
 
 from ledger.errors import HandBack, LedgerError, RetryRefusal, RuleRefusal, StoppedRefusal
 from ledger.schema.events import Payload
-from ledger.schema.shared_methods import SharedValue
 
 RefusalKind = Literal["rule", "retry", "hand-back", "stopped"]
 
@@ -20,8 +19,8 @@ _ERRORS: dict[str, type[LedgerError]] = {
 }
 
 
-@frozen(repr=False, eq=False)
-class Refusal(SharedValue):
+@frozen
+class Refusal:
     """Why a command may not run now. A hand-back still records `events` (the failed check)."""
 
     rule: str

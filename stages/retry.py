@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import copy
-import functools
 import re
-from typing import TYPE_CHECKING, Any
-
-from attrs import define, field
+from typing import Any
 
 from ledger.domain.hints import Fill, arg
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
-from ledger.domain.tail import added_since
 from ledger.errors import BadInput
-from ledger.schema.shared_methods import SharedRepr
-
-if TYPE_CHECKING:
-    import difflib
 from stages.outcome import refuse
 from stages.policy import effective_policy
 from stages.refusal import Refusal
@@ -73,10 +64,6 @@ def normalize_idea(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
-# Earlier ideas are normalized again at every new one: kept by text (a pure function).
-_normalized = functools.lru_cache(maxsize=4096)(normalize_idea)
-
-
 def similarity(first: str, second: str) -> float:
     """How alike two normalized ideas are: the higher of difflib's ratio and token Jaccard."""
     import difflib  # here: only a step that compares ideas needs it (~2 ms to import)
@@ -90,89 +77,14 @@ def _jaccard(first: str, second: str) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
 
 
-@functools.lru_cache(maxsize=4096)
-def _indexed(second: str) -> difflib.SequenceMatcher[str]:
-    """A matcher holding difflib's index of `second` as the second sequence (`b2j`). Indexing
-    each earlier idea anew was most of R9's time (~10 ms a `try` at 10k events); a pure
-    function of the text, so kept by text."""
-    import difflib  # here: only a step that compares ideas needs it (~2 ms to import)
-
-    return difflib.SequenceMatcher(None, "", second)
-
-
-@functools.lru_cache(maxsize=4096)
-def _signature(text: str) -> tuple[int, frozenset[str], dict[str, int]]:
-    """What the bounds below read of a text: its length, its words, and how many times each
-    character occurs (difflib's `fullbcount`). A pure function of the text, kept by text, so
-    each earlier idea is counted once, and a new idea once per `try`."""
-    counts: dict[str, int] = {}
-    for char in text:
-        counts[char] = counts.get(char, 0) + 1
-    return len(text), frozenset(text.split()), counts
-
-
-def _ratio(matches: int, length: int) -> float:
-    """difflib's `_calculate_ratio`, so that the bounds are the very floats difflib computes."""
-    return 2.0 * matches / length if length else 1.0
-
-
-def _similar(first: str, second: str, threshold: float) -> float | None:
-    """`similarity(first, second)` when it reaches `threshold`, else None."""
-    # difflib's full ratio is quadratic in the text and runs once per earlier idea; its
-    # upper bounds rule most pairs out first, same answer: real_quick_ratio (the lengths)
-    # and quick_ratio (the characters both have), here from each text's kept signature
-    # rather than from a matcher copied and re-pointed at `first` for every earlier idea.
-    length, mine, counts = _signature(first)
-    other_length, words, other_counts = _signature(second)
-    union = len(mine | words)
-    jaccard = len(mine & words) / union if union else 1.0
-    if jaccard < threshold:
-        total = length + other_length
-        if _ratio(min(length, other_length), total) < threshold:
-            return None
-        if len(counts) > len(other_counts):
-            counts, other_counts = other_counts, counts
-        common = 0
-        for char, count in counts.items():
-            other = other_counts.get(char)
-            if other is not None:
-                common += count if count < other else other
-        if _ratio(common, total) < threshold:
-            return None
-    matcher = copy.copy(_indexed(second))  # its own first sequence; the index is shared
-    matcher.set_seq1(first)
-    score = max(matcher.ratio(), jaccard)
-    return score if score >= threshold else None
-
-
-@define(repr=False)
-class _Ideas(SharedRepr):
-    """Every algorithm attempt's id in start order: an index kept in `State.derived` and
-    extended with the attempts started since (an attempt's kind never changes, and attempts
-    are only added), so finding the earlier ideas costs O(ideas), not O(attempts). Ids, not
-    attempts: their status and verdict are read fresh (see stages/alternates.py `_Candidates`)."""
-
-    seen: int = 0
-    ids: list[str] = field(factory=list)
-
-
-def warm_idea_index(state: State) -> _Ideas:
-    """The index of algorithm ideas kept in `state.derived`, extended to every attempt. The
-    state snapshot carries it: built cold, it reads every attempt (every part of them)."""
-    ideas = state.derived.get(_IDEAS)
-    if not isinstance(ideas, _Ideas):
-        ideas = state.derived[_IDEAS] = _Ideas()
-    ideas.ids += [a.id for a in added_since(state.attempts, ideas.seen) if a.kind == "algorithm"]
-    ideas.seen = len(state.attempts)
-    return ideas
-
-
 def _unsuccessful_ideas(state: State) -> list[Attempt]:
-    ideas = warm_idea_index(state)
     return [
         a
-        for a in map(state.attempts.__getitem__, ideas.ids)
-        if a.status in ("verified", "failed") and a.verdict in _UNSUCCESSFUL and a.description
+        for a in state.attempts.values()
+        if a.kind == "algorithm"
+        and a.status in ("verified", "failed")
+        and a.verdict in _UNSUCCESSFUL
+        and a.description
     ]
 
 
@@ -181,9 +93,9 @@ def idea_retry(state: State, description: str) -> Refusal | None:
     threshold = float(effective_policy(state)["retry_similarity"])
     idea = normalize_idea(description)
     for attempt in sorted(_unsuccessful_ideas(state), key=lambda a: a.seq):
-        earlier = _normalized(attempt.description or "")
-        score = 1.0 if earlier == idea else _similar(idea, earlier, threshold)
-        if score is not None and score >= threshold:
+        earlier = normalize_idea(attempt.description or "")
+        score = 1.0 if earlier == idea else similarity(idea, earlier)
+        if score >= threshold:
             outcome = outcome_of(state, attempt.id)
             return refuse(
                 "R9",

@@ -15,6 +15,7 @@ from ledger.schema.events import (
 from stages import budget
 from stages.commands import HandBack, ResumeCampaign, Stop
 from stages.outcome import Result, accept, nonempty, refuse
+from stages.person import person_name, person_refusal
 from stages.pipeline import utilization_met
 from stages.policy import effective_policy
 from stages.refusal import Refusal
@@ -81,7 +82,8 @@ def end_steps(state: State) -> list[str]:
         )
     if state.stopped == "utilization":
         steps.append(
-            "or, if the user decides to go on: " + str(Step("resume-campaign", op, reason=TEXT))
+            f"or, if a person decides to go on: tune-ledger resume-campaign {op} --person NAME "
+            "--reason TEXT"
         )
     return steps
 
@@ -149,8 +151,8 @@ def decide_handback(state: State, command: HandBack) -> Result:
 
 
 def decide_resume(state: State, command: ResumeCampaign) -> Result:
-    """Lift a utilization stop by the user's recorded decision, or a budget stop by a person's
-    once the budget no longer holds; no other stop lifts (R10)."""
+    """Lift a utilization stop, or a budget stop once the budget no longer holds, by a person's
+    recorded decision (DESIGN §3.3); no other stop lifts (R10)."""
     reason = nonempty(command.reason, "the user's reason to go on")
     op = state.op
     if state.stopped == "budget" and state.handback is None:
@@ -176,7 +178,11 @@ def decide_resume(state: State, command: ResumeCampaign) -> Result:
             _after_stop_hint(state),
             kind="stopped",
         )
-    return accept(CampaignResumed(lifted=state.stop_detail, reason=reason))
+    person = person_name(command.person)
+    if person is None and not command.legacy:
+        # Going past a stop is a person's decision (DESIGN §3.3), never the agent's.
+        return person_refusal("R10", "resume-campaign", ["resume-campaign", op or "OP"])
+    return accept(CampaignResumed(lifted=state.stop_detail, reason=reason, person=person))
 
 
 def _resume_budget(state: State, command: ResumeCampaign, reason: str) -> Result:
@@ -184,8 +190,10 @@ def _resume_budget(state: State, command: ResumeCampaign, reason: str) -> Result
     op = state.op or "OP"
     policy = effective_policy(state)
     used = budget.spent(state)
-    person = command.person.strip() if command.person else ""
-    if not person:
+    person = person_name(command.person)
+    if person is None and not command.legacy:
+        # The same person rule as every lowered guard (stages/person.py), with the budget's
+        # own next step: raise it first, then resume.
         return refuse(
             "R10",
             "only a person lifts a budget stop, with their name and reason",

@@ -12,7 +12,8 @@ from ledger.domain.samples import median
 from ledger.domain.state import Relaxation, State
 from ledger.errors import BadInput
 from ledger.schema.events import LimitRelaxed, TargetSheetWritten, TargetSource
-from stages.outcome import Result, accept, build, plain, refuse
+from stages.outcome import Result, accept, build, nonempty, plain, refuse
+from stages.person import person_name
 from stages.refusal import Refusal
 
 if TYPE_CHECKING:  # annotations only: priors reads the limits, not the commands (~5 ms)
@@ -124,7 +125,8 @@ def cube_limit(state: State, cube_m: int | None) -> CubeLimit | None:
 
 
 def _relax_step(op: str | None) -> Step:
-    return Step("relax", op, what=Fill("vec|cube"), limit=Fill("LIMIT"), basis=Fill("BASIS"))
+    return Step("relax", op, what=Fill("vec|cube"), limit=Fill("LIMIT"), basis=Fill("BASIS"),
+                evidence=[Fill("ATTEMPT")])  # fmt: skip
 
 
 def _beyond(what: str, detail: str, op: str | None) -> Refusal:
@@ -132,8 +134,8 @@ def _beyond(what: str, detail: str, op: str | None) -> Refusal:
         "R3",
         f"{what} is beyond the tile-shape upper limit: {detail}",
         detail,
-        "choose tiles within the limits, or relax the limit with its "
-        f"profiling basis ({_relax_step(op)})",
+        "choose tiles within the limits, or relax the limit on measured attempts "
+        f"({_relax_step(op)})",
     )
 
 
@@ -260,6 +262,12 @@ def decide_relax(state: State, command: Relax) -> Result:
     """Relax a tile-shape upper limit, recording its basis and the relaxations it supersedes
     (R3; the premise tells a merge of two branches' relaxations from a sequence, DESIGN §8)."""
     limit = _relaxed_limit(command.what, command.limit)
+    nonempty(command.basis, "the relaxation's basis")
+    evidence = tuple(dict.fromkeys(command.evidence))  # each attempt once, in the order given
+    person = person_name(command.person)
+    refusal = None if command.legacy else _evidence_refusal(state, command, evidence, person)
+    if refusal is not None:
+        return refusal
     tips = state.relaxation_tips.get(command.what, [])
     supersedes = tuple(tips) if command.record_premise else None
     return accept(
@@ -270,5 +278,51 @@ def decide_relax(state: State, command: Relax) -> Result:
             limit=limit,
             basis=command.basis,
             supersedes=supersedes,
+            evidence=evidence,
+            # A person signs a relaxation without evidence; with evidence, who asked is no
+            # decision of theirs to record, but a name given is kept.
+            person=person,
         )
+    )
+
+
+def _evidence_refusal(
+    state: State, command: Relax, evidence: tuple[str, ...], person: str | None
+) -> Refusal | None:
+    """R3: a relaxation rests on measured attempts of this op (the seed's "based on profiling
+    data"); without any it is a person's decision. BadInput names an attempt this op does not
+    have; a refusal names one that was not measured by the ledger."""
+    op = state.op or "OP"
+    for attempt_id in evidence:
+        attempt = state.attempts.get(attempt_id)
+        if attempt is None:
+            raise BadInput(
+                f"--evidence {attempt_id}: op {op} has no such attempt",
+                hint=f"name a measured attempt of {op}: tune-ledger log {op} lists them",
+            )
+        level = attempt.measurement.origin_level if attempt.measurement else None
+        if level != "measured":
+            fact = (
+                f"attempt {attempt_id} is {attempt.status}, without a measurement"
+                if level is None
+                else f"attempt {attempt_id}'s times are {level}, not measured by the ledger"
+            )
+            return refuse(
+                "R3",
+                f"a relaxation rests on measured attempts of {op}; {attempt_id} is not one",
+                fact,
+                f"measure it with the op's verifier (tune-ledger measure {op} {attempt_id}), "
+                "or name another measured attempt",
+            )
+    if evidence or person is not None:
+        return None
+    return refuse(
+        "R3",
+        "a relaxation of a tile limit is based on profiling data: name the measured attempts "
+        "it rests on",
+        "no --evidence was given",
+        f"measure an attempt at the current limit with the op's verifier (tune-ledger measure "
+        f"{op} ATTEMPT), then relax naming it: tune-ledger relax {op} --what {command.what} "
+        f"--limit LIMIT --basis TEXT --evidence ATTEMPT; relaxing without evidence is a "
+        f"person's decision (--person NAME)",
     )

@@ -31,7 +31,6 @@ from ledger.schema.events import (
     Verdict,
     VerdictReached,
 )
-from ledger.schema.shared_methods import SharedValue
 from stages import remeasure
 from stages.binding import attempt_binding_problem
 from stages.bootstrap import bootstrap_interval
@@ -44,8 +43,8 @@ from stages.search import exhaustion
 from stages.stop import utilization_stop
 
 
-@frozen(repr=False, eq=False)
-class Comparison(SharedValue):
+@frozen
+class Comparison:
     """The statistics behind a verdict, as VerdictReached records them (R8)."""
 
     verdict: Verdict

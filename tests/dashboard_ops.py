@@ -50,7 +50,7 @@ def hostile_campaign() -> Driver:
     driver.verify(driver.start(candidate(prior=HOSTILE, vec_tile_shape=vec(32))), 60.0)
     attempt = driver.start(candidate(prior=HOSTILE, vec_tile_shape=vec(16)))
     driver.run(cmd.Fail(attempt=attempt, category="compile", detail=HOSTILE))
-    driver.run(cmd.Relax(what="vec", limit=128, basis=HOSTILE))
+    driver.run(cmd.Relax(person="Pat", what="vec", limit=128, basis=HOSTILE))
     driver.verify(driver.start(candidate(prior="wide", vec_tile_shape=vec(128))), 70.0)
     driver.run(cmd.AddNote(text=HOSTILE))
     driver.run(cmd.Stop(reason=HOSTILE))

@@ -16,8 +16,10 @@ from ledger.domain.replay import attempt_id, evolve, replay
 from ledger.domain.state import State
 from ledger.log.record import Draft, Event, Provenance, seal
 from ledger.schema.events import Origin, OutputCheck, Payload
-from stages import Decision, Refusal, decide
 from stages import commands as cmd
+from stages.decide import decide
+from stages.outcome import Decision
+from stages.refusal import Refusal
 
 PROVENANCE = Provenance(
     at="2025-01-01T00:00:00.000000Z",

@@ -1,8 +1,10 @@
-"""Builds the golden ledger of the current schema: a campaign that writes (nearly) every event
-type. tests/data/ledger/v1.jsonl is what it wrote under schema 1 (kept, never rewritten);
-v2.jsonl what it writes now (schema 2 of attempt.measured and target.set: the device).
+"""Builds the golden ledger of the current schema (v2.jsonl): a campaign that writes (nearly)
+every event type. tests/data/ledger/v1.jsonl is what it wrote under schema 1 (kept, never
+rewritten); v2.jsonl what it writes now: schema 2 of attempt.measured and target.set (the
+device, issue 29) and of policy.set, limit.relaxed, campaign.resumed and
+ledger.rollback_accepted (the person who lowered a guard, and a relaxation's evidence, issue 27).
 
-Regenerate (only while the current schema is the file's; a golden log of an old version is
+Regenerate (only while its schema versions are current; a golden log of an old version is
 never rewritten, new versions get a file of their own):
 
     UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden_ledger.py
@@ -16,8 +18,9 @@ from ledger.domain.replay import attempt_id, replay
 from ledger.log.record import Draft, Provenance
 from ledger.log.store import MemoryStore
 from ledger.schema.events import Device, Origin, OutputCheck
-from stages import Refusal, decide
 from stages import commands as cmd
+from stages.decide import decide
+from stages.refusal import Refusal
 
 PROVENANCE = Provenance(
     at="2026-12-02T12:00:00.000000Z",
@@ -157,13 +160,14 @@ def build() -> bytes:
             device=SIM,
         )
     )
-    # Written before relaxations named the one they supersede (issue 18): decided as then.
+    # Resting on the measured attempt `first` (R3, issue 27). v1.jsonl holds one written
+    # before relaxations named the one they supersede (issue 18) or their evidence.
     run(
         cmd.Relax(
             what="vec",
             limit=128,
             basis="[1,4,1,64] -> [1,16,1,64]: 3.13x faster",
-            record_premise=False,
+            evidence=(first,),
         )
     )
     grown = start(cmd.TryMutation(param="vec_tile_shape", value=[1, 16, 1, 128]))
@@ -194,6 +198,12 @@ def build() -> bytes:
     )
     run(cmd.ClosePoint(name="vec_tile_shape", reason="golden: done"))
     run(cmd.AddNote(text="a note with \u00b5s and a newline\nin it"))
+    # A person lowers a guard (issue 27): recorded with their name.
+    run(
+        cmd.SetPolicy(
+            key="noise_threshold", value=0.02, reason="golden: a noisy host", person="Golden Person"
+        )
+    )
     run(cmd.ExitStage(stage="frontend", reason="points closed"))
     run(cmd.UnloadSkill(name="tune-frontend"))
     run(cmd.RecordReport(path="custom/golden/golden_tuning_report.md", digest="cd" * 32))

@@ -82,9 +82,9 @@ def build(listing: Listing, resolve: Decider) -> bytes:
     main = _fork(in_point())
     # 1. Limits relaxed apart (R3) and two attempts pending at once (R6).
     ours, theirs = _fork(main), _fork(main)
-    ours.run(cmd.Relax(what="vec", limit=96, basis="ours profile"))
-    ours.run(cmd.Relax(what="vec", limit=128, basis="ours profile again"))
-    theirs.run(cmd.Relax(what="vec", limit=100, basis="theirs profile"))
+    ours.run(cmd.Relax(person="Pat", what="vec", limit=96, basis="ours profile"))
+    ours.run(cmd.Relax(person="Pat", what="vec", limit=128, basis="ours profile again"))
+    theirs.run(cmd.Relax(person="Pat", what="vec", limit=100, basis="theirs profile"))
     ours.start(candidate(vec_tile_shape=vec(32)))
     theirs.start(candidate(vec_tile_shape=vec(16)))
     main = _merged(ours, theirs)

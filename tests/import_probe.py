@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ledger.projections import view_cache
-
 REPO = Path(__file__).resolve().parent.parent
 
 _SCRIPT = """
@@ -26,11 +24,10 @@ print("MODULES " + json.dumps(sorted(sys.modules)), file=sys.stderr)
 
 
 def imported(root: Path, *args: str) -> tuple[str, set[str]]:
-    """The output of `tune-ledger --root ROOT ARGS...` run in a fresh interpreter (the view
-    cache on, no root from the environment), and every module it imported."""
+    """The output of `tune-ledger --root ROOT ARGS...` run in a fresh interpreter (no root
+    from the environment), and every module it imported."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    for name in ("TUNE_LEDGER_ROOT", view_cache.NO_CACHE_ENV):
-        env.pop(name, None)
+    env.pop("TUNE_LEDGER_ROOT", None)
     done = subprocess.run(
         [sys.executable, "-c", _SCRIPT, "--root", str(root), *args],
         env=env,

@@ -21,7 +21,7 @@ from ledger.domain.state import (
     TargetSheet,
 )
 from ledger.log.codec import canonical_json
-from ledger.projections.memory_file import Position
+from ledger.log.position import Position
 
 POLICY: dict[str, Any] = {}
 OP = "softmax"
@@ -234,7 +234,7 @@ def _close(point: Point) -> None:
 
 def position(state: State) -> Position:
     """The ledger position a state was replayed from."""
-    return Position(events=state.event_count, last=state.last_event or "")
+    return state.position
 
 
 HOSTILE = (

@@ -161,10 +161,8 @@ def test_a_retried_key_returns_the_first_result(open_ledger: Open) -> None:
 
 
 def test_a_keyed_verify_replays_the_ledger_once(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Looking up the key, resolving the attempt and deciding share one replay (the state
-    snapshot, which would spare even that one, is switched off here)."""
+    """Looking up the key, resolving the attempt and deciding share one replay."""
     attempt = pending(cli)
-    monkeypatch.setenv("TUNE_LEDGER_NO_CACHE", "1")
     streams: list[int] = []
     original = FileStore.stream
 

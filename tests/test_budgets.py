@@ -57,12 +57,14 @@ def test_the_evaluation_budget_stops_and_only_a_person_lifts_it(cli: Cli, script
     for refused in (
         cli("resume-campaign", OP, "--reason", "go on"),
         cli("policy", OP, "--max-evaluations", "10", "--reason", "more"),
-        cli("policy", OP, "--max-evaluations", "off", "--person", "Ada"),  # no reason
         cli("resume-campaign", OP, "--reason", "go on", "--person", "Ada"),  # still reached
     ):
         assert refused.code == 3, refused.stdout
         assert refused.json["rule"] == "R10"
         assert "--person NAME" in refused.json["next"]
+    # A person's decision without its reason is bad input, as for every lowered guard (§3.3).
+    no_reason = cli("policy", OP, "--max-evaluations", "off", "--person", "Ada")
+    assert no_reason.code == 2 and "--reason" in no_reason.json["error"]
     assert snapshot(cli.root) == before
 
     cli.ok("policy", OP, "--max-evaluations", "4", "--person", "Ada", "--reason", "worth it")
@@ -73,9 +75,18 @@ def test_the_evaluation_budget_stops_and_only_a_person_lifts_it(cli: Cli, script
     ]
     raised = [e["payload"] for e in cli.events() if e["type"] == "policy.set"][-1]
     assert raised["person"] == "Ada" and raised["value"] == 4
+    # The one person rule (DESIGN §3.3): the raise is a lowered guard, both are person's
+    # decisions, shown first in MEMORY.md.
+    memory = (cli.root / "custom" / OP / "MEMORY.md").read_text("utf-8")
+    assert "- policy max_evaluations 2 -> 4: Ada, because worth it" in memory
+    assert "- lifted the budget stop (evaluation budget reached: 2 of 2" in memory
+    assert "Guards lowered now: max_evaluations 4 (was 2, R10)." in memory
     # Two more results reach the raised budget: a second recorded stop.
     assert _measure_until_stopped_again(cli) == 2
-    assert cli.ok("audit", OP)["clean"] is True  # every stop re-derived from recorded data
+    audited = cli.ok("audit", OP)
+    assert audited["clean"] is True  # every stop re-derived from recorded data
+    (decision,) = [d for d in audited["ops"][0]["decisions"] if "stop lifted" in d]
+    assert decision.startswith("budget stop lifted by Ada")
 
 
 def _measure_until_stopped_again(cli: Cli) -> int:
@@ -217,3 +228,16 @@ def test_the_autopilot_records_its_budget_and_stops_on_it(tmp_path: Path) -> Non
     again = autopilot(root, cache, "--workers", "1", "--max-evaluations", "10")
     assert summary(again)["stopped"] == "budget"
     assert cli.ledger().read_bytes() == before  # the autopilot lifts nothing
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "looser"),
+    [(None, 5, False), (5, 3, False), (5, 5, False), (5, 10, True), (5, None, True)],
+)
+def test_loosening_a_budget_is_lowering_a_guard(before: Any, after: Any, looser: bool) -> None:
+    """Setting a budget from off, or tightening it, is the agent's to do; a larger budget or
+    one switched off lowers a guard (R10), a person's decision like every other (§3.3)."""
+    from stages.policy import GUARD_RULES, loosens
+
+    assert loosens(budget.MAX_EVALUATIONS, before, after) is looser
+    assert GUARD_RULES[budget.MAX_EVALUATIONS] == "R10"

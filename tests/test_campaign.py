@@ -6,8 +6,9 @@ import pytest
 from driver import IMPL, Driver, candidate, compare, initialized, layout, sheet, vec, verify
 
 from ledger.errors import RetryRefusal, StoppedRefusal
-from stages import allowed, alternates, in_flight
 from stages import commands as cmd
+from stages.allowed import allowed, in_flight
+from stages.alternates import alternates
 from stages.conflicts import conflicts
 
 REPORT = cmd.RecordReport(path="custom/softmax/softmax_tuning_report.md", digest="sha-report")

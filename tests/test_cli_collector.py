@@ -1,10 +1,8 @@
-"""The console script runs one command with the cyclic collector off, keeps each op's
-OpLedger to the end and exits without tearing its state down; tests calling `main` and the
-long-lived `mcp` server keep the collector on (ledger/cli/__init__.py, `run`)."""
+"""The console script keeps each op's OpLedger for its one command (the steps of a command
+share one replay) and exits with the command's code (ledger/cli/__init__.py, `run`)."""
 
 from __future__ import annotations
 
-import gc
 import os
 import subprocess
 import sys
@@ -17,32 +15,9 @@ import ledger.cli as cli
 from ledger.cli.base import open_ledgers
 
 
-def _exits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The codes `run` would have ended the process with (the test process goes on)."""
-    codes: list[int] = []
-    monkeypatch.setattr(os, "_exit", codes.append)
-    monkeypatch.setattr(sys, "gettrace", lambda: None)  # as in a process without coverage
-    return codes
-
-
-def test_the_console_script_runs_its_command_without_the_cyclic_collector(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    seen: list[bool] = []
-    codes = _exits(monkeypatch)
-    monkeypatch.setattr(cli, "main", lambda: seen.append(gc.isenabled()))
-    try:
-        cli.run()
-        assert seen == [False]
-        assert codes == [0]
-    finally:
-        gc.enable()
-
-
 def test_the_console_script_keeps_each_ledger_and_exits_with_the_commands_code(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    codes = _exits(monkeypatch)
     opened = []
 
     def command() -> None:
@@ -52,12 +27,10 @@ def test_the_console_script_keeps_each_ledger_and_exits_with_the_commands_code(
         raise SystemExit(3)
 
     monkeypatch.setattr(cli, "main", command)
-    try:
+    with pytest.raises(SystemExit) as exited:
         cli.run()
-    finally:
-        gc.enable()
-    assert codes == [3]
-    assert opened[0] is opened[1]  # one OpLedger per op, kept until the exit
+    assert exited.value.code == 3
+    assert opened[0] is opened[1]  # one OpLedger per op, for the whole command
     assert open_ledgers.get() is None  # nothing kept beyond `run` in this (test) process
 
 

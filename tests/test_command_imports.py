@@ -19,10 +19,10 @@ RENDERER = (
 
 
 def test_priors_loads_no_memory_renderer(cli: Cli) -> None:
-    """`priors` reads the state (from the snapshot) and proposes: it renders no MEMORY.md, so it
+    """`priors` reads the state and proposes: it renders no MEMORY.md, so it
     imports neither the renderer nor the splice, which a write does import."""
     frontend(cli)
-    cli.ok("note", OP, "--text", "the snapshot is now the ledger's")
+    cli.ok("note", OP, "--text", "a note")
     out, modules = imported(cli.root, "--json", "priors", OP)
     assert json.loads(out)["candidates"]  # it proposed: the state was read
     assert "ledger.domain.state" in modules
@@ -32,9 +32,9 @@ def test_priors_loads_no_memory_renderer(cli: Cli) -> None:
     assert set(RENDERER) <= write_modules  # the check can fail: a write renders
 
 
-def test_a_read_that_misses_the_view_cache_renders_no_memory(cli: Cli) -> None:
-    """`log` beyond the rows the view cache holds reads the state and looks for a rollback
-    behind MEMORY.md's back (its header only), without MEMORY.md's section renderer."""
+def test_a_read_renders_no_memory(cli: Cli) -> None:
+    """`log` reads the state and looks for a rollback behind MEMORY.md's back (its header
+    only), without MEMORY.md's section renderer."""
     frontend(cli)
     cli.ok("note", OP, "--text", "x")
     out, modules = imported(cli.root, "--json", "log", OP, "--limit", "500")
@@ -62,3 +62,15 @@ def test_a_verify_given_by_hand_starts_no_verifier_machinery(cli: Cli) -> None:
     out, modules = imported(cli.root, "--json", "verify", OP, attempt, "--from-json", str(document))
     assert "verdict" in json.loads(out), out
     assert "ledger.shell.runner" in modules  # the check can fail
+
+
+def test_the_command_table_names_every_module_command() -> None:
+    """ledger.cli finds a command's module without importing the others: its table must list
+    exactly the commands each module defines."""
+    import importlib
+
+    from ledger.cli import COMMAND_MODULES
+
+    for module, names in COMMAND_MODULES.items():
+        defined = [c.name for c in importlib.import_module(module).COMMANDS]
+        assert sorted(defined) == sorted(names), module

@@ -247,7 +247,9 @@ def _play(driver: Driver, steps: list[Step], name: str, widths: list[int]) -> No
     tried: set[int] = set()
     for index, (step, value, time_us) in enumerate(steps):
         if step == "relax":
-            driver.run(cmd.Relax(what="vec", limit=value, basis=f"{name} step {index}"))
+            driver.run(
+                cmd.Relax(person="Pat", what="vec", limit=value, basis=f"{name} step {index}")
+            )
         elif driver.state.pending is None and widths[value] not in tried:
             tried.add(widths[value])
             attempt = driver.start(candidate(vec_tile_shape=vec(widths[value])))

@@ -169,7 +169,7 @@ def test_the_bundled_ops_are_listed_with_their_bests(tmp_path: Path, visit: Visi
         for row in page.query_selector_all("#ops tbody tr")
     }
     for op in ran:
-        best = OpLedger(REPO, op).load(snapshot=False).state.best
+        best = OpLedger(REPO, op).load().state.best
         assert best is not None and fmt_time_us(best.time_us) in rows[op], (op, rows.get(op))
         assert rows[op].split("\t")[1] == "clean"
 

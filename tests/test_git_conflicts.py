@@ -222,9 +222,9 @@ def test_two_adopted_bests_re_measured_by_the_commands_check_gives(tmp_path: Pat
 def test_different_relaxations_of_one_limit(tmp_path: Path, choice: str) -> None:
     """R3: which relaxation is in force is a choice; one branch relaxing twice is not."""
     repo = _new_repo(tmp_path / "repo")
-    relax = [cmd.Relax(what="vec", limit=w, basis="profile") for w in (96, 128)]
+    relax = [cmd.Relax(person="Pat", what="vec", limit=w, basis="profile") for w in (96, 128)]
     _branch(repo, "one", *relax)  # in sequence: no conflict on its own
-    _branch(repo, "two", cmd.Relax(what="vec", limit=100, basis="profile"))
+    _branch(repo, "two", cmd.Relax(person="Pat", what="vec", limit=100, basis="profile"))
     _merge(repo, "one", "two")
     events = OpLedger(repo, OP).store.read().events
     ids = {e.data["limit"]: e.id[:12] for e in events if e.type == "limit.relaxed"}
@@ -312,7 +312,7 @@ def test_three_branches_with_conflicts_merged_in_any_order_give_the_same_bytes(
     ):
         git(repo, "checkout", "-q", "-b", name, "main")
         ledger = OpLedger(repo, OP)
-        ledger.execute(cmd.Relax(what="vec", limit=limit, basis=f"profile {name}"))
+        ledger.execute(cmd.Relax(person="Pat", what="vec", limit=limit, basis=f"profile {name}"))
         attempt = ledger.execute(candidate(vec_tile_shape=vec(width))).events[0].id[:12]
         ledger.execute(verify(attempt, time_us))
         _commit(repo, f"{name}: relaxed, verified")

@@ -1,12 +1,16 @@
 """Golden ledgers of every schema version keep replaying, verifying and auditing clean.
 
-tests/data/ledger/v1.jsonl was written by schema 1 (kept as written); v2.jsonl by schema 2,
-where attempt.measured and target.set name their device (see tests/golden_ledger.py for how,
-and how to regenerate the current one); vN-status.json is the status each replays to.
+tests/data/ledger/v1.jsonl was written by schema 1 (its builder, tests/golden_ledger.py, has
+moved on; the file is kept as written); v1-status.json is the status it replays to.
+v2.jsonl is what the current code writes (tests/golden_ledger.py; how to regenerate it is
+there), v2-status.json its status: schema 2 of attempt.measured and target.set (the device,
+issue 29) and of policy.set, limit.relaxed, campaign.resumed and ledger.rollback_accepted (the
+person, issue 27).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -27,8 +31,16 @@ LEDGER = DATA / "v1.jsonl"
 STATUS = DATA / "v1-status.json"
 CURRENT = DATA / "v2.jsonl"
 CURRENT_STATUS = DATA / "v2-status.json"
-# The event types whose schema 2 the current golden log holds (the device, issue 29).
-SCHEMA_2 = {"attempt.measured", "target.set"}
+# The event types at schema 2, the rest at 1 but conflict.resolved (2 since issue 18): the
+# device (issue 29) and the person who lowered a guard (issue 27).
+SCHEMA_2 = {
+    "attempt.measured",
+    "target.set",
+    "policy.set",
+    "limit.relaxed",
+    "campaign.resumed",
+    "ledger.rollback_accepted",
+}
 # Not in the golden log: conflict.resolved needs two merged branches (tests/test_merge_*.py);
 # manifest.recorded came after this log was written (tests/test_measure.py records it), and
 # ledger.newline_restored too (tests/test_reliability_newline.py), and campaign.handed_back and
@@ -53,6 +65,12 @@ def _status_json(data: bytes, tmp: Path) -> str:
     return codec.canonical_json(hints.render(views.status(state), "cli")) + "\n"
 
 
+def _schemas(path: Path) -> dict[str, int]:
+    """Each event type of a golden file and the schema version its lines were written at."""
+    lines = [json.loads(line) for line in path.read_bytes().splitlines() if line.endswith(b"}")]
+    return {line["type"]: line["schema"] for line in lines}
+
+
 def test_regenerate_when_asked(tmp_path: Path) -> None:
     """UPDATE_GOLDEN=1 rewrites the current (v2) golden files (review the diff)."""
     if not os.environ.get("UPDATE_GOLDEN"):
@@ -68,6 +86,24 @@ def test_regenerate_when_asked(tmp_path: Path) -> None:
     CURRENT_STATUS.write_text(_status_json(data, tmp_path), encoding="utf-8")
 
 
+def test_golden_v2_is_written_at_the_current_schemas_and_replays_to_its_status(
+    tmp_path: Path,
+) -> None:
+    """The current golden log holds every event type it covers at its current schema, replays
+    to its recorded status and audits clean (the person's decision and the evidence too)."""
+    written = _schemas(CURRENT)
+    assert written == {name: PAYLOAD_TYPES[name].SCHEMA for name in written}
+    assert written["policy.set"] == 2 and written["limit.relaxed"] == 2
+    assert _status_json(CURRENT.read_bytes(), tmp_path) == CURRENT_STATUS.read_text("utf-8")
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(CURRENT, path)
+    events = FileStore(path).read().events
+    assert audit.legality_findings(events) == []
+    relaxed = next(e for e in events if e.type == "limit.relaxed")
+    assert relaxed.data["evidence"] and relaxed.data["person"] is None
+    assert [e.data["person"] for e in events if e.type == "policy.set"][-1] == "Golden Person"
+
+
 def test_golden_v1_reads_and_verifies_every_id(tmp_path: Path) -> None:
     """Every line of the schema-1 log verifies; its torn tail was repaired and recorded."""
     path = tmp_path / "events.jsonl"
@@ -78,10 +114,12 @@ def test_golden_v1_reads_and_verifies_every_id(tmp_path: Path) -> None:
     assert all(codec.is_canonical_line(line) for line in LEDGER.read_bytes().splitlines())
     types = {event.type for event in log.events}
     assert types == set(PAYLOAD_TYPES) - NOT_COVERED
-    # As written (each event is upcast to the current schema when read).
-    lines = LEDGER.read_bytes().splitlines()
-    assert {codec.loads(line)["schema"] for line in lines} == {1}
-    measured = [e for e in log.events if e.type in SCHEMA_2]
+    # Every line was written at schema 1; those of types now at schema 2 read upcast.
+    assert set(_schemas(LEDGER).values()) == {1}
+    upcast = next(event for event in log.events if event.type == "limit.relaxed")
+    assert upcast.data["evidence"] == [] and upcast.data["person"] is None
+    assert all(e.data["person"] is None for e in log.events if e.type == "policy.set")
+    measured = [e for e in log.events if e.type in ("attempt.measured", "target.set")]
     assert measured and all(e.data["device"] is None for e in measured)
 
 
@@ -93,14 +131,10 @@ def test_golden_v2_names_the_device_of_every_measurement(tmp_path: Path) -> None
     lines = CURRENT.read_bytes().splitlines()
     assert len(log.events) == len(lines)
     schemas = {(r["type"], r["schema"]) for r in map(codec.loads, lines)}
-    assert {t for t, v in schemas if v == 2} == SCHEMA_2
-    measured = [e for e in log.events if e.type in SCHEMA_2]
+    assert {t for t, v in schemas if v == 2} == SCHEMA_2 - NOT_COVERED
+    measured = [e for e in log.events if e.type in ("attempt.measured", "target.set")]
     assert measured and all(e.data["device"]["run_mode"] == "sim" for e in measured)
     assert replay(log.events).target.device["run_mode"] == "sim"
-    assert audit.legality_findings(log.events) == []
-    assert _status_json(CURRENT.read_bytes(), tmp_path) == CURRENT_STATUS.read_text(
-        encoding="utf-8"
-    )
 
 
 def test_golden_v1_replays_to_its_recorded_status(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ def test_agent_setup_installs_once_and_refuses_to_clobber(tmp_path: Path) -> Non
     first = run_main(args)
     assert first.code == 0 and sorted(first.json["written"]) == [
         ".claude/agents/pypto-op-optimizer.md",
+        ".claude/settings.json",
         ".mcp.json",
     ]
     again = run_main(args)

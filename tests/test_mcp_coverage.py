@@ -27,8 +27,8 @@ RENAMED = {
     "set": "change",
     "run": "run",
     "all": None,
-    # A person's name: the server has none on purpose, so an agent never loosens or lifts a
-    # budget (stages/budget.py, R10); the refusal names the command a person runs.
+    # `--person` signs a person's decision, which no tool can take (DESIGN §3.3): an agent
+    # never lowers a guard, loosens or lifts a budget; the refusal names the person's command.
     "person": None,
     # `policy`'s budget options: the tool sets a budget as any policy, through key and value.
     "max-evaluations": None,

@@ -33,10 +33,7 @@ def _append_behind(store: Store, data: bytes) -> None:
 
 @pytest.fixture
 def count_full_streams(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the stores read whole (`Store.stream`) from now on (the disposable state
-    snapshot, which would spare new OpLedgers their full reads too, is off: these tests count
-    what a kept OpLedger does)."""
-    monkeypatch.setenv("TUNE_LEDGER_NO_CACHE", "1")
+    """The names of the stores read whole (`Store.stream`) from now on."""
     streams: list[str] = []
     original = Store.stream
 
@@ -63,8 +60,8 @@ def test_another_writers_append_is_folded_without_a_full_read(
     assert loaded.state == fresh_state(kept.store)
     assert loaded.state.notes == ["from the CLI"]
     assert loaded.state.attempts[attempt].verdict == "adopt"
-    assert loaded.tip.events == len(kept.store.read().events)
-    assert loaded.tip.head == kept.store.read().head
+    assert loaded.position.events == len(kept.store.read().events)
+    assert loaded.position.head == kept.store.read().head
 
 
 def test_own_and_other_appends_interleave_without_a_full_read(
@@ -93,7 +90,7 @@ def test_a_torn_tail_appended_behind_the_back_falls_back_to_the_full_read(
     before = kept.load().state.event_count
     _append_behind(kept.store, b'{"id":"0123')
     loaded = kept.load()
-    assert loaded.tip.torn is not None
+    assert loaded.position.torn is not None
     assert loaded.state.event_count == before
     assert loaded.state == fresh_state(kept.store)
 

@@ -341,7 +341,7 @@ def test_a_step_of_an_earlier_stage_after_a_later_stage_is_a_conflict_kept(
 
 
 def _relax(ledger: OpLedger, limit: object, what: str = "vec") -> str:
-    outcome = ledger.execute(cmd.Relax(what=what, limit=limit, basis="profile"))
+    outcome = ledger.execute(cmd.Relax(person="Pat", what=what, limit=limit, basis="profile"))
     return outcome.events[0].id[:12]
 
 
@@ -628,7 +628,7 @@ def test_relaxations_conflict_exactly_when_the_branches_end_with_different_limit
         for n in range(notes):
             driver.run(cmd.AddNote(text=f"{name} {n}"))
         for limit in limits:
-            driver.run(cmd.Relax(what="vec", limit=limit, basis=f"{name} profile"))
+            driver.run(cmd.Relax(person="Pat", what="vec", limit=limit, basis=f"{name} profile"))
     events = _merged_events(ours, theirs)
     state = replay(events)
     relaxed = [c for c in conflicts(state) if c.kind == "limits-apart"]

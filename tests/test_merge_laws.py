@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ledger.errors import LedgerDamaged
 from ledger.git import merge
-from ledger.log import chain, codec, verification
+from ledger.log import chain, codec, integrity
 from ledger.log.store import MemoryStore
 from ledger.schema.events import NoteAdded
 
@@ -105,7 +105,7 @@ def test_merge_loses_nothing_and_keeps_each_event_once(ledgers: list[bytes]) -> 
     assert len(lines) == len(set(lines))
     assert set(lines) == set(a.split(b"\n")[:-1]) | set(b.split(b"\n")[:-1])
     assert _ids(merged) == _ids(a) | _ids(b)
-    assert verification.verify(merged).findings == ()
+    assert integrity.check(merged).findings == ()
 
 
 @settings(max_examples=100, deadline=None)

@@ -14,9 +14,12 @@ from hypothesis import strategies as st
 from ledger.domain.samples import median
 from ledger.projections import views
 from ledger.projections.memory_sections import render_sections
-from stages import Decision, Refusal, alternates, decide, effective_policy
 from stages import commands as cmd
-from stages.policy import DEFAULT_POLICY, patience
+from stages.alternates import alternates
+from stages.decide import decide
+from stages.outcome import Decision
+from stages.policy import DEFAULT_POLICY, effective_policy, patience
+from stages.refusal import Refusal
 from stages.stop import utilization_stop
 
 K = 1 << 20  # stands for the full K dimension, which the table leaves unbounded
@@ -125,8 +128,16 @@ def test_without_m_no_cube_limit_applies_and_the_table_shown_is_the_enforced_one
 @pytest.mark.parametrize("cube_m", [None, 1, 8, 48, 200])
 def test_a_relaxed_cube_limit_is_shown_and_enforced(cube_m: int | None) -> None:
     driver = in_point(cube_m=cube_m)
-    driver.run(cmd.Relax(what="cube", limit=[[32, 32], [128, 512], [64, 256]], basis="profile"))
-    driver.run(cmd.Relax(what="cube", limit=[[256, 256], [128, 512], [256, 512]], basis="again"))
+    driver.run(
+        cmd.Relax(
+            person="Pat", what="cube", limit=[[32, 32], [128, 512], [64, 256]], basis="profile"
+        )
+    )
+    driver.run(
+        cmd.Relax(
+            person="Pat", what="cube", limit=[[256, 256], [128, 512], [256, 512]], basis="again"
+        )
+    )
     shown = _shown_cube_limit(driver)
     assert shown == [[256, 256], [128, 512], [256, 512]]
     _assert_enforced(driver, shown)
@@ -137,8 +148,12 @@ def test_the_vec_limit_memory_shows_is_the_one_enforced(relaxed: tuple[int, ...]
     """The latest vec relaxation, or the default, is the per-axis bound shown and enforced (R3)."""
     driver = in_point()
     for limit in relaxed:
-        driver.run(cmd.Relax(what="vec", limit=limit, basis="vec units idle"))
-    driver.run(cmd.Relax(what="cube", limit=[[16, 16], [16, 16], [16, 16]], basis="cube only"))
+        driver.run(cmd.Relax(person="Pat", what="vec", limit=limit, basis="vec units idle"))
+    driver.run(
+        cmd.Relax(
+            person="Pat", what="cube", limit=[[16, 16], [16, 16], [16, 16]], basis="cube only"
+        )
+    )
     cell = _sheet_cell(driver, "Vec tile upper limit")
     found = re.fullmatch(r"≤ (\d+) per axis|relaxed: `(\d+)` \(see the relaxations below\)", cell)
     assert found is not None, cell

@@ -148,7 +148,9 @@ def test_configs_beyond_an_unrelaxed_limit_are_filtered_until_it_is_relaxed() ->
     wide = [prior(vec_tile_shape=[1, 8, 1, 128])]
     [beyond] = propose(driver.state, FRONTEND, wide).filtered
     assert beyond.rule == "R3" and "axis 3 is 128 > 64" in beyond.reason
-    driver.run(cmd.Relax(what="vec", limit=256, basis="profile: tile 128 halves the tasks"))
+    driver.run(
+        cmd.Relax(person="Pat", what="vec", limit=256, basis="profile: tile 128 halves the tasks")
+    )
     assert len(propose(driver.state, FRONTEND, wide).candidates) == 1
 
 

@@ -23,13 +23,14 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from ledger.domain.state import Attempt, State
+from ledger.log.position import Position
 from ledger.projections import memory_history, splice
 from ledger.projections.formatting import md_code, md_table, md_text, one_line
-from ledger.projections.memory_file import Position, check_memory, render_memory
+from ledger.projections.memory_file import check_memory, render_memory
 from ledger.projections.memory_layout import SECTION_ORDER
 from ledger.projections.timeline import is_failed
 from stages import commands as cmd
-from stages import effective_policy
+from stages.policy import effective_policy
 
 GOLDEN = Path(__file__).parent / "data" / "memory"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

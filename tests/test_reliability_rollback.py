@@ -48,7 +48,7 @@ def test_a_rolled_back_ledger_is_refused_for_writing_naming_both_events(cli: Cli
     assert error["kind"] == "damaged"
     assert memory_last in error["error"] and ledger_last in error["error"]
     assert (error["memory_last"], error["ledger_last"]) == (memory_last, ledger_last)
-    assert f"tune-ledger accept-rollback {OP} --reason" in error["next"]
+    assert f"tune-ledger accept-rollback {OP} --person NAME --reason" in error["next"]
     assert snapshot(cli.root) == before
 
 
@@ -108,7 +108,17 @@ def test_accept_rollback_records_the_loss_and_writing_works_again(cli: Cli) -> N
     found = memory_file.recorded_position(_memory(cli).read_text("utf-8"))
     assert found is not None and found[1].events > len(older.splitlines())
 
-    accepted = cli.ok("accept-rollback", OP, "--reason", "restored the reviewed copy")
+    # A person's decision (issue 27): refused without a name, nothing written.
+    before = snapshot(cli.root)
+    unsigned = cli("accept-rollback", OP, "--reason", "restored the reviewed copy")
+    assert unsigned.code == 3 and unsigned.json["rule"] == "rollback"
+    assert unsigned.json["next"].endswith(
+        f"tune-ledger accept-rollback {OP} --person NAME --reason TEXT"
+    )
+    assert snapshot(cli.root) == before
+    accepted = cli.ok(
+        "accept-rollback", OP, "--reason", "restored the reviewed copy", "--person", "Ada"
+    )
 
     assert accepted["missing"] == memory_last
     after = cli.ledger().read_bytes()
@@ -118,6 +128,7 @@ def test_accept_rollback_records_the_loss_and_writing_works_again(cli: Cli) -> N
     assert event["payload"] == {
         "events": found[1].events,
         "missing": memory_last,
+        "person": "Ada",
         "reason": "restored the reviewed copy",
     }
     assert _recorded_last(cli) == event["id"]
@@ -138,9 +149,9 @@ def test_accept_rollback_without_a_rollback_is_bad_input(cli: Cli) -> None:
 def test_accept_rollback_retried_with_its_key_returns_the_original(cli: Cli) -> None:
     """The same idempotency key after success: the original event, nothing appended again."""
     _rolled_back(cli)
-    first = cli.ok("accept-rollback", OP, "--reason", "intended", key="k1")
+    first = cli.ok("accept-rollback", OP, "--reason", "intended", "--person", "Ada", key="k1")
     size = cli.ledger().stat().st_size
-    again = cli.ok("accept-rollback", OP, "--reason", "intended", key="k1")
+    again = cli.ok("accept-rollback", OP, "--reason", "intended", "--person", "Ada", key="k1")
     assert again["replayed"] is True and again["events"] == first["events"]
     assert cli.ledger().stat().st_size == size
 
@@ -150,7 +161,7 @@ def test_an_acceptance_whose_rendering_failed_still_lets_commands_write(cli: Cli
     header): the recorded acceptance covers that event, so writing is not refused again."""
     _rolled_back(cli)
     stale_memory = _memory(cli).read_bytes()
-    cli.ok("accept-rollback", OP, "--reason", "intended")
+    cli.ok("accept-rollback", OP, "--reason", "intended", "--person", "Ada")
     _memory(cli).write_bytes(stale_memory)
     cli.ok("note", OP, "--text", "writes")
 

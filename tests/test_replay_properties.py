@@ -33,8 +33,8 @@ from ledger.schema.events import (
     ConflictResolved,
     OutputCheck,
 )
-from stages import ALWAYS, allowed, command_name
 from stages import commands as cmd
+from stages.allowed import ALWAYS, allowed, command_name
 from stages.conflicts import conflicts
 
 # Accepted without being listed by `allowed`: evidence and activation again after activation,
@@ -215,7 +215,7 @@ class Campaign(RuleBasedStateMachine):
 
     @rule(width=st.sampled_from([128, 256]))
     def relax(self, width: int) -> None:
-        self._run(cmd.Relax(what="vec", limit=width, basis="profile"))
+        self._run(cmd.Relax(person="Pat", what="vec", limit=width, basis="profile"))
 
     @rule(name=st.sampled_from(SKILLS), load=st.booleans())
     def skill(self, name: str, load: bool) -> None:

@@ -14,7 +14,7 @@ from ledger.domain.state import State
 from ledger.projections import report
 from ledger.projections.timeline import is_failed
 from stages import commands as cmd
-from stages import effective_policy
+from stages.policy import effective_policy
 
 SVG = "{http://www.w3.org/2000/svg}"
 MD = MarkdownIt("commonmark").enable("table")

@@ -18,7 +18,7 @@ from driver import Driver, candidate, in_point, vec
 
 from ledger.projections import report
 from stages import commands as cmd
-from stages import effective_policy
+from stages.policy import effective_policy
 
 DATA = Path(__file__).parent / "data" / "report"
 MARKDOWN, CHART = DATA / "softmax_tuning_report.md", DATA / "softmax_tuning_report.svg"
@@ -83,7 +83,7 @@ def test_the_chart_has_stage_boundaries_a_marked_clip_and_a_log_axis() -> None:
     assert len(list(stages.iter(f"{SVG}line"))) == 2  # before swimlane and before incore
     titles = [t.text or "" for t in root.iter(f"{SVG}title")]
     assert [t for t in titles if t.endswith("above the plot")] == [
-        "attempt 2 (d2bfac443720): rollback, 400.00 µs; frontend / F-1; candidate from prior "
+        "attempt 2 (e2b8aa69701d): rollback, 400.00 µs; frontend / F-1; candidate from prior "
         "kernel; above the plot"
     ]
     assert root.find(f".//{SVG}path[@id='legend-clipped']") is not None

@@ -9,15 +9,15 @@ from cli_harness import OP, Cli, frontend
 from driver import Driver, candidate, compare, in_point, in_stage, layout, sheet, vec, verify
 
 from ledger.errors import BadInput, StoppedRefusal
-from stages import allowed
 from stages import commands as cmd
+from stages.allowed import allowed
 
 AFTER_STOP_REFUSED = [
     compare(),
     layout(),
     cmd.Activate(impl_digest="impl-digest-1"),
     sheet(),
-    cmd.Relax(what="vec", limit=128, basis="profile"),
+    cmd.Relax(person="Pat", what="vec", limit=128, basis="profile"),
     cmd.LoadSkill(name="perf-analyzer"),
     cmd.UnloadSkill(name="tune-frontend"),
     cmd.EnterStage(stage="swimlane"),
@@ -241,12 +241,27 @@ def test_the_user_lifts_a_utilization_stop_with_a_recorded_reason() -> None:
     refusal = driver.refusal(cmd.TryMutation(param="unroll_list", value=[8, 1]))
     assert refusal.next_step == (
         "hand the result back to the orchestrator: tune-ledger report softmax, then "
-        "tune-ledger handback softmax --summary TEXT; or, if the user decides to go on: "
-        "tune-ledger resume-campaign softmax --reason TEXT"
+        "tune-ledger handback softmax --summary TEXT; or, if a person decides to go on: "
+        "tune-ledger resume-campaign softmax --person NAME --reason TEXT"
     )
-    events = driver.run(cmd.ResumeCampaign(reason="utilization counts busy time"))
+    # Without a person it is refused (a person's decision, issue 27) with the command to run.
+    refused = driver.refusal(cmd.ResumeCampaign(reason="utilization counts busy time"))
+    assert (refused.rule, refused.kind) == ("R10", "rule")
+    assert refused.next_step.endswith(
+        "tune-ledger resume-campaign softmax --person NAME --reason TEXT"
+    )
+    events = driver.run(
+        cmd.ResumeCampaign(reason="utilization counts busy time", person="Ada Lovelace")
+    )
     assert [(e.type, e.data) for e in events] == [
-        ("campaign.resumed", {"lifted": UTIL_DETAIL, "reason": "utilization counts busy time"})
+        (
+            "campaign.resumed",
+            {
+                "lifted": UTIL_DETAIL,
+                "reason": "utilization counts busy time",
+                "person": "Ada Lovelace",
+            },
+        )
     ]
     assert driver.replayed().stopped is None
     driver.start(cmd.TryMutation(param="unroll_list", value=[8, 1]))
@@ -297,14 +312,14 @@ def test_audit_shows_a_lifted_stop(cli: Cli) -> None:
     cli.ok("verify", OP, str(attempt), "--output", "y=true", "--layout-exit", "0",
            "--time", "90us", "--util", "85", "--bubble", "4")  # fmt: skip
     assert cli.ok("status", OP)["stopped"] == "utilization"
-    out = cli.ok("resume-campaign", OP, "--reason", "busy is not useful")
+    out = cli.ok("resume-campaign", OP, "--reason", "busy is not useful", "--person", "Ada")
     assert out["resumed"] is True
     assert cli.ok("status", OP)["stopped"] is None
     audit = cli.ok("audit", OP)["ops"][0]
     assert audit["findings"] == []
     resumed = next(e for e in cli.events() if e["type"] == "campaign.resumed")
     assert audit["decisions"] == [
-        f"utilization stop lifted by the user ({resumed['id'][:12]}): busy is not useful "
+        f"utilization stop lifted by Ada ({resumed['id'][:12]}): busy is not useful "
         f"(the stop: {UTIL_DETAIL})"
     ]
     assert f"  R10: {audit['decisions'][0]}" in cli("audit", OP, as_json=False).stdout

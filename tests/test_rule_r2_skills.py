@@ -6,8 +6,8 @@ import pytest
 from driver import activated, in_stage, with_sheet
 
 from ledger.errors import BadInput
-from stages import allowed
 from stages import commands as cmd
+from stages.allowed import allowed
 
 
 def test_base_skills_load_after_activation() -> None:

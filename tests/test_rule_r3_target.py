@@ -109,7 +109,9 @@ def test_a_vec_tile_beyond_64_is_refused_until_relaxed_with_a_basis() -> None:
     assert driver.refusal(cmd.TryMutation(param="vec_tile_shape", value=[1, 8, 1, 128])).rule == (
         "R3"
     )
-    driver.run(cmd.Relax(what="vec", limit=256, basis="swimlane shows vector units idle 60%"))
+    driver.run(
+        cmd.Relax(what="vec", limit=256, basis="swimlane shows vector units idle 60%", person="Ada")
+    )
     driver.start(wide)
 
 
@@ -151,7 +153,8 @@ def test_cube_tiles_are_free_when_the_sheet_records_no_m_until_a_relaxation() ->
     driver = in_point()
     driver.start(candidate(cube_tile_shape=[[512, 512], [512, 512], [512, 512]]))
     driver.run(cmd.Abandon(attempt=driver.state.pending or "", reason="test"))
-    driver.run(cmd.Relax(what="cube", limit=[[256, 256], [128, 512], [256, 256]], basis="prof"))
+    limit = [[256, 256], [128, 512], [256, 256]]
+    driver.run(cmd.Relax(what="cube", limit=limit, basis="prof", person="Ada"))
     assert driver.refusal(candidate(cube_tile_shape=[[512, 512], [16, 16], [16, 16]])).rule == (
         "R3"
     )

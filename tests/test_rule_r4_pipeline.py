@@ -7,8 +7,8 @@ import pytest
 from driver import Driver, candidate, in_point, in_stage, vec, verify, with_sheet
 
 from ledger.errors import BadInput
-from stages import allowed
 from stages import commands as cmd
+from stages.allowed import allowed
 
 REPORT = cmd.RecordReport(path="custom/softmax/softmax_tuning_report.md", digest="r")
 

@@ -8,8 +8,9 @@ from cli_harness import OP, Cli, frontend
 from driver import BASE_CONFIG, Driver, candidate, in_point, in_stage, vec, verify
 
 from ledger.errors import BadInput
-from stages import allowed, alternates
 from stages import commands as cmd
+from stages.allowed import allowed
+from stages.alternates import alternates
 
 # --- R5 change kinds -----------------------------------------------------------------------------
 

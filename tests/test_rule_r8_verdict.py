@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.errors import BadInput
-from stages import DEFAULT_POLICY, compute_verdict
 from stages import commands as cmd
-from stages.verdict import seed_of
+from stages.policy import DEFAULT_POLICY
+from stages.verdict import compute_verdict, seed_of
 
 
 def _started(**sheet_args: Any) -> tuple[Driver, str]:
@@ -46,7 +46,7 @@ def test_single_values_are_judged_by_the_relative_threshold(time: float, verdict
 
 def test_the_threshold_is_a_recorded_policy() -> None:
     driver, attempt = _started(baseline=100.0)
-    driver.run(cmd.SetPolicy(key="noise_threshold", value=0.05, reason="noisy host"))
+    driver.run(cmd.SetPolicy(key="noise_threshold", value=0.05, reason="noisy host", person="Ada"))
     data = driver.verify(attempt, 97.0)
     assert data["verdict"] == "no-gain" and data["threshold"] == 0.05
     assert data["policy"]["noise_threshold"] == 0.05

@@ -20,9 +20,9 @@ from factories import (
 
 from ledger.errors import LedgerDamaged
 from ledger.log import codec
+from ledger.log.integrity import check, schema_findings
 from ledger.log.record import Draft, Event, seal_batch
 from ledger.log.store import FileStore, Store, chain_findings
-from ledger.log.verification import schema_findings, verify
 from ledger.schema.events import LedgerRepaired, NewlineRestored, NoteAdded
 from ledger.shell import audit
 
@@ -329,7 +329,7 @@ def test_bad_line_followed_by_good_lines_is_refused(
     """Each kind of middle damage is refused at the first line that breaks the chain."""
     data = b"".join(edit(_lines()))
     _assert_refused(store, data, line)
-    assert any(f.line == line for f in verify(data).findings), name
+    assert any(f.line == line for f in check(data).findings), name
 
 
 def _array_line() -> bytes:
@@ -359,7 +359,7 @@ def test_verify_reports_every_finding_not_just_the_first() -> None:
     """The thorough check reports each damaged line, not only the first."""
     lines = _lines()
     data = b"".join([lines[0], _flip(lines[1], 60), *lines[2:4], _flip(lines[4], 70)])
-    found = verify(data).findings
+    found = check(data).findings
     assert [f.line for f in found] == [2, 5]
     assert found[0].event_id == EVENTS[1].id
 
@@ -387,7 +387,7 @@ def test_verify_reports_non_canonical_lines_and_wrong_counters() -> None:
         + spaced_body[1:].encode()
         + b"\n"
     )
-    found = verify(first_line + spaced).findings
+    found = check(first_line + spaced).findings
     messages = " | ".join(str(f) for f in found)
     assert all(f.line == 2 for f in found)
     assert "not canonical" in messages
@@ -396,7 +396,7 @@ def test_verify_reports_non_canonical_lines_and_wrong_counters() -> None:
 
 def test_verify_reports_a_torn_tail() -> None:
     """A torn tail is a finding of the thorough check, with its line."""
-    found = verify(DATA[:-5]).findings
+    found = check(DATA[:-5]).findings
     assert [(f.line, "torn tail" in f.message) for f in found] == [(len(EVENTS) - 1, True)]
 
 

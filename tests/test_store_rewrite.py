@@ -73,7 +73,7 @@ def test_a_tip_read_before_a_rewrite_is_not_trusted_after_it(store: Store) -> No
     store.rewrite(_other_ledger("x"), expected=store.read_bytes())
     assert not store.unchanged_since(tip)
     with pytest.raises(Conflict):
-        store.append([note("b")], expected_head=tip.head, tip=tip)
+        store.append([note("b")], expected_head=tip.head, position=tip)
     assert [e.data["text"] for e in store.read().events] == ["x"]
 
 

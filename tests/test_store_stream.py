@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ledger.errors import Conflict, LedgerDamaged
 from ledger.log import file_store
-from ledger.log.chain import Tip
+from ledger.log.position import Position
 from ledger.log.record import Event, seal_batch
 from ledger.log.store import FileStore, MemoryStore, Store
 
@@ -22,7 +22,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
     return make_store(request.param, tmp_path)
 
 
-def _streamed(store: Store) -> tuple[list[Event], Tip]:
+def _streamed(store: Store) -> tuple[list[Event], Position]:
     seen: list[Event] = []
     tip = store.stream(seen.append)
     return seen, tip
@@ -37,7 +37,7 @@ def _ledger(batch_sizes: list[int]) -> bytes:
     return data
 
 
-def _same_as_read(store: Store) -> Tip:
+def _same_as_read(store: Store) -> Position:
     """Stream the store and check it against a full read; return the streamed tip."""
     seen, tip = _streamed(store)
     log = store.read()
@@ -119,9 +119,9 @@ def test_appends_after_tips_write_the_bytes_of_appends_after_reads(
     tip = store.stream(lambda _event: None)
     for i in range(12):
         drafts = [note(f"n{i}")] * (1 + i % 3)
-        result = store.append(drafts, expected_head=tip.head, tip=tip)
-        assert result.tip is not None
-        tip = result.tip
+        result = store.append(drafts, expected_head=tip.head, position=tip)
+        assert result.position is not None
+        tip = result.position
         twin.append(drafts, expected_head=twin.read().head)
         assert raw_bytes(store) == raw_bytes(twin)
         assert (tip.head, tip.lamport, tip.size, tip.events) == (
@@ -145,7 +145,7 @@ def test_an_append_after_a_fresh_tip_does_not_read_the_file(
         raise AssertionError("the whole ledger was read again")
 
     monkeypatch.setattr(file_store, "_read_all", no_full_read)
-    store.append([note("c")], expected_head=tip.head, tip=tip)
+    store.append([note("c")], expected_head=tip.head, position=tip)
     monkeypatch.undo()
     assert [e.data["text"] for e in store.read().events] == ["a", "b", "c"]
 
@@ -158,7 +158,7 @@ def test_a_stale_tip_conflicts_when_another_writer_appended(store: Store) -> Non
     store.append([note("other writer")], expected_head=None)
     before = raw_bytes(store)
     with pytest.raises(Conflict):
-        store.append([note("mine")], expected_head=tip.head, tip=tip)
+        store.append([note("mine")], expected_head=tip.head, position=tip)
     assert raw_bytes(store) == before
 
 
@@ -167,7 +167,7 @@ def test_a_stale_tip_without_expected_head_appends_after_the_real_head(store: St
     store.append([note("a")], expected_head=None)
     tip = store.stream(lambda _event: None)
     (other,) = store.append([note("other writer")], expected_head=None).events
-    (mine,) = store.append([note("mine")], expected_head=None, tip=tip).events
+    (mine,) = store.append([note("mine")], expected_head=None, position=tip).events
     assert mine.parents == (other.id,)
     assert store.findings() == []
 
@@ -181,7 +181,7 @@ def test_a_rewritten_ledger_of_the_same_size_is_read_again(store: Store, tmp_pat
     replaced.append([note("bbbb")], expected_head=None)
     assert len(replaced.raw) == len(raw_bytes(store))
     set_raw_bytes(store, replaced.raw)
-    (mine,) = store.append([note("mine")], expected_head=None, tip=tip).events
+    (mine,) = store.append([note("mine")], expected_head=None, position=tip).events
     assert mine.parents == replaced.read().head
     assert store.findings() == []
 
@@ -192,7 +192,7 @@ def test_a_torn_tail_seen_by_the_tip_is_repaired_by_the_append(store: Store) -> 
     set_raw_bytes(store, full[:-5])
     tip = store.stream(lambda _event: None)
     assert tip.torn is not None
-    result = store.append([note("next")], expected_head=tip.head, tip=tip)
+    result = store.append([note("next")], expected_head=tip.head, position=tip)
     assert len(result.repairs) == 1
     assert store.findings() == []
 
@@ -203,7 +203,7 @@ def test_a_quarantine_appearing_after_the_tip_is_recorded(store: Store) -> None:
     store.append([note("a")], expected_head=None)
     tip = store.stream(lambda _event: None)
     add_quarantine(store, "events.jsonl.quarantine-1", b"torn bytes of a crashed writer")
-    result = store.append([note("b")], expected_head=tip.head, tip=tip)
+    result = store.append([note("b")], expected_head=tip.head, position=tip)
     assert [r.data["quarantine"] for r in result.repairs] == ["events.jsonl.quarantine-1"]
     assert store.findings() == []
 
@@ -214,8 +214,8 @@ def test_an_unrecorded_quarantine_at_read_time_gives_no_short_path(store: Store)
     store.append([note("a")], expected_head=None)
     add_quarantine(store, "events.jsonl.quarantine-1", b"lost")
     tip = store.stream(lambda _event: None)
-    assert tip.stamp is None
-    result = store.append([note("b")], expected_head=tip.head, tip=tip)
+    assert tip.tail is None
+    result = store.append([note("b")], expected_head=tip.head, position=tip)
     assert len(result.repairs) == 1
 
 
@@ -224,7 +224,7 @@ def test_the_first_append_through_an_empty_tip_creates_the_ledger(tmp_path: Path
     store = FileStore(tmp_path / "custom" / "op" / "events.jsonl")
     tip = store.stream(lambda _event: None)
     assert (tip.events, tip.size, tip.head) == (0, 0, ())
-    (event,) = store.append([note("first")], expected_head=(), tip=tip).events
+    (event,) = store.append([note("first")], expected_head=(), position=tip).events
     assert event.lamport == 1
     assert store.path.exists() and store.read().events == (event,)
     assert store.findings() == []
@@ -240,6 +240,6 @@ def test_a_ledger_rewritten_in_place_is_read_again(tmp_path: Path) -> None:
     replaced.append([note("bbbb")], expected_head=None)
     with open(store.path, "r+b") as ledger:
         ledger.write(replaced.raw)
-    (mine,) = store.append([note("mine")], expected_head=None, tip=tip).events
+    (mine,) = store.append([note("mine")], expected_head=None, position=tip).events
     assert mine.parents == replaced.read().head
     assert store.findings() == []

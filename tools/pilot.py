@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -100,6 +102,8 @@ class Autopilot:
         self.say = progress.say
         self.timer = Timer()
         self.space = search_space.load(root / "custom" / op)
+        # The live line's phase file, outside the op folder (it holds only what people commit).
+        self.phase_file = Path(tempfile.mkdtemp(prefix="tune-ledger-phase-")) / "pypto-phase"
         # Where the verifier runs: processes here, this host's NPUs, or a Ray cluster's
         # (tools/dispatch.py); the PyPTO adapter holds an NPU's lock itself while it measures.
         self.dispatch: Dispatch = dispatch(
@@ -130,6 +134,7 @@ class Autopilot:
             self.ahead.close()
         if self.warm is not None:
             self.warm.close()
+        shutil.rmtree(self.phase_file.parent, ignore_errors=True)
 
     def verifier_is_adapter(self) -> bool:
         """Whether SPEC.md's verifier is the PyPTO adapter (it can use the warm worker, and
@@ -182,8 +187,7 @@ class Autopilot:
         """Run one of the API's workflows that run the verifier or the layout check
         (ledger/shell/workflows.py) in this process, showing the PyPTO run on the live line;
         the runs' own time counts as PyPTO's, the rest as the ledger's."""
-        phase_file = self.ledger.dir / ".tune-ledger-cache" / "pypto-phase"
-        phase_file.parent.mkdir(parents=True, exist_ok=True)
+        phase_file = self.phase_file
         env = {**self.environment(), "TUNE_LEDGER_PROGRESS_FILE": str(phase_file)}
         started = time.monotonic()
         ran = 0.0
@@ -314,7 +318,7 @@ class Autopilot:
             # worker is done, and finds the run in the cache.
             guesses = measure_ahead.upcoming(self.space, state, self.root, self.op)
             self.ahead.plan(attempt.config, guesses)
-            phase_file = self.ledger.dir / ".tune-ledger-cache" / "pypto-phase"
+            phase_file = self.phase_file
             started = time.monotonic()
             with self.progress.running(f"{label} (measure-ahead)", phase_file):
                 self.ahead.wait(attempt.config)

@@ -88,9 +88,10 @@ class Space:
             for i, (t, dim) in enumerate(zip(tile, self.spec.shape, strict=True))
             if t == limit and t * 2 <= dim
         ]
-        evidence = _growth_evidence(state)
-        if not blocked or evidence is None:
+        growth = _growth_evidence(state)
+        if not blocked or growth is None:
             return None
+        evidence, attempt_id = growth
         new_limit = limit * 2
         return cmd.Relax(
             what="vec",
@@ -99,6 +100,8 @@ class Space:
                 f"measured: {evidence}; best tile {tile} sits at the limit {limit} on axis "
                 f"{blocked[0]} of a {self.spec.shape[blocked[0]]}-wide dimension"
             ),
+            # The measured attempt the relaxation rests on (R3, issue 27.5).
+            evidence=(attempt_id,),
         )
 
 
@@ -146,17 +149,19 @@ def _cube_neighbours(cube: list[Any]) -> Iterator[list[Any]]:
                     yield [*cube[:axis], scaled, *cube[axis + 1 :]]
 
 
-def _growth_evidence(state: State) -> str | None:
-    """The latest measured gain from adopting a bigger vec tile, as a basis text (R3)."""
+def _growth_evidence(state: State) -> tuple[str, str] | None:
+    """The latest measured gain from adopting a bigger vec tile, as a basis text, and the
+    attempt that measured it (R3); only an attempt the ledger measured is evidence."""
     if state.target is None:
         return None
     previous_time = state.target.baseline_us
     previous_tile = _tile_of(state.measured_configs, "baseline")
-    found: tuple[float, str] | None = None
+    found: tuple[str, str] | None = None
     for attempt_id in state.adopted:
         attempt = state.attempts[attempt_id]
         if attempt.measurement is None:
             continue
+        measured = attempt.measurement.origin_level == "measured"
         tile = attempt.config.get("vec_tile_shape")
         now = attempt.measurement.median_us
         if (
@@ -166,15 +171,15 @@ def _growth_evidence(state: State) -> str | None:
         ):
             gain = previous_time / now
             # The latest growth is the trend the next relaxation extends.
-            if gain >= RELAX_MIN_GAIN:
+            if gain >= RELAX_MIN_GAIN and measured:
                 found = (
-                    gain,
                     f"growing the vec tile {previous_tile} → {tile} (attempt "
                     f"{attempt.id}) cut the time {previous_time:.2f} → {now:.2f} µs "
                     f"({gain:.2f}×)",
+                    attempt.id,
                 )
         previous_time, previous_tile = now, tile
-    return found[1] if found else None
+    return found
 
 
 def _tile_of(measured: Mapping[str, str], attempt: str) -> Any:

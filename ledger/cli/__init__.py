@@ -10,8 +10,6 @@ cattrs) took most of a `status`.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import importlib
 import io
 import os
@@ -148,41 +146,14 @@ def _fail(as_json: bool, error: LedgerError) -> NoReturn:
 
 
 def run() -> None:
-    """The console script (and `python -m ledger`): `main` in a process that lives for one
-    command.
-
-    Such a process keeps the replayed state alive until it exits, and the cyclic collector's
-    full passes scan every object of it while freeing nothing: at 100k events they were about
-    40% of a writing command (0.92-1.07 s with them, 0.57-0.67 s without, measured). Reference
-    counting still frees all acyclic garbage at once; a cycle lives until the exit, one command
-    later. `mcp`, the one long-lived command, turns the collector back on. Tests call `main`,
-    so a test process keeps its collector.
-
-    For the same reason the process ends without freeing the state: tearing it down object by
-    object (~100 MB at 100k events) cost 0.05-0.1 s after the output was written. Each op's
-    OpLedger is kept to the end, as the MCP server keeps them, and the process ends with
-    `os._exit` once stdout and stderr are flushed; by then every file a command wrote is
-    closed, and the ledger fsynced. Under a profiler or a tracer (cProfile, coverage), which
-    write their results as the interpreter exits, it exits as usual."""
-    gc.disable()
-    kept = KeptLedgers()
-    token = open_ledgers.set(kept)
+    """The console script (and `python -m ledger`): `main`, keeping each op's OpLedger for the
+    command's duration, so that its steps (look up a retried key, resolve an attempt, decide)
+    share one replay, as the MCP server's calls do."""
+    token = open_ledgers.set(KeptLedgers())
     try:
         main()
-        code = 0
-    except SystemExit as e:
-        if not isinstance(e.code, int | None):
-            raise  # a message to print: left to the interpreter
-        code = e.code or 0
     finally:
-        open_ledgers.reset(token)  # `kept` still holds them, until the exit below
-    if sys.getprofile() is not None or sys.gettrace() is not None:
-        raise SystemExit(code)
-    for stream in (sys.stdout, sys.stderr):
-        # A reader gone or a stream closed: there is nothing left to tell it.
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(code)
+        open_ledgers.reset(token)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

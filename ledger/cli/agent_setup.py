@@ -1,9 +1,13 @@
 """`tune-ledger agent-setup`: install the shipped optimizer agent and the MCP server's
-registration for one client (opencode or Claude Code) into a kernel repository."""
+registration for one client (opencode or Claude Code) into a kernel repository, with the
+client's permission rules that keep the agent from the ledger's files and from a person's
+decisions (DESIGN §3.3)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,6 +17,88 @@ from ledger.log import safe_files
 from ledger.shell.layout_check import adapter_folder
 
 CLIENTS = ("opencode", "claude")
+
+# What the agent may not edit: the ledger and MEMORY.md are written by tune-ledger only.
+PROTECTED_FILES = ("custom/*/events.jsonl", "custom/*/MEMORY.md")
+# The shell commands that are a person's decision (DESIGN §3.3): any command given --person,
+# and the two that only a person runs. The MCP server refuses them without these rules; the
+# rules keep an agent with a shell from running the CLI in a person's name.
+PERSON_COMMANDS = ("*--person*", "*accept-rollback*", "*resume-campaign*")
+# Where each client reads its permission rules (a file merged, never overwritten).
+SETTINGS = {"claude": ".claude/settings.json", "opencode": "opencode.json"}
+
+
+def claude_deny_rules() -> list[str]:
+    """Claude Code's `permissions.deny` rules (`Edit(/path)` from the project root covers every
+    file-editing tool; `Bash(pattern)` with `*` wildcards)."""
+    edits = [f"Edit(/{path.replace('*', '**', 1)})" for path in PROTECTED_FILES]
+    return edits + [f"Bash({pattern})" for pattern in PERSON_COMMANDS]
+
+
+def opencode_permission() -> dict[str, dict[str, str]]:
+    """opencode's `permission` rules: per tool, pattern -> action (the last match wins)."""
+    return {
+        "edit": {path: "deny" for path in PROTECTED_FILES},
+        "bash": {pattern: "deny" for pattern in PERSON_COMMANDS},
+    }
+
+
+def merged_settings(client: str, existing: bytes | None, shipped: bytes | None = None) -> bytes:
+    """The client's settings file as there (`existing`, None: none) with the shipped file's
+    top-level entries it lacks, the shipped MCP server's entry, and the permission rules
+    merged in; every other key is kept. BadInput when a file is not a JSON object."""
+    name = SETTINGS[client]
+    config = _json_object(existing, name) if existing is not None else {}
+    base = _json_object(shipped, f"the shipped {name}") if shipped is not None else {}
+    for key, value in base.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            # e.g. "mcp": the tune-ledger server's entry, unless one is there (kept as is)
+            for name, entry in value.items():
+                config[key].setdefault(name, entry)
+        else:
+            config.setdefault(key, value)
+    if client == "claude":
+        permissions = _object(config, "permissions", name)
+        deny = permissions.get("deny", [])
+        if not isinstance(deny, list):
+            raise BadInput(f"{name}: permissions.deny is not a list; nothing was written")
+        permissions["deny"] = deny + [r for r in claude_deny_rules() if r not in deny]
+    else:
+        permission = config.get("permission")
+        if not isinstance(permission, dict):
+            # A single action for every tool ("allow") stays the rule for everything else.
+            permission = {} if permission is None else {"*": permission}
+            config["permission"] = permission
+        for tool, rules in opencode_permission().items():
+            current = permission.get(tool)
+            table = dict(current) if isinstance(current, dict) else {}
+            if current is not None and not isinstance(current, dict):
+                table["*"] = current
+            for pattern, action in rules.items():
+                table.pop(pattern, None)  # re-added last: opencode applies the last match
+                table[pattern] = action
+            permission[tool] = table
+    return (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _json_object(data: bytes, name: str) -> dict[str, Any]:
+    try:
+        loaded = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise BadInput(
+            f"{name} is not valid JSON ({e}); nothing was written",
+            hint=f"fix {name} by hand, then run agent-setup again",
+        ) from e
+    if not isinstance(loaded, dict):
+        raise BadInput(f"{name} is not a JSON object; nothing was written")
+    return loaded
+
+
+def _object(config: dict[str, Any], key: str, name: str) -> dict[str, Any]:
+    value = config.setdefault(key, {})
+    if not isinstance(value, dict):
+        raise BadInput(f"{name}: {key} is not a JSON object; nothing was written")
+    return value
 
 
 def shipped_folder(client: str) -> Path:
@@ -54,9 +140,17 @@ def agent_setup(ctx: Ctx, client: str, force: bool) -> None:
     folder = shipped_folder(client)
     shipped = sorted(p for p in folder.rglob("*") if p.is_file())
     files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in shipped}
+    settings = SETTINGS[client]
     # What is there now: never read or written through a link (ledger/log/safe_files.py).
-    present = {name: _existing(ctx.root, name) for name in files}
-    differing = [name for name, data in files.items() if present[name] not in (None, data)]
+    present = {name: _existing(ctx.root, name) for name in {*files, settings}}
+    # The client's settings are merged, never replaced: the permission rules (and, for
+    # opencode, the shipped opencode.json's MCP entry) go into the file there, other keys kept.
+    files[settings] = merged_settings(client, present[settings], files.get(settings))
+    differing = [
+        name
+        for name, data in files.items()
+        if name != settings and present[name] not in (None, data)
+    ]
     if differing and not force:
         raise BadInput(
             f"{', '.join(differing)} already exist under {ctx.root} and differ from the "

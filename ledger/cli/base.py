@@ -8,7 +8,6 @@ verdict without running the verifier again (DESIGN §5).
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -70,6 +69,15 @@ def count_option(low: int = 1) -> click.IntRange:
     return click.IntRange(low, INT_LIMIT)
 
 
+# `--person NAME`: who takes a decision that lowers a guard (DESIGN §3.3). The MCP server's
+# tools never pass it, so an agent is refused with the command a person runs.
+person_option = click.option(
+    "--person",
+    metavar="NAME",
+    help="The person who decides this (lowering a guard is a person's decision; recorded).",
+)
+
+
 # A process's exit status as Python reports it: 0-255, or minus the signal that killed it.
 EXIT_STATUS = click.IntRange(-255, 255)
 
@@ -90,7 +98,7 @@ class KeptLedgers:
         self._kept: dict[tuple[Path, str], OpLedger] = {}
 
     def __call__(self, root: Path, op: str) -> OpLedger:
-        from ledger.shell.api import OpLedger  # not imported by a `status` that hits its cache
+        from ledger.shell.api import OpLedger
 
         key = (root.resolve(), op)
         ledger = self._kept.get(key)
@@ -134,13 +142,6 @@ class Ctx:
             click.echo(codec.canonical_json(hints.render(data)))
         else:
             click.echo(hints.render_text(human))
-
-    def echo_rendered(self, rendered: dict[str, str]) -> None:
-        """Print a view rendered both ways beforehand: its "json" (with --json) or "text"."""
-        if self.as_json:
-            click.echo(codec.canonical_json(hints.render(json.loads(rendered["json"]))))
-        else:
-            click.echo(hints.render_text(rendered["text"]))
 
     def warn(self, warnings: Sequence[str]) -> None:
         """Warnings of a read-only command: on stderr for humans (JSON carries them inline)."""
@@ -264,21 +265,17 @@ def on_disk(ledger: OpLedger) -> dict[str, str | None]:
 def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
     """The op's replayed state and warnings about the file (a torn tail awaiting repair, a
     rollback behind MEMORY.md's back)."""
-    from ledger.projections.view_cache import torn_warning
     from ledger.shell import rollback
 
     ledger = ctx.op(op)
     loaded = ledger.load()
-    torn = loaded.tip.torn
+    torn = loaded.position.torn
     warnings = (
         [] if torn is None else [torn_warning(ledger.path, torn.line, torn.byte_count, torn.reason)]
     )
-    # A warning keeps `status` from caching its views, so every read warns until it is resolved.
     found = ledger.rolled_back()
     if found is not None:
         warnings.append(rollback.warning(found, op))
-    if not warnings:  # as the view cache: a state read with a warning is not kept
-        ledger.keep_snapshot()  # the next command starts from it, unless the file moves
     return loaded.state, warnings
 
 
@@ -368,3 +365,13 @@ def output_options(command: F) -> F:
         metavar="NAME=true|false",
         help="One output's all_close (repeat for every output).",
     )(command)
+
+
+def torn_warning(path: object, line: int, byte_count: int, reason: str) -> str:
+    """The warning about a torn tail awaiting repair (none torn: a newline to restore)."""
+    if byte_count == 0:
+        return f"{path}:{line}: {reason}"
+    return (
+        f"{path}:{line}: torn tail of {byte_count} bytes ({reason}); the next "
+        "state-changing command quarantines it"
+    )

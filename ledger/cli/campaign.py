@@ -20,6 +20,7 @@ from ledger.cli.base import (
     one_source,
     output_options,
     pass_ctx,
+    person_option,
     run_step,
     run_workflow,
 )
@@ -429,11 +430,7 @@ _BUDGET_OPTIONS = (
     metavar="S|off",
     help="R10 budget: stop S seconds after the target sheet (recorded event times).",
 )
-@click.option(
-    "--person",
-    default=None,
-    help="The person who decides; loosening or lifting a budget needs one (R10).",
-)
+@person_option
 @pass_ctx
 def policy(
     ctx: Ctx,
@@ -448,7 +445,12 @@ def policy(
 ) -> None:
     """Set a policy threshold of this op (KEY VALUE, VALUE as JSON), or its budgets (R10:
     `--max-evaluations N --max-device-seconds S --max-wall-seconds S`, `off` to remove one;
-    defaults off); later decisions apply it. Loosening a budget needs `--person NAME --reason`."""
+    defaults off); later decisions apply it.
+
+    Lowering a guard (require_measured false, a larger noise_threshold, a lower
+    bootstrap_confidence, a larger budget or one off) is a person's decision: give --person
+    NAME and --reason TEXT.
+    """
     given = {"max_evaluations": max_evaluations, "max_device_seconds": max_device_seconds}
     given["max_wall_seconds"] = max_wall_seconds
     settings: list[tuple[str, Any]] = []
@@ -495,7 +497,8 @@ def _refuse_any(ledger: OpLedger, commands: Sequence[cmd.SetPolicy]) -> None:
     """Decide every setting before any is written: when one is refused, none is (its rule and
     exit code as the CLI reports any refusal). The settings are of distinct keys, each decided
     on the state before them all (a budget's check reads only its own key)."""
-    from stages import Refusal, decide
+    from stages.decide import decide
+    from stages.refusal import Refusal
 
     state = ledger.load().state
     for command in commands:

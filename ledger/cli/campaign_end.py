@@ -1,6 +1,6 @@
 """How a stopped campaign ends or goes on (R10): `handback` records that the result went back
-to the orchestrator with its report; `resume-campaign` records the user's decision to go past
-a utilization stop."""
+to the orchestrator with its report; `resume-campaign` records a person's decision to go past
+a utilization or budget stop."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.base import OP, Ctx, event_data, pass_ctx, run_step
+from ledger.cli.base import OP, Ctx, event_data, pass_ctx, person_option, run_step
 from ledger.shell.api import StepResult
 from stages import commands as cmd
 
@@ -34,15 +34,11 @@ def handback(ctx: Ctx, op: str, summary: str) -> None:
 @click.command(name="resume-campaign")
 @click.argument("op", type=OP)
 @click.option("--reason", required=True, help="The user's reason to go past the stop.")
-@click.option(
-    "--person",
-    default=None,
-    help="The person who decides; a budget stop is lifted only with one (R10).",
-)
+@person_option
 @pass_ctx
 def resume_campaign(ctx: Ctx, op: str, reason: str, person: str | None) -> None:
-    """Lift a utilization stop by the user's decision, or a budget stop by a person's once the
-    budget no longer holds (R10); no other stop can be lifted."""
+    """Lift a utilization stop, or a budget stop once the budget no longer holds, by a
+    person's decision (R10, --person NAME); no other stop can be lifted."""
 
     def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
         lifted = str(event_data(outcome, "campaign.resumed").get("lifted", ""))

@@ -12,11 +12,7 @@ import click
 
 from ledger.cli.base import OP, Ctx, count_option, event_data, load_state, pass_ctx, run_step
 from ledger.domain import hints
-from ledger.domain.units import check_op_name
 from ledger.errors import BadInput, LedgerDamaged
-from ledger.log.files import ledger_path
-from ledger.projections import view_cache
-from ledger.projections.log_view import log_text
 from ledger.schema.vocabulary import FAILURES, STAGES
 
 # `log` runs between most steps: what only check, audit and report need (git's merge, the
@@ -62,41 +58,18 @@ def log(
     notes: bool,
 ) -> None:
     """List the attempts of the campaign, filterable by stage, verdict and failure."""
-    if limit is not None and not (stage_name or verdict or failure or attempt_id or notes):
-        latest = _latest_rows(ctx, op, limit)
-        if latest is not None:
-            rows, warnings = latest
-            ctx.warn(warnings)
-            ctx.emit({"op": op, "attempts": rows, "warnings": warnings}, log_text(rows))
-            return
     state, warnings = load_state(ctx, op)
     if attempt_id is not None or notes:
         _log_one(ctx, op, state, warnings, attempt_id, notes)
         return
+    from ledger.projections import attempt_detail as detail
     from ledger.projections import views
 
     rows = views.attempt_rows(
         state, stage=stage_name, verdict=verdict, failure=failure, limit=limit
     )
     ctx.warn(warnings)
-    ctx.emit({"op": op, "attempts": rows, "warnings": warnings}, log_text(rows))
-
-
-def _latest_rows(ctx: Ctx, op: str, limit: int) -> tuple[list[Any], list[str]] | None:
-    """`log --limit LIMIT`'s rows and warnings from the view cache, as `status` prints (a hit
-    loads no state: the replayed state is ~0.2 s at 100k events); None when LIMIT is more
-    than the cache keeps."""
-    if limit > view_cache.LOG_ROWS:
-        return None
-
-    def replayed() -> tuple[view_cache.Rendered, list[str]]:
-        state, warnings = load_state(ctx, op)
-        return view_cache.render(state, warnings), warnings
-
-    path = ledger_path(ctx.root, check_op_name(op))
-    rendered, warnings = view_cache.cached_views(path, op, replayed)
-    rows = view_cache.latest_rows(rendered, limit)
-    return None if rows is None else (rows, warnings)
+    ctx.emit({"op": op, "attempts": rows, "warnings": warnings}, detail.log_text(rows))
 
 
 def _log_one(
@@ -171,8 +144,7 @@ def _check_one(ledger: OpLedger, op: str) -> list[str]:
     order = merge.order_findings(ledger.file_store, op)
     if order:
         return order
-    # `check` trusts the ledger's bytes only: never the disposable state snapshot.
-    loaded = ledger.load(snapshot=False)
+    loaded = ledger.load()
     return [*conflicts.findings(loaded.state), *audit_mod.check_memory_file(ledger, loaded)]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import importlib
 
 import click
@@ -24,8 +23,6 @@ def mcp(ctx: Ctx) -> None:
             f"the MCP server needs the `mcp` package ({e})",
             hint="install the extra: pip install 'tune-ledger[mcp]'",
         ) from None
-    # A server lives for many calls: it needs the collector the one-command CLI turns off.
-    gc.enable()
     server.serve(ctx.root.resolve())
 
 

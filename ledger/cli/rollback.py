@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ledger.cli.base import OP, Ctx, pass_ctx, report_events, request_of
+from ledger.cli.base import OP, Ctx, pass_ctx, person_option, report_events, request_of
 
 
 @click.command("accept-rollback")
@@ -15,11 +15,13 @@ from ledger.cli.base import OP, Ctx, pass_ctx, report_events, request_of
     required=True,
     help="Why the older ledger is the right one (recorded in the ledger).",
 )
+@person_option
 @pass_ctx
-def accept_rollback(ctx: Ctx, op: str, reason: str) -> None:
+def accept_rollback(ctx: Ctx, op: str, reason: str, person: str | None) -> None:
     """Accept a rollback or truncation of the ledger that MEMORY.md shows, and write again.
 
-    Refused (exit 2) when the ledger still holds the last event MEMORY.md was rendered from.
+    A person's decision: --person NAME is required (exit 3 without it). Refused (exit 2) when
+    the ledger still holds the last event MEMORY.md was rendered from.
     """
     from ledger.shell import rollback
 
@@ -28,7 +30,7 @@ def accept_rollback(ctx: Ctx, op: str, reason: str) -> None:
     # A retried key returns the original result: the rollback it accepted is gone by then.
     outcome = ledger.earlier(ctx.key, request) if ctx.key is not None else None
     if outcome is None:
-        command = rollback.acceptance(ledger.rolled_back(), op, reason)
+        command = rollback.acceptance(ledger.rolled_back(), op, reason, person)
         outcome = ledger.execute(
             command,
             key=ctx.key,

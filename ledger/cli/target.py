@@ -20,6 +20,7 @@ from ledger.cli.base import (
     event_data,
     one_source,
     pass_ctx,
+    person_option,
     run_step,
     run_workflow,
 )
@@ -233,15 +234,60 @@ def target(
     required=True,
     help="The profiling data that justifies the relaxation.",
 )
+@click.option(
+    "--evidence",
+    "evidence",
+    metavar="ATTEMPT",
+    multiple=True,
+    help="A measured attempt of this op the relaxation rests on (repeat for more; an id or a "
+    "unique prefix). Required unless a person relaxes without evidence (--person).",
+)
+@person_option
 @pass_ctx
-def relax(ctx: Ctx, op: str, what: str, limit: str, basis: str) -> None:
-    """Relax a tile-shape upper limit, recording its basis (R3)."""
+def relax(
+    ctx: Ctx,
+    op: str,
+    what: str,
+    limit: str,
+    basis: str,
+    evidence: tuple[str, ...],
+    person: str | None,
+) -> None:
+    """Relax a tile-shape upper limit on measured evidence, recording its basis (R3).
+
+    Name the measured attempts it rests on (--evidence, their times are shown on the target
+    sheet); a relaxation without evidence is a person's decision (--person NAME).
+    """
+    from ledger.projections.views import resolve_attempt
+
     value = inputs.parse_json_value(limit, "--limit")
+
+    def build(ledger: OpLedger) -> Any:
+        state = ledger.load().state
+        attempts = tuple(_evidence_attempt(state, op, text) for text in evidence)
+        return cmd.Relax(what=what, limit=value, basis=basis, evidence=attempts, person=person)
+
+    def _evidence_attempt(state: Any, op: str, text: str) -> str:
+        try:
+            return resolve_attempt(state, text)
+        except BadInput as e:
+            raise BadInput(
+                f"--evidence {text}: {e.message} (not an attempt of op {op})",
+                hint=f"name a measured attempt of {op}: tune-ledger log {op} lists them",
+            ) from e
+
     run_step(
         ctx,
         op,
-        lambda _ledger: cmd.Relax(what=what, limit=value, basis=basis),
-        lambda _outcome: ({"what": what, "limit": value}, f"{what} tile limit relaxed to {limit}"),
+        build,
+        lambda outcome: (
+            {
+                "what": what,
+                "limit": value,
+                "evidence": list(event_data(outcome, "limit.relaxed").get("evidence", [])),
+            },
+            f"{what} tile limit relaxed to {limit}",
+        ),
     )
 
 

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from ledger.domain import fold_merges as merges
 from ledger.domain.keys import measured_key
-from ledger.domain.state import Best, Evidence, Measurement, Point, Relaxation, State, TargetSheet
+from ledger.domain.state import (
+    Best,
+    Evidence,
+    Measurement,
+    PersonAct,
+    Point,
+    Relaxation,
+    State,
+    TargetSheet,
+)
+from ledger.log import codec
 from ledger.log.record import Event
 from ledger.log.upcast import relative_op_path
 
@@ -127,9 +137,30 @@ def relaxed(state: State, event: Event) -> None:
     """Add a tile-limit relaxation with its basis, and keep the relaxations no later one
     supersedes (R3)."""
     data = event.data
+    evidence = tuple(data.get("evidence") or ())
+    person = data.get("person")
     state.relaxations.append(
-        Relaxation(event=event.id, what=data["what"], limit=data["limit"], basis=data["basis"])
+        Relaxation(
+            event=event.id,
+            what=data["what"],
+            limit=data["limit"],
+            basis=data["basis"],
+            evidence=evidence,
+            person=person,
+        )
     )
+    if not evidence:
+        # Without measured evidence: a person's decision (issue 27; before it, person unknown).
+        state.person_acts.append(
+            PersonAct(
+                event=event.id,
+                kind="relax",
+                what=f"{data['what']} tile limit relaxed to {codec.canonical_json(data['limit'])} "
+                "without measured evidence",
+                reason=data["basis"],
+                person=person,
+            )
+        )
     merges.relaxed(state, data["what"], event.id, data.get("supersedes"))
 
 
@@ -162,7 +193,6 @@ def point_opened(state: State, event: Event) -> None:
         return  # two branches opened the same point: one point, both branches' attempts
     if existing is not None:
         state.merge.reopened_points.append(name)
-        state.finished_revision += 1  # a point replaced in place: kept projections are redone
     if name not in state.points or not state.points[name].is_open:
         state.open_points += 1
     state.points[name] = Point(stage=data["stage"], name=name, knobs=list(data.get("knobs", ())))
@@ -175,8 +205,6 @@ def point_closed(state: State, event: Event) -> None:
     point = state.points[data["name"]]
     if point.is_open:
         state.open_points -= 1
-    else:  # closed again (merged branches only): kept projections of closed points are redone
-        state.finished_revision += 1
     point.is_open = False
     point.outcome = data["outcome"]
     point.reason = data["reason"]

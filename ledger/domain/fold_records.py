@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ledger.domain import fold_merges as merges
 from ledger.domain.keys import rekey_measured
-from ledger.domain.state import Best, RecordedManifest, State
+from ledger.domain.state import Best, PersonAct, RecordedManifest, State
 from ledger.log.record import Event
 from ledger.schema.conflicts import Conflict
 
@@ -40,8 +40,18 @@ def handed_back(state: State, event: Event) -> None:
 
 
 def resumed(state: State, event: Event) -> None:
-    """Lift the utilization stop the user decided to go past (R10)."""
-    state.resumed.append(str(event.data.get("reason", "")))
+    """Lift the stop (utilization, or budget) a person decided to go past (R10): a person's
+    decision."""
+    state.person_acts.append(
+        PersonAct(
+            event=event.id,
+            kind="resume-campaign",
+            what=f"lifted the {state.stopped or 'utilization'} stop "
+            f"({event.data['lifted'] or 'no detail'})",
+            reason=event.data["reason"],
+            person=event.data.get("person"),
+        )
+    )
     state.stopped = None
     state.stop_detail = ""
     state.stop_report = None
@@ -55,8 +65,22 @@ def policy(state: State, event: Event) -> None:
         state.policy = {**dict(value), **state.policy}
         state.policy_defaults = dict(value)
     else:
+        before = state.policy.get(key, "auto" if key == "require_measured" else None)
         state.policy[key] = value
         state.policy_reasons[key] = event.data.get("reason", "")
+        # Whether it lowered a guard is stages.person's call (the guards live in stages/).
+        state.person_acts.append(
+            PersonAct(
+                event=event.id,
+                kind="policy",
+                what=f"policy {key}",
+                reason=event.data.get("reason", ""),
+                person=event.data.get("person"),
+                key=key,
+                before=before,
+                value=value,
+            )
+        )
 
 
 def note(state: State, event: Event) -> None:
@@ -71,8 +95,17 @@ def repaired(state: State, event: Event) -> None:
 
 def rollback_accepted(state: State, event: Event) -> None:
     """Record the lost event a person accepted, so the rollback check passes even before
-    MEMORY.md is re-rendered."""
+    MEMORY.md is re-rendered; a person's decision."""
     state.rollbacks_accepted.append(event.data["missing"])
+    state.person_acts.append(
+        PersonAct(
+            event=event.id,
+            kind="accept-rollback",
+            what=f"accepted a rollback: the ledger lost {event.data['missing']}",
+            reason=event.data["reason"],
+            person=event.data.get("person"),
+        )
+    )
 
 
 def conflict_resolved(state: State, event: Event) -> None:

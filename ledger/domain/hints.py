@@ -72,7 +72,7 @@ ACTIONS: dict[str, Action] = {
             options="baseline shape target target_source source_ref config tool "
             "util bubble run from_json from_spec metric cube_m python",
         ),
-        _action("relax", options="what limit basis"),
+        _action("relax", options="what limit basis evidence"),
         _action("skill load", ("op", "name")),
         _action("skill unload", ("op", "name")),
         _action("stage enter", ("op", "name")),

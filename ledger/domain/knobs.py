@@ -9,13 +9,12 @@ from attrs import frozen
 
 from ledger.domain.configs import canonical_config
 from ledger.log import codec
-from ledger.schema.shared_methods import SharedValue
 
 KNOB_KINDS = ("int", "float", "bool", "str", "tile", "int-list", "json")
 
 
-@frozen(repr=False, eq=False)
-class Knob(SharedValue):
+@frozen
+class Knob:
     """One config key the op declares: the stage that may change it (R5) and its values."""
 
     name: str

@@ -31,7 +31,6 @@ from ledger.domain.knobs import (
 )
 from ledger.errors import BadInput
 from ledger.log import codec
-from ledger.schema.shared_methods import SharedValue
 from ledger.schema.vocabulary import CONFIG_STAGES
 
 # Placeholders a verifier template may use; each is substituted into one argument, never
@@ -51,8 +50,8 @@ DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_MEMORY_MB = 8192.0
 
 
-@frozen(repr=False, eq=False)
-class Verifier(SharedValue):
+@frozen
+class Verifier:
     """The command template that measures one config, and the limits it runs under."""
 
     argv: tuple[str, ...]
@@ -68,8 +67,8 @@ class Verifier(SharedValue):
 FALLBACK_SOURCES = ("upstream", "torch-eager")
 
 
-@frozen(repr=False, eq=False)
-class Fallback(SharedValue):
+@frozen
+class Fallback:
     """A command that measures one of R3's next sources of a target (a comparable upstream
     kernel, torch eager) when SPEC.md declares no budget: it prints `times_us` (issue 29.6)."""
 
@@ -77,8 +76,8 @@ class Fallback(SharedValue):
     verifier: Verifier
 
 
-@frozen(repr=False, eq=False)
-class Manifest(SharedValue):
+@frozen
+class Manifest:
     """An op's declarations, as SPEC.md's front matter gives them."""
 
     source: str

@@ -25,7 +25,6 @@ from ledger.domain.configs import config_key
 from ledger.domain.keys import ATTEMPT_ID_LEN, attempt_id, measured_key
 from ledger.domain.samples import median
 from ledger.domain.state import Adoption, Attempt, Best, Measurement, State
-from ledger.log.chain import paused_gc
 from ledger.log.record import Event
 from ledger.schema import events as ev
 
@@ -35,7 +34,6 @@ __all__ = [
     "attempt_id",
     "config_key",
     "evolve",
-    "folder",
     "median",
     "replay",
 ]
@@ -50,11 +48,8 @@ Handler = Callable[[State, Event], None]
 def replay(events: Iterable[Event], state: State | None = None) -> State:
     """Fold `events` into `state` (a new State when None) and return it."""
     folded = State() if state is None else state
-    # The fold allocates a few objects per event and frees none: the collector's passes
-    # would rescan the growing state again and again (measured: 2x the fold at 100k events).
-    with paused_gc():
-        for event in events:
-            evolve(folded, event)
+    for event in events:
+        evolve(folded, event)
     return folded
 
 
@@ -70,27 +65,6 @@ def evolve(state: State, event: Event) -> State:
     if type(provenance) is dict and provenance.get("key") is not None:
         _count_keyed(state, event)
     return state
-
-
-def folder(state: State) -> Callable[[Event], None]:
-    """A sink that folds each event it is handed into `state`: `evolve` for the stores'
-    `stream` and `stream_after`, without `functools.partial` in between (called from Python
-    code, a Python function skips the interpreter's re-entry a C-level partial costs) and
-    with the bookkeeping inlined; tests/test_replay_folder.py checks both give equal states."""
-    by_type = _BY_TYPE
-
-    def fold(event: Event) -> None:
-        handler = by_type.get(event[4])
-        if handler is None:
-            raise ValueError(f"unknown event type {event[4]!r}")
-        handler(state, event)
-        state.event_count += 1
-        state.last_event = event[0]
-        provenance = event[7]
-        if type(provenance) is dict and provenance.get("key") is not None:
-            _count_keyed(state, event)
-
-    return fold
 
 
 def _count_keyed(state: State, event: Event) -> None:
@@ -170,8 +144,6 @@ def _measured(state: State, event: Event) -> None:
         data["device"],
     )
     _spent(state, data["origin"])
-    if attempt.status != "pending":  # measured after it finished: merged branches only
-        state.finished_revision += 1
     if attempt.kind != "algorithm":  # _mark_measured, inlined: one call less per attempt
         state.measured_configs[measured_key(state, attempt.config)] = attempt.id
 
@@ -196,7 +168,6 @@ def _mark_measured(state: State, attempt: Attempt) -> None:
 def _finish(state: State, attempt: Attempt, status: str) -> None:
     if attempt.status != "pending":  # finished on two merged branches
         state.merge.finished_twice.append((attempt.id, attempt.status, status))
-        state.finished_revision += 1
     else:
         state.pending_count -= 1
     attempt.status = status

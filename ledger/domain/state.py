@@ -7,14 +7,11 @@ belongs to the one replay that builds it; to know the state at two points of a l
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Iterator, MutableMapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-import attrs
 from attrs import define, field
 
-from ledger.log import codec
+from ledger.log.position import Position
 
 if TYPE_CHECKING:
     from ledger.log.record import Event
@@ -70,11 +67,27 @@ class Relaxation:
     what: str
     limit: Any
     basis: str
+    # The measured attempts it rests on (issue 27), and the person who relaxed without any.
+    evidence: tuple[str, ...] = ()
+    person: str | None = None
 
 
-def _as_dict(value: dict[str, Any] | str) -> dict[str, Any]:
-    """A mapping held as a dict, or as its JSON text (see `compact_attempts`), as a dict."""
-    return value if isinstance(value, dict) else codec.loads(value)
+@define
+class PersonAct:
+    """A step that may be a person's decision (DESIGN §3.3), as recorded: every policy change
+    after init (whether it lowered a guard is stages.person's call), every relaxation without
+    evidence, resumed stop and accepted rollback. `person` None: not given (unknown for events
+    written before issue 27)."""
+
+    event: str
+    kind: str  # "policy", "relax", "resume-campaign", "accept-rollback"
+    what: str
+    reason: str
+    person: str | None
+    # policy only: the key, the value in force before, and the value set
+    key: str | None = None
+    before: Any = None
+    value: Any = None
 
 
 @define
@@ -86,25 +99,11 @@ class Measurement:
     util_pct: float | None
     bubble_pct: float | None
     origin_level: str
-    # The metrics as recorded: a dict, or its JSON text once compacted (read `metrics`).
-    _metrics: dict[str, float] | str = field(factory=dict, eq=_as_dict)
+    metrics: dict[str, float] = field(factory=dict)
     all_close: bool = True
     layout_exit: int = 0
     # The device it ran on, as recorded (plain data); None: unknown (ledger/domain/devices.py).
     device: dict[str, Any] | None = None
-
-    @property
-    def metrics(self) -> dict[str, float]:
-        """The measured metrics (a new dict on each read when they are held as text)."""
-        return _as_dict(self._metrics)
-
-    @metrics.setter
-    def metrics(self, metrics: dict[str, float]) -> None:
-        self._metrics = metrics
-
-    def hold_metrics_text(self, text: str) -> None:
-        """Hold the metrics as `text`, their JSON text (ledger/domain/compact_attempts.py)."""
-        self._metrics = text
 
 
 @define
@@ -116,8 +115,7 @@ class Attempt:
     kind: str
     stage: str
     point: str | None
-    # The config as recorded: a dict, or its JSON text once compacted (read `config`).
-    _config: dict[str, Any] | str = field(eq=_as_dict)
+    config: dict[str, Any]
     param: str | None = None
     value: Any = None
     prior: str | None = None
@@ -136,45 +134,6 @@ class Attempt:
     # The best the verdict compared it with: an attempt id, None for the baseline (R8); it
     # leads back to the best two merged branches last shared (DESIGN §8, "re-measure both").
     compared_best: str | None = None
-
-    @property
-    def config(self) -> dict[str, Any]:
-        """The config this attempt measures (a new dict on each read when it is held as text:
-        configs are values, never edited in place)."""
-        config = self._config  # _as_dict, inlined: replay reads it once per measured attempt
-        return config if isinstance(config, dict) else codec.loads(config)
-
-    @config.setter
-    def config(self, config: dict[str, Any]) -> None:
-        self._config = config
-
-    def hold_config_text(self, text: str) -> None:
-        """Hold the config as `text`, its JSON text (ledger/domain/compact_attempts.py)."""
-        self._config = text
-
-
-class AttemptValues(Protocol):
-    """The attempts of an `AttemptMap`, in the order they were started, readable from the end."""
-
-    def __len__(self) -> int: ...
-    def __iter__(self) -> Iterator[Attempt]: ...
-    def __reversed__(self) -> Iterator[Attempt]: ...
-
-
-class AttemptMap(Protocol):
-    """`State.attempts`: attempt id -> Attempt, in the order they were started.
-
-    A plain dict, as replay builds it; a state restored from the snapshot holds a map that
-    unpickles its attempts as they are read (ledger/domain/lazy_attempts.py). These are the
-    operations the code uses; both provide them with a dict's meaning."""
-
-    def __len__(self) -> int: ...
-    def __iter__(self) -> Iterator[str]: ...
-    def __contains__(self, key: object, /) -> bool: ...
-    def __getitem__(self, key: str, /) -> Attempt: ...
-    def __setitem__(self, key: str, value: Attempt, /) -> None: ...
-    def get(self, key: str, /) -> Attempt | None: ...
-    def values(self) -> AttemptValues: ...
 
 
 @define
@@ -268,10 +227,6 @@ class MergeFacts:
     resolved: dict[str, str] = field(factory=dict)
 
 
-def _no_attempts() -> dict[str, Attempt]:
-    return {}
-
-
 @define
 class State:
     """Everything replay knows about one op's campaign."""
@@ -306,7 +261,7 @@ class State:
     open_point: str | None = None
     open_points: int = 0  # more than one only where merged branches each opened one
     # R6, R8
-    attempts: AttemptMap = field(factory=_no_attempts)
+    attempts: dict[str, Attempt] = field(factory=dict)
     pending: str | None = None
     pending_count: int = 0  # more than one only where merged branches each started one
     best: Best | None = None
@@ -317,10 +272,8 @@ class State:
     # its config (None until one is started, or after it was abandoned)
     remeasure: dict[str, str | None] = field(factory=dict)
     adopted: list[str] = field(factory=list)  # attempt ids, in order of adoption
-    # R9: canonical config JSON -> attempt id that measured it ("baseline" for the sheet); a
-    # dict, as replay builds it, or a map restored from the snapshot that looks keys up by
-    # digest and loads their texts when iterated (ledger/domain/lazy_measured.py)
-    measured_configs: MutableMapping[str, str] = field(factory=dict)
+    # R9: canonical config JSON -> attempt id that measured it ("baseline" for the sheet)
+    measured_configs: dict[str, str] = field(factory=dict)
     # R3: the config the baseline was measured with (kept to re-key it under a new manifest)
     baseline_config: dict[str, Any] = field(factory=dict)
     overrides: list[tuple[str, str]] = field(factory=list)  # (attempt id, reason)
@@ -353,56 +306,15 @@ class State:
     repairs: list[dict[str, Any]] = field(factory=list)
     # the event ids a person accepted as lost from the ledger (ledger.rollback_accepted)
     rollbacks_accepted: list[str] = field(factory=list)
-    # R10: the user's reasons for each utilization stop they lifted, in order
-    resumed: list[str] = field(factory=list)
+    # the steps that may be a person's decision, in ledger order (stages/person.py)
+    person_acts: list[PersonAct] = field(factory=list)
     # what replay saw of merged branches' steps (stages/conflicts.py decides the conflicts)
     merge: MergeFacts = field(factory=MergeFacts)
     # --idempotency-key -> the events the keyed command appended (DESIGN §5: a retry returns
     # them instead of appending again); only keyed events are kept, not the whole log.
     keyed: dict[str, list[Event]] = field(factory=dict)
-    # Bumped when an attempt that had already finished, or a point that was closed, changes
-    # again (only merged branches do that): work derived from the finished attempts and closed
-    # points and kept in `derived` is then redone.
-    finished_revision: int = 0
-    # Derived data the projections keep between renderings of this same accumulator, so a
-    # warm OpLedger (the MCP server), or a process starting from the state snapshot that
-    # carries it, renders in time that does not grow with the ledger.
-    # Never part of what the state is: not compared, not shown.
-    derived: dict[str, Any] = field(factory=dict, eq=False, repr=False)
 
-
-# --- pickling ------------------------------------------------------------------------------
-# A State may be kept on disk between processes (ledger/shell/state_snapshot.py, a disposable
-# cache). attrs' slotted classes pickle through a Python `__setstate__` that sets each field
-# in turn; rebuilding each object with one positional call to its own `__init__` loads a
-# 32k-attempt state in about 60% of the time (0.15 vs 0.24 s, measured at 100k events).
-def _pickled_by_position(cls: type, *, skip: tuple[str, ...] = ()) -> None:
-    names = [a.name for a in attrs.fields(cls) if a.name not in skip]
-    # Only trailing fields may be skipped: the positional call must line up with __init__.
-    assert [a.name for a in attrs.fields(cls)][: len(names)] == names
-    values = operator.attrgetter(*names)
-
-    def reduce(self: Any) -> tuple[type, tuple[Any, ...]]:
-        return cls, values(self)
-
-    cls.__reduce__ = reduce  # type: ignore[assignment,method-assign]
-
-
-for _cls in (
-    Evidence,
-    TargetSheet,
-    Relaxation,
-    Measurement,
-    Attempt,
-    Point,
-    Best,
-    RecordedManifest,
-    Adoption,
-    MergeFacts,
-):
-    _pickled_by_position(_cls)
-# `derived` is pickled with the state it was computed from: what projections keep there is a
-# cache of pure functions of this accumulator, extended from the tail as it grows, and one
-# pickle keeps the identity of the attempts and points it refers to. A snapshot without it
-# made every process rebuild MEMORY.md's walk over all attempts (0.3 s of a write at 100k).
-_pickled_by_position(State)
+    @property
+    def position(self) -> Position:
+        """Where the replayed ledger ends: how many events, and the last one's id."""
+        return Position(events=self.event_count, last=self.last_event or "")

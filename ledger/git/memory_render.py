@@ -109,7 +109,7 @@ def bodies_source(memory_path: str, theirs_text: str) -> bytes | str | None:
 def render(text: str, ledger: bytes, name: str) -> str:
     """`text` with its managed sections rendered from `ledger` (LedgerError if damaged)."""
     state = replay(chain.scan(ledger, name).events)
-    position = memory_file.Position(events=state.event_count, last=state.last_event or "")
+    position = state.position
     return memory_file.render_memory(text, state, effective_policy(state), position)
 
 

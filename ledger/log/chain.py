@@ -2,18 +2,17 @@
 
 `scan` is the path every read takes (it raises at the first damaged line); `stream` is
 replay's, handing each complete batch to a sink and keeping nothing. Audit's thorough check,
-which reports every finding instead, is `verification.verify`.
+which reports every finding instead, is `integrity.check`.
 """
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Sequence
 
-import attrs
 from attrs import evolve, frozen
 
 from ledger.errors import LedgerDamaged
+from ledger.log.position import Position, Torn
 from ledger.log.record import Event
 from ledger.log.walker import (
     BadLine,
@@ -23,7 +22,6 @@ from ledger.log.walker import (
     torn_start,
     unfinished_batch,
 )
-from ledger.schema.shared_methods import SharedValue
 
 _DAMAGE_HINT = (
     "the ledger was edited or damaged in the middle; it is never repaired silently: restore "
@@ -33,24 +31,8 @@ _DAMAGE_HINT = (
 )
 
 
-@frozen(repr=False, eq=False)
-class Torn(SharedValue):
-    """A torn tail: the bytes from `offset` (line `line`, 1-based) to the end of the file."""
-
-    line: int
-    offset: int
-    byte_count: int
-    reason: str
-
-    @property
-    def newline_only(self) -> bool:
-        """True when nothing is torn but the last line's newline: that line verified
-        completely (id, parents, Lamport, its batch), so it counts and only `\n` is missing."""
-        return self.byte_count == 0
-
-
-@frozen(repr=False, eq=False)
-class Log(SharedValue):
+@frozen
+class Log:
     """The verified events of a ledger in file order, and where its valid bytes end."""
 
     name: str
@@ -74,9 +56,10 @@ class Log(SharedValue):
             str(e.data.get("quarantine")) for e in self.events if e.type == "ledger.repaired"
         )
 
-    def tip(self) -> Tip:
+    def position(self) -> Position:
         """Where this log ends, without its events."""
-        return Tip(
+        return Position(
+            last=self.events[-1].id if self.events else "",
             name=self.name,
             head=self.head,
             lamport=self.lamport,
@@ -87,102 +70,34 @@ class Log(SharedValue):
         )
 
 
-class paused_gc:
-    """Pause the cyclic garbage collector while parsing millions of acyclic dicts."""
-
-    # Each event allocates several dicts and lists; with the collector on, its generational
-    # passes rescan the growing set of live containers (measured: 16 → 11.6 µs per event).
-    # Nothing parsed here forms a cycle, so nothing is leaked by pausing it. A class, not a
-    # generator-based manager: leaving one allocates (StopIteration) right after the collector
-    # is back on, which starts its pass over everything kept while it was paused.
-
-    def __enter__(self) -> None:
-        self.enabled = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *_exc: object) -> None:
-        if self.enabled:
-            gc.enable()
-
-
 def scan(data: bytes, name: str) -> Log:
     """Verify a ledger's bytes and return its events; raise LedgerDamaged at the first bad line.
 
     A torn tail (an unterminated last line, or a last batch missing its final parts) is left
     out of the events and reported in `Log.torn`.
     """
-    return Scanner(name).scan(data)
+    lines, rest = split_lines(data)
+    walker = Walker()
+    try:
+        walker.feed(lines)
+        keep, reason = torn_start(walker, len(lines), rest)
+        if keep is None:
+            raise _unfinished_batch(walker, lines, name)
+    except BadLine as bad:
+        raise _damaged(name, bad.index + 1, bad.event_id, bad.message) from None
+    log = _log(name, data, lines, walker, keep, reason)
+    if log.torn is None:
+        return log
+    return (_completed_by_newline(data, name) if rest else None) or log
 
 
-class Scanner:
-    """Scans successive versions of one ledger, verifying only what was appended since the
-    last clean scan (a command reads, then appends under the lock: one full parse, not two)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self._reset()
-
-    def _reset(self) -> None:
-        self._data = b""
-        self._lines: list[bytes] = []
-        self._walker = Walker()
-
-    def scan(self, data: bytes) -> Log:
-        """Like `scan`, reusing the previous scan when `data` extends its bytes."""
-        if not data.startswith(self._data):
-            self._reset()  # rewritten (truncated, merged, checked out): verify from scratch
-        new_lines, rest = split_lines(data[len(self._data) :])
-        lines = self._lines
-        start = len(lines)
-        lines.extend(new_lines)
-        try:
-            with paused_gc():
-                self._walker.feed(lines, start)
-            keep, reason = torn_start(self._walker, len(lines), rest)
-            if keep is None:
-                raise _unfinished_batch(self._walker, lines, self.name)
-        except BadLine as bad:
-            self._reset()
-            raise _damaged(self.name, bad.index + 1, bad.event_id, bad.message) from None
-        except LedgerDamaged:
-            self._reset()
-            raise
-        log = _log(self.name, data, lines, self._walker, keep, reason)
-        if log.torn is None:
-            self._data = data
-            return log
-        self._reset()  # the tail will be cut off and replaced: do not build on it
-        return (_completed_by_newline(data, self.name) if rest else None) or log
-
-
-@frozen(repr=False, eq=False)
-class Tip(SharedValue):
-    """Where a verified ledger ends, without its events: what a command needs beside the
-    replayed state (the head to append after, the counter, the size, a torn tail)."""
-
-    name: str
-    head: tuple[str, ...]
-    lamport: int
-    size: int
-    torn: Torn | None
-    events: int
-    # Quarantine files that ledger.repaired events record (an append checks the others).
-    repaired: frozenset[str]
-    # The backend's fingerprint of the bytes this tip was read from (see FileStore).
-    stamp: object = None
-    # The walker that verified these bytes, kept to verify only what is appended after them
-    # (`resume`); None when the tip cannot be resumed from (a torn tail, a keeping scan).
-    cursor: Walker | None = attrs.field(default=None, eq=False, repr=False)
-
-
-def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Tip:
+def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Position:
     """Verify a ledger's bytes like `scan`, handing each event of a complete batch to `sink`
     in file order instead of keeping them; raise LedgerDamaged at the first bad line."""
     lines, rest = split_lines(data)
     walker = Walker(sink)
     try:
-        with paused_gc():
-            walker.feed(lines)
+        walker.feed(lines)
     except BadLine as bad:
         raise _damaged(name, bad.index + 1, bad.event_id, bad.message) from None
     if walker.open or rest:
@@ -195,57 +110,59 @@ def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Tip:
             seen = min((b.first for b in walker.open.values()), default=len(lines))
             for event in log.events[seen:]:
                 sink(event)
-        return Tip(
+        return Position(
+            events=len(log.events),
+            last=log.events[-1].id if log.events else "",
             name=name,
             head=log.head,
             lamport=log.lamport,
             size=log.size,
             torn=log.torn,
-            events=len(log.events),
             repaired=frozenset(walker.repaired),
         )
-    walker.position = len(data)
-    return Tip(
+    walker.verified = len(data)
+    return Position(
+        events=len(lines),
+        last=walker.last,
         name=name,
         head=tuple(sorted(walker.heads)),
         lamport=walker.max_lamport,
         size=len(data),
-        torn=None,
-        events=len(lines),
         repaired=frozenset(walker.repaired),
         cursor=walker,
     )
 
 
-def resume(tip: Tip, appended: bytes, sink: Callable[[Event], object]) -> Tip | None:
-    """Verify `appended`, the bytes written after `tip`'s clean end, with the walker that
-    verified the bytes before, handing each event to `sink`; the tip after them, or None when
+def resume(position: Position, appended: bytes, sink: Callable[[Event], object]) -> Position | None:
+    """Verify `appended`, the bytes written after `position`'s clean end, with the walker that
+    verified the bytes before, handing each event to `sink`; the position after them, or None
+    when
     they are not complete, valid batches (a torn tail, damage): the caller must then read the
     whole ledger again, which names the tail or the damage exactly, and drop what `sink` got."""
-    walker = tip.cursor
-    if walker is None or walker.position != tip.size:
-        return None  # another tip's resume or append moved this walker on
-    walker.position = -1  # spent until it verifies the new bytes cleanly
+    walker = position.cursor
+    if walker is None or walker.verified != position.size:
+        return None  # another position's resume or append moved this walker on
+    walker.verified = -1  # spent until it verifies the new bytes cleanly
     lines, rest = split_lines(appended)
     if rest:
         return None
     walker.sink = sink
     try:
-        with paused_gc():
-            walker.feed(lines)
+        walker.feed(lines)
     except BadLine:
         return None
     if walker.open or walker.pending:
         return None
-    walker.position = tip.size + len(appended)
-    return Tip(
-        name=tip.name,
+    walker.verified = position.size + len(appended)
+    return evolve(
+        position,
+        events=position.events + len(lines),
+        last=walker.last or position.last,
         head=tuple(sorted(walker.heads)),
         lamport=walker.max_lamport,
-        size=walker.position,
+        size=walker.verified,
         torn=None,
-        events=tip.events + len(lines),
-        repaired=tip.repaired | walker.repaired,
+        repaired=position.repaired | walker.repaired,
         cursor=walker,
     )
 
@@ -289,7 +206,7 @@ def _completed_by_newline(data: bytes, name: str) -> Log | None:
     """The log of `data` whose unterminated last line verifies completely with its newline
     written back (its batch complete), or None when it does not: then it is a torn tail."""
     try:
-        completed = Scanner(name).scan(data + b"\n")
+        completed = scan(data + b"\n", name)
     except LedgerDamaged:
         return None
     if completed.torn is not None:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from ledger.log import safe_files
 from ledger.log.files import lock_path, refuse_symlinks
+from ledger.log.integrity import Finding
 from ledger.log.locks import lock_exclusively, opened_for_reading
 from ledger.log.quarantine import QUARANTINE_SUFFIX, quarantine_number
 from ledger.log.store_interface import Store
-from ledger.log.verification import Finding
 
 
 class FileStore(Store):
@@ -88,7 +88,7 @@ class _FileSession:
         self.lock = lock
         self.lock_fd = -1
         self.fd: int | None = None
-        # The size the tip check just read under this lock (None: unknown), so that the
+        # The size the position check just read under this lock (None: unknown), so that the
         # append after it needs no second fstat to know where a failed write is cut back to.
         self.checked_size: int | None = None
 

@@ -1,8 +1,8 @@
 """The locks of a ledger: writers hold `<ledger>.lock` exclusively, readers hold it shared.
 
 One flock on one lock file beside the ledger serializes every writer (append, rewrite) and
-keeps readers from seeing a write half done. The view cache takes the reader lock too, so this
-module imports neither the store nor the event classes.
+keeps readers from seeing a write half done. It imports neither the store nor the event
+classes.
 """
 
 from __future__ import annotations

@@ -89,4 +89,4 @@ class _MemorySession:
 
     def replace(self, data: bytes) -> None:
         self.store._data = bytes(data)
-        self.store._generation += 1  # as a renamed file: a tip read before must not match
+        self.store._generation += 1  # as a renamed file: a position read before must not match

@@ -10,15 +10,14 @@ from attrs import frozen
 
 from ledger.log import codec
 from ledger.log.chain import Log
-from ledger.log.verification import Finding, Verification
+from ledger.log.integrity import Finding, Integrity
 from ledger.schema.events import LedgerRepaired, NewlineRestored
-from ledger.schema.shared_methods import SharedValue
 
 QUARANTINE_SUFFIX = ".quarantine-"
 
 
-@frozen(repr=False, eq=False)
-class Quarantined(SharedValue):
+@frozen
+class Quarantined:
     """A quarantine file beside a ledger: its name, size and sha256 digest."""
 
     name: str
@@ -26,8 +25,8 @@ class Quarantined(SharedValue):
     digest: str
 
 
-@frozen(repr=False, eq=False)
-class TornCut(SharedValue):
+@frozen
+class TornCut:
     """Torn bytes to move to the quarantine file `name` (`kept`: already there)."""
 
     name: str
@@ -125,13 +124,11 @@ def _unrecorded(names: Sequence[str], log: Log) -> list[str]:
     return [name for name in names if name not in recorded]
 
 
-def quarantine_findings(
-    present: Sequence[Quarantined], verification: Verification
-) -> list[Finding]:
+def quarantine_findings(present: Sequence[Quarantined], integrity: Integrity) -> list[Finding]:
     """Quarantine files no repair event accounts for, or that differ from what it recorded."""
     recorded = {
         event.data.get("quarantine"): (line, event)
-        for line, event in zip(verification.event_lines, verification.events, strict=True)
+        for line, event in zip(integrity.event_lines, integrity.events, strict=True)
         if event.type == LedgerRepaired.TYPE
     }
     findings = []

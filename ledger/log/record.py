@@ -21,26 +21,22 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from attrs import frozen
 
 from ledger.log import codec, upcast
-from ledger.log.plain_data import Unstructure, compile_unstructure
 from ledger.schema.events import (
     PAYLOAD_TYPES,
     AttemptMeasured,
-    CampaignResumed,
     LimitRelaxed,
     Payload,
     PointOpened,
-    PolicySet,
     TargetSheetWritten,
 )
-from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import Origin
 
 if TYPE_CHECKING:
     import cattrs
 
 
-@frozen(repr=False, eq=False)
-class Provenance(SharedValue):
+@frozen
+class Provenance:
     """Who wrote an event and when: tool and version, host, process, command, UTC time."""
 
     at: str
@@ -55,8 +51,8 @@ class Provenance(SharedValue):
     request: str | None = None
 
 
-@frozen(repr=False, eq=False)
-class Draft(SharedValue):
+@frozen
+class Draft:
     """An event decided but not yet placed in the log (no id, parents or counter yet)."""
 
     payload: Payload
@@ -96,14 +92,14 @@ class Event(NamedTuple):
 # so a new event without them is byte for byte what the older code wrote.
 # Origin comes first: the payloads' hooks are generated with the hook in force for their Origin
 # fields, so an origin not read from the measurement cache keeps its older bytes.
+# (`person` of policy.set and campaign.resumed is not among them: schema 2 writes it always,
+# null when no person decided, as limit.relaxed and ledger.rollback_accepted do.)
 OMIT_IF_DEFAULT: dict[type[Any], frozenset[str]] = {
     Origin: frozenset({"cached"}),
     AttemptMeasured: frozenset({"binding", "accuracy_origin"}),
     PointOpened: frozenset({"knobs"}),
     LimitRelaxed: frozenset({"supersedes"}),
-    PolicySet: frozenset({"person"}),
     TargetSheetWritten: frozenset({"target_origin", "target_samples_us"}),
-    CampaignResumed: frozenset({"person"}),
 }
 
 
@@ -129,34 +125,9 @@ def converter() -> cattrs.Converter:
     return made
 
 
-class _ConverterWhenNeeded:
-    """The converter for the generated functions' fallbacks, made only when one is taken."""
-
-    def unstructure(self, obj: Any, unstructure_as: Any = None) -> Any:
-        return converter().unstructure(obj, unstructure_as=unstructure_as)
-
-
-# The append path's unstructuring, one function per class (ledger/log/plain_data.py): what
-# the converter gives, without its dispatch on every nested value. Each is generated on its
-# class's first use: generating all of them took ~8 ms of every process, which writes one or
-# two classes.
-_UNSTRUCTURED_CLASSES = frozenset({*PAYLOAD_TYPES.values(), Provenance})
-_UNSTRUCTURE: dict[type[Any], Unstructure] = {}
-
-
-def _unstructure_of(cls: type[Any]) -> Unstructure:
-    """The generated function of `cls`, or the converter's own for a class without one."""
-    made = _UNSTRUCTURE.get(cls)
-    if made is None:
-        if cls not in _UNSTRUCTURED_CLASSES:
-            return converter().unstructure
-        made = _UNSTRUCTURE[cls] = compile_unstructure(cls, _ConverterWhenNeeded(), OMIT_IF_DEFAULT)
-    return made
-
-
 def unstructure_payload(payload: Payload) -> dict[str, Any]:
     """The payload as plain JSON-ready data (what `converter.unstructure` gives)."""
-    data: dict[str, Any] = _unstructure_of(type(payload))(payload)
+    data: dict[str, Any] = converter().unstructure(payload)
     return data
 
 
@@ -250,7 +221,7 @@ def envelope_body(
 
 def encode_provenance(provenance: Provenance) -> str:
     """A provenance as canonical JSON."""
-    return codec.canonical_json(_unstructure_of(type(provenance))(provenance))
+    return codec.canonical_json(converter().unstructure(provenance))
 
 
 _EVENT_ID = re.compile(f"[0-9a-f]{{{codec.ID_HEX}}}")

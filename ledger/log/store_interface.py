@@ -8,17 +8,24 @@ a `ledger.repaired` event); damage in the middle of the file is refused, never r
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-from attrs import evolve, frozen
+from attrs import frozen
 
 from ledger.errors import Conflict
-from ledger.log import chain, record, verification
-from ledger.log.chain import Log, Tip
+from ledger.log import chain, integrity, record
+from ledger.log.chain import Log
+from ledger.log.integrity import Finding
+from ledger.log.position import (
+    Position,
+    after_append,
+    appended_since,
+    stamped,
+    unchanged_since,
+)
 from ledger.log.quarantine import (
     Quarantined,
     cut_torn_tail,
@@ -28,20 +35,10 @@ from ledger.log.quarantine import (
     quarantined,
 )
 from ledger.log.record import Draft, Event
-from ledger.log.tip_stamp import (
-    Stamp,
-    appended_since,
-    stamp_after,
-    stamp_of,
-    tip_after,
-    unchanged_since,
-)
-from ledger.log.verification import Finding
-from ledger.schema.shared_methods import SharedValue
 
 
-@frozen(repr=False, eq=False)
-class AppendResult(SharedValue):
+@frozen
+class AppendResult:
     """What an append wrote: the command's sealed events, the repair events written before
     them (a torn tail quarantined now, or a quarantine an interrupted repair left unrecorded),
     and the head after them."""
@@ -50,7 +47,7 @@ class AppendResult(SharedValue):
     repairs: tuple[Event, ...]
     head: tuple[str, ...]
     # Where the ledger ends now, for a next append by the same writer (None: read it again).
-    tip: Tip | None = None
+    position: Position | None = None
 
 
 class Session(Protocol):
@@ -76,8 +73,6 @@ class Store(ABC):
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._scanner = chain.Scanner(name)
-        self._scanner_lock = threading.Lock()
 
     def read(self) -> Log:
         """The verified log; raises LedgerDamaged naming path:line if the middle is damaged."""
@@ -88,66 +83,63 @@ class Store(ABC):
         return self._read_stamped()[0]
 
     def _scan(self, data: bytes) -> Log:
-        with self._scanner_lock:
-            return self._scanner.scan(data)
+        return chain.scan(data, self.name)
 
-    def stream(self, sink: Callable[[Event], object]) -> Tip:
+    def stream(self, sink: Callable[[Event], object]) -> Position:
         """Verify the log and hand its events to `sink` in file order, keeping none of them
-        (replay's path); the tip it returns lets `append` skip re-reading the file."""
-        # The collector stays paused until the tip is built, not only while lines are folded:
-        # the first allocation after it resumes starts a pass over every object the sink kept
-        # (the whole replayed state, ~10% of a replay). That pass is the caller's to pay, at
-        # its next allocations, as for any state it keeps (tools/bench/README.md).
-        with chain.paused_gc():
-            data, identity = self._read_stamped()
-            tip = chain.stream(data, self.name, sink)
-            names = self.quarantine_names()
-            if tip.torn is not None or any(name not in tip.repaired for name in names):
-                return tip  # the next append has a repair to make: it takes the full path
-            stamp = stamp_of(identity, data, next_quarantine_name(self.name, names))
-            return evolve(tip, stamp=stamp)
+        (replay's path); the position it returns lets `append` skip re-reading the file."""
+        data, identity = self._read_stamped()
+        position = chain.stream(data, self.name, sink)
+        names = self.quarantine_names()
+        if position.torn is not None or any(name not in position.repaired for name in names):
+            return position  # the next append has a repair to make: it takes the full path
+        return stamped(position, identity, data, next_quarantine_name(self.name, names))
 
-    def stream_after(self, tip: Tip, sink: Callable[[Event], object]) -> Tip | None:
-        """Verify only the bytes appended since `tip` (a tip from `stream`), handing their events
+    def stream_after(self, position: Position, sink: Callable[[Event], object]) -> Position | None:
+        """Verify only the bytes appended since `position` (from `stream`), handing their events
         to `sink`; None when that cannot be done (the prefix was rewritten, replaced or repaired,
         or the new bytes hold a torn tail or damage): then `sink` may have seen some events, its
         state must be dropped, and `stream` reads the whole ledger (and names any damage)."""
-        found = appended_since(tip, self._read_from, self.quarantine_exists)
-        if found is None or not isinstance(tip.stamp, Stamp):
+        found = appended_since(position, self._read_from, self.quarantine_exists)
+        if found is None or position.tail is None:
             return None
         identity, data = found
-        resumed = chain.resume(tip, data[len(tip.stamp.tail) :], sink)
+        resumed = chain.resume(position, data[len(position.tail) :], sink)
         if resumed is None:
             return None
-        return evolve(resumed, stamp=stamp_after(tip.stamp, identity, data))
+        return stamped(resumed, identity, data, position.next_quarantine)
 
     def append(
         self,
         drafts: Sequence[Draft],
         *,
         expected_head: tuple[str, ...] | None,
-        tip: Tip | None = None,
+        position: Position | None = None,
     ) -> AppendResult:
         """Append one command's events atomically and durably, repairing a torn tail first.
 
         Raises Conflict when `expected_head` is given and another writer moved the head.
-        `tip`, from `stream`, spares re-reading and re-verifying the file when its size,
+        `position`, from `stream`, spares re-reading and re-verifying the file when its size,
         identity and last bytes show that nothing was written since.
         """
         with self._session() as session:
-            if tip is not None and unchanged_since(tip, session.stamp, self.quarantine_exists):
-                # Nothing was written since `tip` was read: no head moved, no tail to repair.
-                _check_head(tip, expected_head)
+            if position is not None and unchanged_since(
+                position, session.stamp, self.quarantine_exists
+            ):
+                # Nothing was written since `position` was read: no head moved, no tail to repair.
+                _check_head(position, expected_head)
                 if not drafts:
-                    return AppendResult(events=(), repairs=(), head=tip.head, tip=tip)
-                events, lines = _seal_batches([drafts], tip)
+                    return AppendResult(
+                        events=(), repairs=(), head=position.head, position=position
+                    )
+                events, lines = _seal_batches([drafts], position)
                 written = b"".join(lines)
                 session.write(written)
                 return AppendResult(
                     events=tuple(events),
                     repairs=(),
                     head=(events[-1].id,),
-                    tip=tip_after(tip, events, written),
+                    position=after_append(position, events, written),
                 )
             data = session.data()
             log = self._scan(data)
@@ -175,8 +167,9 @@ class Store(ABC):
         exactly `expected`, the bytes the caller read (else Conflict, nothing written).
 
         Raises LedgerDamaged (nothing written) when `data` does not verify as a ledger; a
-        torn tail at its end is kept for the next append to quarantine. A tip read before
-        the rewrite no longer matches (the holder changes), so an append after it re-reads.
+        torn tail at its end is kept for the next append to quarantine. A position read
+        before the rewrite no longer matches (the holder changes), so an append after it
+        re-reads.
         """
         self._scan(data)
         with self._session() as session:
@@ -189,14 +182,14 @@ class Store(ABC):
             if data != expected:
                 session.replace(data)
 
-    def unchanged_since(self, tip: Tip) -> bool:
-        """True when the ledger still holds exactly the bytes `tip` was read from."""
-        return unchanged_since(tip, self._stamp_now, self.quarantine_exists)
+    def unchanged_since(self, position: Position) -> bool:
+        """True when the ledger still holds exactly the bytes `position` was read from."""
+        return unchanged_since(position, self._stamp_now, self.quarantine_exists)
 
     def findings(self) -> list[Finding]:
         """Every integrity finding: the chain's, then quarantine files unaccounted for."""
-        verified = verification.verify(self.read_bytes())
-        return [*verified.findings, *quarantine_findings(self.quarantines(), verified)]
+        checked = integrity.check(self.read_bytes())
+        return [*checked.findings, *quarantine_findings(self.quarantines(), checked)]
 
     def quarantines(self) -> list[Quarantined]:
         """The quarantine files that torn-tail repairs left beside the ledger."""
@@ -233,7 +226,7 @@ class Store(ABC):
         """Hold the store's exclusive lock and give the primitives of one append or rewrite."""
 
 
-def _check_head(log: Log | Tip, expected_head: tuple[str, ...] | None) -> None:
+def _check_head(log: Log | Position, expected_head: tuple[str, ...] | None) -> None:
     if expected_head is None or tuple(sorted(expected_head)) == log.head:
         return
     raise Conflict(
@@ -249,7 +242,7 @@ def _short(head: Sequence[str]) -> str:
 
 
 def _seal_batches(
-    batches: Sequence[Sequence[Draft]], log: Log | Tip
+    batches: Sequence[Sequence[Draft]], log: Log | Position
 ) -> tuple[list[Event], list[bytes]]:
     """Seal batches one after the other after the log's head."""
     head, lamport = log.head, log.lamport

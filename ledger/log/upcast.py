@@ -1,12 +1,14 @@
 """Upcasting: old schema versions of a payload are rewritten, on read, to the current one.
 
 Schema 1 of `attempt.measured` and `target.set` did not record the device a measurement ran
-on: they are read with device unknown (None). Schema 1 of `conflict.resolved` named its
-conflict by the English text replay recorded then; schema 2 names the typed conflict (kind and
-parties, ledger/schema/conflicts.py). The texts are read here, once, when an old event is
-upcast; nothing else parses them. Every text schema-1 code wrote has a pattern below; a text
-none matches was never written by tune-ledger, and the line is refused as damage (exit 7)
-rather than guessed at.
+on: they are read with device unknown (None). Schema 1 of `policy.set`, `campaign.resumed`,
+`ledger.rollback_accepted` and `limit.relaxed` did not name the person who lowered a guard:
+they are read with person unknown (None) unless the line names one. Schema 1 of
+`conflict.resolved` named its conflict by the English text replay recorded then; schema 2
+names the typed conflict (kind and parties, ledger/schema/conflicts.py). The texts are read
+here, once, when an old event is upcast; nothing else parses them. Every text schema-1 code
+wrote has a pattern below; a text none matches was never written by tune-ledger, and the line
+is refused as damage (exit 7) rather than guessed at.
 """
 
 from __future__ import annotations
@@ -76,6 +78,24 @@ def conflict_resolved_1_to_2(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "conflict": conflict_of_text(str(payload["conflict"]))}
 
 
+# --- person decisions (issue 27): who lowered a guard -------------------------------------
+
+
+def person_unknown(payload: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 -> 2 of `policy.set`, `ledger.rollback_accepted` and `campaign.resumed`: the
+    person field is new; an event written before it reads as decided by a person unknown."""
+    # `{"person": None, **payload}`: main between issue 29 and the merge of issue 27 wrote a
+    # schema-1 policy.set / campaign.resumed with an optional `person` (a budget loosened or
+    # lifted); that name is kept, not overwritten.
+    return {"person": None, **payload}
+
+
+def relaxed_1_to_2(payload: dict[str, Any]) -> dict[str, Any]:
+    """`limit.relaxed` schema 1 -> 2: a relaxation written before evidence was named rests on
+    none, and the person who decided it is unknown."""
+    return {**payload, "evidence": [], "person": None}
+
+
 # --- attempt.measured and target.set 1 -> 2 -------------------------------------------------
 
 
@@ -108,6 +128,10 @@ def relative_op_path(path: str, op: str | None) -> str:
 # tests/data/ (v1-merged.jsonl holds schema-1 conflict.resolved events).
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("conflict.resolved", 1): conflict_resolved_1_to_2,
+    ("policy.set", 1): person_unknown,
+    ("ledger.rollback_accepted", 1): person_unknown,
+    ("campaign.resumed", 1): person_unknown,
+    ("limit.relaxed", 1): relaxed_1_to_2,
     ("attempt.measured", 1): device_unknown_1_to_2,
     ("target.set", 1): device_unknown_1_to_2,
 }

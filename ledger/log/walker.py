@@ -2,18 +2,16 @@
 counter, batch parts (docs/CONTRACTS.md), and where a torn tail or an unfinished batch begins.
 
 Pure code over lines of bytes, shared by the fast scan (`chain`) and audit's thorough check
-(`verification`); a line that does not fit is raised as `BadLine` for them to report.
+(`integrity`); a line that does not fit is raised as `BadLine` for them to report.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import NamedTuple
 
 from ledger.log import codec, record
-from ledger.log.lamport_table import compacted
 from ledger.log.record import Event
 
 _GIT_MARKERS = (b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>")
@@ -50,13 +48,6 @@ class OpenBatch(NamedTuple):
     first: int
 
 
-_BRACE_HASH = hashlib.sha256(b"{")
-
-
-def _ignore(_event: Event) -> None:
-    """No sink: the walker keeps its events instead."""
-
-
 class Walker:
     """Checks lines in order against the events before them and remembers what it saw.
 
@@ -76,13 +67,10 @@ class Walker:
         self.sink = sink
         self.pending: list[Event] = []  # with a sink: the parts of the batch being read
         self.repaired: set[str] = set()  # quarantine files named by ledger.repaired events
+        self.last = ""  # the id of the last event fed
         # The byte count of the clean prefix this walker has verified, when a stream keeps it
         # to verify only what is appended later (`chain.resume`); -1 while it cannot resume.
-        self.position = -1
-
-    def __getstate__(self) -> dict[str, object]:
-        # Pickled into the state snapshot: every id seen, compactly (ledger/log/lamport_table.py).
-        return {**self.__dict__, "lamports": compacted(self.lamports)}
+        self.verified = -1
 
     def _deliver(self, event: Event) -> None:
         """Hand `event` to the sink once its batch is complete (all or none, DESIGN §4)."""
@@ -107,136 +95,42 @@ class Walker:
             sink(part)
 
     def feed(self, lines: Sequence[bytes], start: int = 0) -> None:
-        """Verify and record `lines[start:]` in order; raise BadLine at the first that does not fit.
-
-        This loop is the replay hot path: it only detects a problem with cheap tests and
-        leaves explaining it to `diagnose`, which re-checks that one line step by step. It
-        builds each event as `record.from_record` does, inlined for the current schema
-        (tests/test_walker_fast_path.py checks both give equal events and equal errors).
-        """
-        lamports, open_batches, heads = self.lamports, self.open, self.heads
-        loads, from_record = codec.loads, record.from_record
-        # The hash of a record starts with its "{": a copy of that state plus the bytes after
-        # the id, through a memoryview, hashes what codec.id_of_line hashes without copying
-        # the line twice (its slice, then "{" + slice).
-        brace = _BRACE_HASH.copy
-        current_schema, new_event, event_class = record.CURRENT_SCHEMA, record.new_event, Event
-        keep, pending = self.sink is None, self.pending
-        sink: Callable[[Event], object] = self.sink or _ignore
-        events_append, deliver, pending_append = self.events.append, self._deliver, pending.append
-        heads_add, heads_drop = heads.add, heads.difference_update
-        prefix, body_start, id_hex = codec.ID_PREFIX, codec.BODY_START, codec.ID_HEX
-        id_end = codec.ID_END
-        max_lamport = self.max_lamport
+        """Verify and record `lines[start:]` in order; raise BadLine at the first that fails."""
         for index in range(start, len(lines)):
-            line = lines[index]
-            # The content id, checked from the raw bytes (as codec.id_of_line, inlined: this
-            # is a third of the loop's time).
-            hashed = brace()
-            hashed.update(memoryview(line)[body_start:])
-            event_id = hashed.hexdigest()[:id_hex]
             try:
-                parsed = loads(line)
-                type_name = parsed["type"]
-                schema = parsed["schema"]
-                if current_schema.get(type_name) == schema:
-                    part = parsed["part"]
-                    i, n = part[0], part[1]
-                    lamport = parsed["lamport"]
-                    parents = tuple(parsed["parents"])
-                    event = new_event(
-                        event_class,
-                        (
-                            parsed["id"],
-                            lamport,
-                            parents,
-                            (i, n),
-                            type_name,
-                            schema,
-                            parsed["payload"],
-                            parsed["provenance"],
-                        ),
-                    )
-                else:  # an older schema to upcast, or an unknown type (a ValueError)
-                    event = from_record(parsed)
-                    i, n = event.part
-                    lamport = event.lamport
-                    parents = event.parents
-                if i == 0:
-                    top = 0
-                    for parent in parents:
-                        parent_lamport = lamports[parent]
-                        if parent_lamport > top:
-                            top = parent_lamport
-                    first = index
-                    fits = not open_batches or open_batches.keys().isdisjoint(parents)
-                else:
-                    batch = open_batches[parents[0]]
-                    top = lamports[parents[0]]
-                    first = batch.first
-                    fits = len(parents) == 1 and batch.part == i - 1 and batch.size == n
-            except (KeyError, TypeError, ValueError, IndexError):
-                fits = False
-            if not (
-                fits
-                and event[0] == event_id
-                # The line starts with exactly `{"id":"<that id>",`: its first key is "id"
-                # (the prefix) and the string after it ends where the id's 32 characters end
-                # (`",` right there); the parsed id being those 32 hex characters, the bytes
-                # between are them (an escape or a non-ASCII byte would make it shorter).
-                and line.startswith(prefix)
-                and line[id_end:body_start] == b'",'
-                and type(lamport) is int
-                and type(i) is int
-                and type(n) is int
-                and 0 <= i < n
-                and top < lamport
-                and event_id not in lamports
-            ):
-                self.max_lamport = max_lamport
-                raise self.diagnose(index, line)
-            if i > 0:
-                del open_batches[parents[0]]
+                event = self.check(lines[index])
+            except BadLine as bad:
+                bad.index = index
+                raise
+            i, n = event.part
+            first = index if i == 0 else self.open.pop(event.parents[0]).first
             if i < n - 1:
-                open_batches[event_id] = new_event(OpenBatch, (i, n, first))
-            lamports[event_id] = lamport
-            if lamport > max_lamport:
-                max_lamport = lamport
-            heads_drop(parents)
-            heads_add(event_id)
-            if keep:
-                events_append(event)
-            elif n == 1:
-                if pending or type_name == "ledger.repaired":
-                    deliver(event)
-                else:
-                    sink(event)  # the common case, inlined: a one-event batch goes straight on
-            elif i == 0:
-                pending.clear()  # parts of a batch that never finished (as `_deliver` does)
-                pending_append(event)
-            elif i < n - 1:
-                pending_append(event)  # a middle part waits for its batch (as `_deliver`)
-            else:  # the last part: the batch is complete (`_deliver`, inlined)
-                pending_append(event)
-                complete = pending[:]
-                pending.clear()
-                for part_event in complete:
-                    if part_event[4] == "ledger.repaired":
-                        self.repaired.add(str(part_event[6].get("quarantine")))
-                    sink(part_event)
-        self.max_lamport = max_lamport
+                self.open[event.id] = OpenBatch(i, n, first)
+            self.lamports[event.id] = event.lamport
+            if event.lamport > self.max_lamport:
+                self.max_lamport = event.lamport
+            self.heads.difference_update(event.parents)
+            self.heads.add(event.id)
+            self.last = event.id
+            if self.sink is None:
+                self.events.append(event)
+            elif n == 1 and not self.pending and event.type != "ledger.repaired":
+                self.sink(event)  # a one-event batch, the usual case, goes straight on
+            else:
+                self._deliver(event)
 
-    def take_written(self, events: Sequence[Event], position: int) -> None:
+    def take_written(self, events: Sequence[Event], verified: int) -> None:
         """Take in a batch this process sealed after the walker's head and wrote itself (valid
-        by construction), so that the walker can still resume at `position`."""
+        by construction), so that the walker can still resume at `verified` bytes."""
         lamports, heads = self.lamports, self.heads
         for event in events:
             lamports[event[0]] = event[1]  # id, lamport (an append's hot path: no descriptors)
             heads.difference_update(event[2])  # parents
             heads.add(event[0])
-        if events and events[-1][1] > self.max_lamport:  # a batch's counters rise part by part
-            self.max_lamport = events[-1][1]
-        self.position = position
+        if events:
+            self.last = events[-1].id
+            self.max_lamport = max(self.max_lamport, events[-1].lamport)
+        self.verified = verified
 
     def diagnose(self, index: int, line: bytes) -> BadLine:
         """Why `line` (the `index`-th, 0-based) cannot be the next event."""
@@ -254,35 +148,31 @@ class Walker:
             raise BadLine(id_problem(line), claimed_id(line), _parsed(line))
         try:
             event = record.from_record(codec.loads(line))
-            self._check_envelope(event_id, event)
-            top = self._check_parents(event)
+            lamport = event.lamport
+            i, n = event.part
+            if event.id != event_id:
+                raise BadLine(f"the line names two ids ({event_id}, {event.id})", event_id)
+            if event_id in self.lamports:
+                raise BadLine("duplicate event (the same id appears on an earlier line)", event_id)
+            if type(lamport) is not int or type(i) is not int or type(n) is not int:
+                raise BadLine("lamport and part must be integers", event_id)
+            if not 0 <= i < n:
+                raise BadLine(f"part {list(event.part)} is not an index within its batch", event_id)
+            top = self._check_next_part(event, i, n) if i > 0 else self._parents_top(event)
         except (KeyError, TypeError, ValueError, IndexError) as e:
             # Any shape error in a line whose id verifies: a buggy writer or a forged id.
             raise BadLine(f"malformed event: {e}", event_id) from e
-        if event.lamport <= top:
+        if lamport <= top:
             raise BadLine(
-                f"Lamport counter {event.lamport} is not greater than its parents' ({top})",
+                f"Lamport counter {lamport} is not greater than its parents' ({top})",
                 event_id,
                 event,
             )
         return event
 
-    def _check_envelope(self, event_id: str, event: Event) -> None:
-        if event.id != event_id:
-            raise BadLine(f"the line names two ids ({event_id}, {event.id})", event_id)
-        if event_id in self.lamports:
-            raise BadLine("duplicate event (the same id appears on an earlier line)", event_id)
-        i, n = event.part
-        if type(event.lamport) is not int or type(i) is not int or type(n) is not int:
-            raise BadLine("lamport and part must be integers", event_id)
-        if not 0 <= i < n:
-            raise BadLine(f"part {list(event.part)} is not an index within its batch", event_id)
-
-    def _check_parents(self, event: Event) -> int:
-        """The largest Lamport counter among the event's parents, once they check out."""
-        i, n = event.part
-        if i > 0:
-            return self._check_next_part(event, i, n)
+    def _parents_top(self, event: Event) -> int:
+        """The largest Lamport counter among a batch's first event's parents, once they check
+        out (earlier events outside unfinished batches)."""
         top = 0
         for parent in event.parents:
             lamport = self.lamports.get(parent)
@@ -290,7 +180,8 @@ class Walker:
                 raise BadLine(f"parent {parent} is not an earlier event", event.id, event)
             if parent in self.open:
                 raise BadLine(f"parent {parent} is inside an unfinished batch", event.id, event)
-            top = max(top, lamport)
+            if lamport > top:
+                top = lamport
         return top
 
     def _check_next_part(self, event: Event, i: int, n: int) -> int:

@@ -13,7 +13,8 @@ do what `next` says. Paths are relative to the server's root (the folder holding
 1. Activation (R1): `evidence_compare` (the E2E tensor compare, `run` lets the ledger run it),
    `evidence_layout`, then `activate`. Code 5 means hand back: accuracy is not frozen; stop.
 2. Target sheet (R3): `target` with the measured baseline, the SPEC's P0 shape, the target and
-   its source (or `from_spec`). Tile shapes stay within the limits; `relax` needs measured data.
+   its source (or `from_spec`). Tile shapes stay within the limits; `relax` names measured
+   attempts (`evidence`).
 3. Skills (R2): `skill_load` pypto-op-perf-tune and perf-analyzer; a stage's tune skill only
    inside that stage; `skill_unload` to free the budget.
 4. Stages (R4) in order: frontend, swimlane, incore, algorithm (`stage_enter`, `stage_exit`).
@@ -29,8 +30,9 @@ do what `next` says. Paths are relative to the server's root (the folder holding
    (R8): adopt, no-gain, rollback, target-reached. Never retry a failed or measured config
    (R9, code 4). `point_close` when a point is done; a point also closes when exhausted.
 6. Stop (R10): target-reached or the utilization stop end the campaign (code 6 afterwards);
-   the user may `stop`. Write the `report`, then `handback` the result. Only the user lifts a
-   utilization stop (`resume_campaign` with their reason). `audit` re-derives everything.
+   the user may `stop`. Write the `report`, then `handback` the result. Only a person lifts a
+   utilization or budget stop or lowers a guard (refused over MCP with the command they run).
+   `audit` re-derives everything.
    After a SPEC.md edit, `manifest` validates and records it; merge conflicts: `conflicts`,
    then `resolve`.
 Codes: 2 bad input (fix the value), 3 a rule refused (read `next`), 4 a retry (choose another

@@ -6,6 +6,10 @@ as underscores; `evidence compare` is `evidence_compare`). Left out on purpose, 
 are not the optimizer agent's to call:
 - `accept-rollback`: declares an older ledger the right one; a person's judgment after a git
   revert, recorded in their name.
+
+A person's decision that lowers a guard (DESIGN §3.3) needs `--person NAME`, which no tool
+passes: `resume_campaign`, `policy` lowering a guard, and `relax` without evidence are refused
+(code 3, the guard's rule named) with the exact CLI command a person runs.
 - `normalize`: rewrites the ledger file after a merge that bypassed the driver; a repository
   chore for the person who merged, never part of tuning.
 - `git-setup`, `merge-driver`, `memory-merge-driver`: git's configuration and git's own calls.

@@ -209,11 +209,20 @@ class StepTools:
                 "growth)."
             ),
         ],
+        evidence: Annotated[
+            list[str] | None,
+            Field(
+                description="The measured attempts of this op the relaxation rests on (attempt "
+                "ids; at least one, or R3 refuses: measure one with `measure` first). Their "
+                "times and profile metrics are shown beside the basis on the target sheet."
+            ),
+        ] = None,
         idempotency_key: Key = None,
     ) -> Result:
-        """Relax a tile-shape limit, recording the profiling data that justifies it (R3)."""
+        """Relax a tile-shape limit on measured evidence: the attempts of this op whose
+        profiling data justifies it (R3). Relaxing without evidence is a person's decision."""
         value = json.dumps(limit) if isinstance(limit, list) else limit
-        argv = options(what=what, limit=value, basis=basis)
+        argv = options(what=what, limit=value, basis=basis, evidence=evidence)
         return self._run(idempotency_key, ["relax"], [op], argv)
 
     def skill_load(
@@ -441,13 +450,18 @@ class StepTools:
         reason: Annotated[str | None, Field(description="Why the policy changes.")] = None,
         idempotency_key: Key = None,
     ) -> Result:
-        """Change a policy threshold of this op (recorded; later decisions apply it)."""
+        """Change a policy threshold of this op (recorded; later decisions apply it), or set or
+        tighten a budget (max_evaluations, max_device_seconds, max_wall_seconds). Lowering a
+        guard (require_measured false, a larger noise_threshold, a lower
+        bootstrap_confidence, a larger budget or one off) is a person's decision: refused
+        (code 3) with the CLI command a person runs."""
         text = value if isinstance(value, str) else json.dumps(value)
         return self._run(idempotency_key, ["policy"], [op, key, text], options(reason=reason))
 
     def resume_campaign(self, op: Op, reason: Reason, idempotency_key: Key = None) -> Result:
-        """Lift a utilization stop because the user decided to go on (R10); the user's reason is
-        recorded. No other stop can be lifted: ask the user first, never on your own."""
+        """Lifting a utilization or budget stop (R10) is a person's decision: always refused
+        (code 3) with the CLI command a person runs (`--person NAME --reason TEXT`). Ask the
+        user; never on your own."""
         return self._run(idempotency_key, ["resume-campaign"], [op], options(reason=reason))
 
     def handback(

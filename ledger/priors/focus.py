@@ -10,7 +10,6 @@ from attrs import frozen
 from ledger.domain.hints import Fill, arg
 from ledger.domain.state import State
 from ledger.errors import BadInput
-from ledger.schema.shared_methods import SharedValue
 from ledger.schema.vocabulary import CONFIG_STAGES
 
 # The config keys each stage tunes (tune-frontend, tune-swimlane, tune-incore).
@@ -52,8 +51,8 @@ OPTION_KEYS = frozenset(
 CUBE_OPTION_KEYS = frozenset({"cube_nbuffer_setting", "cube_l1_reuse_setting"})
 
 
-@frozen(repr=False, eq=False)
-class Focus(SharedValue):
+@frozen
+class Focus:
     """Which config keys the candidates change, for which stage and point, and why."""
 
     stage: str | None

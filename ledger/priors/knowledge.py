@@ -17,13 +17,12 @@ from attrs import frozen
 from ledger.log import codec
 from ledger.priors.prior import Prior
 from ledger.priors.profile import OpProfile
-from ledger.schema.shared_methods import SharedValue
 
 VEC_DESIGN_MAX = 64  # R3: the design range of a vec tile axis is [16, 64]
 
 
-@frozen(repr=False, eq=False)
-class KnownValue(SharedValue):
+@frozen
+class KnownValue:
     """A typical value of one key, with the sources that give it."""
 
     key: str
@@ -34,8 +33,8 @@ class KnownValue(SharedValue):
     note: str
 
 
-@frozen(repr=False, eq=False)
-class VecRule(SharedValue):
+@frozen
+class VecRule:
     """Vec tile recommendations: values per tiled axis."""
 
     axis_values: tuple[int, ...]
@@ -45,8 +44,8 @@ class VecRule(SharedValue):
     max_varied_axes: int
 
 
-@frozen(repr=False, eq=False)
-class CubeRow(SharedValue):
+@frozen
+class CubeRow:
     """One row of the M-based cube tile table; "K" stands for the full K dimension."""
 
     m_min: int
@@ -54,8 +53,8 @@ class CubeRow(SharedValue):
     tiles: list[list[int | str]]
 
 
-@frozen(repr=False, eq=False)
-class CubeRule(SharedValue):
+@frozen
+class CubeRule:
     """The M-based cube tile table."""
 
     weight: float
@@ -64,8 +63,8 @@ class CubeRule(SharedValue):
     rows: tuple[CubeRow, ...]
 
 
-@frozen(repr=False, eq=False)
-class Knowledge(SharedValue):
+@frozen
+class Knowledge:
     """The built-in priors file: sources by id, typical values, vec and cube tile rules."""
 
     sources: dict[str, str]

@@ -27,7 +27,6 @@ from ledger.domain.state import State
 from ledger.log import codec
 from ledger.priors.diversity import config_distance
 from ledger.priors.moves import Move, Reading, config_moves, moves_between, readings
-from ledger.schema.shared_methods import SharedValue
 from stages.binding import best_impl_digest
 from stages.policy import effective_policy
 
@@ -44,8 +43,8 @@ SHOWN_FINDINGS = 3  # findings spelt out in a reason
 CITED_FINDINGS = 10  # findings kept and listed by --json (latest first); all are counted
 
 
-@frozen(repr=False, eq=False)
-class MeasuredConfig(SharedValue):
+@frozen
+class MeasuredConfig:
     """One config this op measured (the baseline or an attempt): its median, or its failure."""
 
     attempt: str  # the attempt's id, or "baseline"
@@ -60,8 +59,8 @@ class MeasuredConfig(SharedValue):
         return "the baseline" if self.attempt == BASELINE else f"attempt {self.attempt}"
 
 
-@frozen(repr=False, eq=False)
-class Finding(SharedValue):
+@frozen
+class Finding:
     """A measured pair (or a failure) that speaks for a candidate, and what it says."""
 
     moves: tuple[Move, ...]  # how `end` moved from `start` (from the best, for a failure)
@@ -90,8 +89,8 @@ class Finding(SharedValue):
         )
 
 
-@frozen(repr=False, eq=False)
-class Learned(SharedValue):
+@frozen
+class Learned:
     """The call on one candidate and the findings behind it."""
 
     call: Call
@@ -122,8 +121,8 @@ class Learned(SharedValue):
         return f"learned from this op: {ways}: {what}" + (f" ({shown})" if shown else "")
 
 
-@frozen(repr=False, eq=False)
-class Seen(SharedValue):
+@frozen
+class Seen:
     """A measured config read along the keys a candidate changes."""
 
     entry: MeasuredConfig
@@ -132,8 +131,8 @@ class Seen(SharedValue):
     distance: tuple[float, float]  # from the best: along the changed keys, then the others
 
 
-@frozen(repr=False, eq=False)
-class OpMeasurements(SharedValue):
+@frozen
+class OpMeasurements:
     """The configs this op measured with the best's kernel, and how to judge them."""
 
     best: MeasuredConfig | None

@@ -16,13 +16,12 @@ from attrs import frozen
 
 from ledger.domain.knobs import is_number
 from ledger.log import codec
-from ledger.schema.shared_methods import SharedValue
 
 Direction = Literal["larger", "smaller", "changed"]
 
 
-@frozen(repr=False, eq=False)
-class Move(SharedValue):
+@frozen
+class Move:
     """One position of one key moved one way, and the value it moved to."""
 
     key: str
@@ -84,8 +83,8 @@ def _nested(value: Any, path: str, found: dict[str, float]) -> bool:
     return False
 
 
-@frozen(repr=False, eq=False)
-class Reading(SharedValue):
+@frozen
+class Reading:
     """A key's value read once: its canonical JSON and its numbered positions."""
 
     text: str

@@ -6,8 +6,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import frozen
 
-from ledger.schema.shared_methods import SharedValue
-
 if TYPE_CHECKING:  # learned.py reads candidates' distances, which import this module
     from ledger.priors.learned import Learned
 
@@ -15,8 +13,8 @@ PriorKind = Literal["ledger", "source", "builtin"]
 KINDS: tuple[PriorKind, ...] = ("ledger", "source", "builtin")
 
 
-@frozen(repr=False, eq=False)
-class Prior(SharedValue):
+@frozen
+class Prior:
     """Values for some config keys, where they come from, and how much they are trusted."""
 
     values: dict[str, Any]
@@ -26,8 +24,8 @@ class Prior(SharedValue):
     reasons: tuple[str, ...] = ()
 
 
-@frozen(repr=False, eq=False)
-class FailedConfig(SharedValue):
+@frozen
+class FailedConfig:
     """A config that failed in another op: never proposed for a similar op without saying so."""
 
     values: dict[str, Any]
@@ -37,8 +35,8 @@ class FailedConfig(SharedValue):
     similarity: float
 
 
-@frozen(repr=False, eq=False)
-class Candidate(SharedValue):
+@frozen
+class Candidate:
     """A full config to measure, its provenance, score and the reasons behind them."""
 
     config: dict[str, Any]
@@ -49,8 +47,8 @@ class Candidate(SharedValue):
     learned: Learned | None = None  # what this op's own measurements say of it
 
 
-@frozen(repr=False, eq=False)
-class Filtered(SharedValue):
+@frozen
+class Filtered:
     """A candidate left out, and why (R3, R9, an invalid value, a failure elsewhere, measured
     slower or failed in this op)."""
 

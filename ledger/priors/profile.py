@@ -15,8 +15,6 @@ from typing import Any
 
 from attrs import frozen
 
-from ledger.schema.shared_methods import SharedValue
-
 # Keys read from the front matter, in order of preference.
 FAMILY_KEYS = ("op_family", "family", "category")
 DTYPE_KEYS = ("supported_dtypes", "dtypes", "dtype")
@@ -27,8 +25,8 @@ WEIGHTS: Mapping[str, float] = {"family": 0.4, "dtype": 0.25, "shape": 0.35}
 UNKNOWN = 0.5
 
 
-@frozen(repr=False, eq=False)
-class OpProfile(SharedValue):
+@frozen
+class OpProfile:
     """The facts about an op that make another op's configs relevant to it."""
 
     name: str

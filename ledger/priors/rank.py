@@ -33,15 +33,14 @@ from ledger.priors.focus import Focus, applicable_keys
 from ledger.priors.learned import RANK_OF_CALL, Judge, Learned, OpMeasurements, op_measurements
 from ledger.priors.prior import Candidate, FailedConfig, Filtered, Prior
 from ledger.priors.record import TrackRecord, track_record
-from ledger.schema.shared_methods import SharedValue
 from stages.policy import effective_policy
 from stages.search import candidate_blocker
 
 DEFAULT_COUNT = 10  # the seed's "about 10 initial candidates", clamped to the policy's range
 
 
-@frozen(repr=False, eq=False)
-class Proposal(SharedValue):
+@frozen
+class Proposal:
     """The ranked candidates for the current point, what was left out, and notes."""
 
     op: str | None

@@ -11,13 +11,12 @@ from __future__ import annotations
 from attrs import frozen
 
 from ledger.domain.state import State
-from ledger.schema.shared_methods import SharedValue
 
 REMEASURE_PREFIX = "remeasure:"
 
 
-@frozen(repr=False, eq=False)
-class TrackRecord(SharedValue):
+@frozen
+class TrackRecord:
     """The outcomes of this op's prior candidates so far."""
 
     adopted: int = 0

@@ -21,7 +21,6 @@ from attrs import frozen
 from ledger.errors import LedgerError
 from ledger.log import safe_files
 from ledger.priors.literals import NotLiteral, ParsedModule, dotted_name
-from ledger.schema.shared_methods import SharedValue
 
 # Calls that name config values, by the last part of their dotted name.
 VEC_TILE_CALL = "set_vec_tile_shapes"
@@ -36,8 +35,8 @@ _NOT_KNOBS = frozenset({"run_mode"})
 MODULE_SCOPE = "<module>"
 
 
-@frozen(repr=False, eq=False)
-class KernelValue(SharedValue):
+@frozen
+class KernelValue:
     """Config values that one call in a kernel source sets, and where."""
 
     path: str
@@ -53,8 +52,8 @@ class KernelValue(SharedValue):
         return f"{self.path}:{self.line}"
 
 
-@frozen(repr=False, eq=False)
-class Skipped(SharedValue):
+@frozen
+class Skipped:
     """An argument the scanner could not read as a literal, with why."""
 
     path: str
@@ -68,8 +67,8 @@ class Skipped(SharedValue):
         return f"{self.path}:{self.line}"
 
 
-@frozen(repr=False, eq=False)
-class Unreadable(SharedValue):
+@frozen
+class Unreadable:
     """A file the scanner could not read or parse."""
 
     path: str
@@ -82,8 +81,8 @@ class Unreadable(SharedValue):
         return self.path if self.line is None else f"{self.path}:{self.line}"
 
 
-@frozen(repr=False, eq=False)
-class ScanResult(SharedValue):
+@frozen
+class ScanResult:
     """What scanning kernel sources found, skipped, and could not read."""
 
     findings: tuple[KernelValue, ...] = ()

@@ -20,7 +20,6 @@ from ledger.domain.state import State
 from ledger.priors.prior import FailedConfig, Prior
 from ledger.priors.profile import OpProfile, similarity
 from ledger.priors.scan import MODULE_SCOPE, KernelValue, ScanResult
-from ledger.schema.shared_methods import SharedValue
 
 LATEST_BEST_WEIGHT = 1.0  # another op's current best, times its similarity
 EARLIER_ADOPTED_WEIGHT = 0.8  # a config it adopted and later improved on
@@ -31,8 +30,8 @@ SOURCE_NAME_BONUS = 0.2  # ... whose file or function is named like this op
 # --- other ops' ledgers -----------------------------------------------------------------------
 
 
-@frozen(repr=False, eq=False)
-class OtherOp(SharedValue):
+@frozen
+class OtherOp:
     """Another op's replayed campaign and what its SPEC.md says about it."""
 
     name: str

@@ -1,6 +1,6 @@
-"""`log OP --attempt ID` and `log OP --notes`: one attempt, or the notes, with every text whole
-(issue 15 item 11). MEMORY.md and the report shorten long texts to keep their tables readable;
-this is where a reader finds them in full."""
+"""`log`'s texts: one line per attempt; and `log OP --attempt ID` and `log OP --notes`: one
+attempt, or the notes, with every text whole (issue 15 item 11). MEMORY.md and the report
+shorten long texts to keep their tables readable; this is where a reader finds them in full."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from ledger.domain.state import State
 from ledger.log.codec import canonical_json
-from ledger.projections.formatting import fmt_time_us
+from ledger.projections.formatting import REPORTED_LEGEND, fmt_time_us, reported_mark
 
 
 def attempt_detail(state: State, attempt_id: str) -> dict[str, Any]:
@@ -69,3 +69,24 @@ def notes_text(notes: list[str]) -> str:
     if not notes:
         return "no notes"
     return "\n".join(f"- {note}" for note in notes)
+
+
+def log_text(rows: list[dict[str, Any]]) -> str:
+    """`log` for humans: one line per attempt; each measured one names its device once any
+    device is known (a verdict never compares two, R8)."""
+    if not rows:
+        return "no attempts"
+    shown = any(r.get("device") not in (None, "unknown") for r in rows)
+    return "\n".join(
+        f"{r['seq']:>4} {r['attempt']} {r['stage']:<9} {r['kind']:<9} "
+        f"{(r['verdict'] or r['status']):<14} {(r['failure'] or ''):<8} "
+        f"{fmt_time_us(r['time_us']) + reported_mark(r['provenance']):>13}  {r['change']}"
+        + (f"  [on {r['device']}]" if shown and r.get("device") else "")
+        # A failure's detail or an abandon's reason, whole: the reader looks for it here.
+        + (
+            f"\n{'':>18}{'reason' if r['status'] == 'abandoned' else 'detail'}: {r['detail']}"
+            if r["detail"]
+            else ""
+        )
+        for r in rows
+    ) + (f"\n{REPORTED_LEGEND}" if any(r["provenance"] == "reported" for r in rows) else "")

@@ -8,7 +8,6 @@ Cells are cut to a fixed length, so a row stays readable however long the user's
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from itertools import islice
 from typing import Any
@@ -16,7 +15,6 @@ from typing import Any
 from attrs import define, field
 
 from ledger.domain.state import Attempt, Point, State
-from ledger.domain.tail import added_since
 from ledger.log.codec import canonical_json
 from ledger.projections.formatting import (
     change_pct,
@@ -41,8 +39,6 @@ FAILED_GROUPS = 30  # groups of earlier failures that get a row of their own
 FAILURE_ORDER = ("rollback", "accuracy", "layout", "compile", "timeout", "oom", "runtime")
 OUTCOME_ORDER = ("adopt", "target-reached", "no-gain", *FAILURE_ORDER, "abandoned", "pending")
 _STAGE_INDEX: dict[str, int] = {stage: i for i, stage in enumerate(STAGES)}
-_COUNTS = "outcome-counts"  # the key of `_SettledCounts` in State.derived
-_POINTS = "point-index"  # the key of `_PointIndex` in State.derived
 
 
 def point_cell(name: str | None) -> str:
@@ -89,35 +85,13 @@ def reason_text(step: Step) -> str:
     return detail or "-"
 
 
-@define
-class _SettledCounts:
-    """How many of the settled attempts that start the campaign had each outcome, kept in
-    `State.derived` like `walk.py`'s prefix: an attempt's outcome is final once it is verified,
-    failed or abandoned (a merge that changes it again bumps `State.finished_revision`)."""
-
-    revision: int
-    settled: int = 0
-    counts: dict[str, int] = field(factory=dict)
-
-
 def outcome_counts(state: State) -> dict[str, int]:
-    """How many attempts had each outcome, in time that grows with the attempts added since
-    the last call on this state, not with the campaign."""
-    kept = state.derived.get(_COUNTS)
-    if not isinstance(kept, _SettledCounts) or kept.revision != state.finished_revision:
-        kept = _SettledCounts(state.finished_revision)
-        state.derived[_COUNTS] = kept
-    counts: dict[str, int] | None = None  # the settled counts plus the unsettled rest
-    for attempt in added_since(state.attempts, kept.settled):
+    """How many attempts had each outcome."""
+    counts: dict[str, int] = {}
+    for attempt in state.attempts.values():
         key = outcome(attempt)
-        if counts is None and key != "pending":
-            kept.counts[key] = kept.counts.get(key, 0) + 1
-            kept.settled += 1
-            continue
-        if counts is None:  # the first pending attempt: from here on nothing is kept
-            counts = dict(kept.counts)
         counts[key] = counts.get(key, 0) + 1
-    return dict(kept.counts) if counts is None else counts
+    return counts
 
 
 def counts_text(state: State) -> str:
@@ -141,30 +115,35 @@ def points_table(state: State, policy: Mapping[str, Any], limit: int | None = No
     """The optimization points with their state and no-gain streaks (R7), as Markdown.
 
     With a `limit`, only the current stage's most recent `limit` points (and any open one)
-    get a row; the others are counted per stage under the table. That bounded table costs
-    O(limit + points added since the last call on this state) (`_PointIndex`); without a
-    limit every point is listed, so it is walked whole.
+    get a row; the others are counted per stage under the table.
     """
     if not state.points:
         return "None opened yet (R7).\n"
-    index = _point_index(state) if limit is not None else None
-    if index is None or limit is None or not index.usual(state):
-        return _scanned_points_table(state, policy, limit)
-    shown = index.recent(state, limit)
+    shown = recent_points(state, limit) if limit is not None else _ordered_points(state)
     rows = [_point_row(point, policy) for point in shown]
-    return _points_text(rows, index.not_listed(shown))
+    listed = {id(p) for p in shown}
+    rest = [p for p in _ordered_points(state) if id(p) not in listed]
+    summary: list[tuple[str, Mapping[str, int]]] = []
+    for stage in dict.fromkeys(p.stage for p in rest):
+        outcomes: dict[str, int] = {}
+        for point in rest:
+            if point.stage == stage:
+                key = _point_key(point)
+                outcomes[key] = outcomes.get(key, 0) + 1
+        summary.append((stage, outcomes))
+    return _points_text(rows, summary)
+
+
+def _ordered_points(state: State) -> list[Point]:
+    """Every point, in pipeline order (unknown stages last), then in opening order."""
+    return sorted(state.points.values(), key=lambda p: _stage_order(p.stage))
 
 
 def recent_points(state: State, limit: int) -> list[Point]:
     """The points `points_table(state, policy, limit)` lists: the current stage's most recent
     `limit` and any open one (when the current stage has none, the last `limit` in pipeline
     order)."""
-    if not state.points:
-        return []
-    index = _point_index(state)
-    if index.usual(state):
-        return index.recent(state, limit)
-    points = sorted(state.points.values(), key=lambda p: _stage_order(p.stage))
+    points = _ordered_points(state)
     current = [p for p in points if p.stage == state.stage or p.is_open]
     return current[-limit:] if current else points[-limit:]
 
@@ -198,107 +177,6 @@ def _stage_order(stage: str) -> int:
     return _STAGE_INDEX.get(stage, len(_STAGE_INDEX))
 
 
-def _scanned_points_table(state: State, policy: Mapping[str, Any], limit: int | None) -> str:
-    """`points_table` computed from every point (the report's table, and the reference the
-    kept index must equal: tests/test_projection_index.py)."""
-    if not state.points:
-        return "None opened yet (R7).\n"
-    points = sorted(state.points.values(), key=lambda p: _stage_order(p.stage))
-    shown = points
-    if limit is not None:
-        current = [p for p in points if p.stage == state.stage or p.is_open]
-        shown = current[-limit:] if current else points[-limit:]
-    rows = [_point_row(point, policy) for point in shown]
-    listed = {id(p) for p in shown}
-    rest = [p for p in points if id(p) not in listed]
-    summary: list[tuple[str, Mapping[str, int]]] = []
-    for stage in dict.fromkeys(p.stage for p in rest):
-        outcomes: dict[str, int] = {}
-        for point in rest:
-            if point.stage == stage:
-                key = _point_key(point)
-                outcomes[key] = outcomes.get(key, 0) + 1
-        summary.append((stage, outcomes))
-    return _points_text(rows, summary)
-
-
-@define
-class _PointIndex:
-    """The points by stage in opening order, and how many points of each stage had each
-    summary key among the closed points that start the campaign; kept in `State.derived` and
-    extended with the points opened since. A closed point changes again only on merged
-    branches, which bump `State.finished_revision` (the index is then rebuilt)."""
-
-    revision: int
-    seen: int = 0
-    by_stage: dict[str, list[Point]] = field(factory=dict)
-    settled: int = 0  # the closed points at the start, in opening order
-    settled_keys: dict[str, dict[str, int]] = field(factory=dict)
-    order: list[Point] = field(factory=list)  # every point, in opening order
-
-    def extend(self, state: State) -> None:
-        for point in added_since(state.points, self.seen):
-            self.by_stage.setdefault(point.stage, []).append(point)
-            self.order.append(point)
-        self.seen = len(state.points)
-        while self.settled < len(self.order) and not self.order[self.settled].is_open:
-            point = self.order[self.settled]
-            keys = self.settled_keys.setdefault(point.stage, {})
-            key = _point_key(point)
-            keys[key] = keys.get(key, 0) + 1
-            self.settled += 1
-
-    def usual(self, state: State) -> bool:
-        """True when at most the current stage's point is open (always, but on merged
-        branches): then the listed points are the current stage's most recent ones."""
-        if state.open_points > 1 or any(s not in _STAGE_INDEX for s in self.by_stage):
-            return False
-        point = state.points.get(state.open_point) if state.open_point else None
-        return point is None or point.stage == state.stage
-
-    def stages(self) -> list[str]:
-        """The stages with points, in pipeline order (unknown ones last, as first opened)."""
-        return sorted(self.by_stage, key=_stage_order)
-
-    def recent(self, state: State, limit: int) -> list[Point]:
-        """The current stage's last `limit` points, or, when it has none, the last `limit`
-        points in pipeline order."""
-        current = self.by_stage.get(state.stage or "", [])
-        if current:
-            return current[-limit:]
-        shown: list[Point] = []
-        for stage in reversed(self.stages()):
-            shown[:0] = self.by_stage[stage][-(limit - len(shown)) :]
-            if len(shown) >= limit:
-                break
-        return shown
-
-    def not_listed(self, shown: Sequence[Point]) -> list[tuple[str, dict[str, int]]]:
-        """Per stage in pipeline order, how many of its points not `shown` have each key."""
-        counts = {stage: dict(keys) for stage, keys in self.settled_keys.items()}
-        for point in self.order[self.settled :]:  # the open point and anything after it
-            keys = counts.setdefault(point.stage, {})
-            keys[_point_key(point)] = keys.get(_point_key(point), 0) + 1
-        for point in shown:
-            keys = counts[point.stage]
-            keys[_point_key(point)] -= 1
-        rest = []
-        for stage in self.stages():
-            outcomes = {k: n for k, n in counts.get(stage, {}).items() if n}
-            if outcomes:
-                rest.append((stage, outcomes))
-        return rest
-
-
-def _point_index(state: State) -> _PointIndex:
-    kept = state.derived.get(_POINTS)
-    if not isinstance(kept, _PointIndex) or kept.revision != state.finished_revision:
-        kept = _PointIndex(state.finished_revision)
-        state.derived[_POINTS] = kept
-    kept.extend(state)
-    return kept
-
-
 def _point_row(point: Point, policy: Mapping[str, Any]) -> list[str]:
     return list(
         _point_cells(
@@ -316,9 +194,6 @@ def _point_row(point: Point, policy: Mapping[str, Any]) -> list[str]:
     )
 
 
-# A pure function of exactly what a row shows, kept by those values: the table lists the same
-# closed points after every step, and formatting their cells was most of its time.
-@functools.lru_cache(maxsize=1024)
 def _point_cells(
     stage: str,
     name: str,
@@ -394,8 +269,7 @@ class _Group:
     count: int = 0
     outcomes: dict[str, int] = field(factory=dict)
     # idea -> its most recent step, ordered by most recent occurrence (the last is the newest);
-    # only the newest ideas the row shows keep their step (the others map to None), so groups
-    # kept warm (walk.py) hold a bounded number of steps however many failed
+    # only the newest ideas the row shows keep their step (the others map to None)
     ideas: dict[str, Step | None] = field(factory=dict)
     # The group's table row as last rendered; dropped when a failure joins the group, so a kept
     # FailedGroups re-renders only the group that changed.
@@ -426,15 +300,6 @@ class FailedGroups:
         keep = _EXAMPLES.get(group.kind, 2)
         if len(group.ideas) > keep:  # the idea that left the shown ones, if one did
             group.ideas[next(islice(reversed(group.ideas), keep, None))] = None
-
-    def copy(self) -> FailedGroups:
-        """An independent accumulator with the same failures counted."""
-        return FailedGroups(
-            {
-                key: _Group(g.first_seq, g.kind, g.count, dict(g.outcomes), dict(g.ideas))
-                for key, g in self.groups.items()
-            }
-        )
 
     def text(self, op: str) -> str:
         """The grouped failures as Markdown (heading, table, and the groups not shown)."""

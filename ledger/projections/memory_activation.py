@@ -14,24 +14,12 @@ from ledger.projections.formatting import (
     short_digest,
     short_id,
 )
-from ledger.projections.kept_render import kept_render
 from ledger.projections.memory_layout import heading, join_blocks
 
 
 def render_activation(state: State, op: str = "OP") -> str:
     """Activation evidence: the latest compare and layout checks and the gate's result (R1)."""
-    # Exactly what the section reads; each piece of evidence is a new object named by the
-    # event that recorded it (ledger/domain/fold_gates.py), never changed in place.
-    key = (
-        op,
-        state.activated,
-        state.activation_digest,
-        state.handed_back,
-        tuple(state.activation_problems),
-        state.compare.event if state.compare else None,
-        state.layout.event if state.layout else None,
-    )
-    return kept_render(state, "activation", key, lambda: _render_activation(state, op))
+    return _render_activation(state, op)
 
 
 def _render_activation(state: State, op: str) -> str:

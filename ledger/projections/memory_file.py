@@ -14,14 +14,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from attrs import frozen
-
 from ledger.domain.state import State
 from ledger.errors import BadInput
+from ledger.log.position import Position
 from ledger.projections import splice
 from ledger.projections.formatting import plural, short_id
 from ledger.projections.memory_layout import SECTION_ORDER, TITLES, op_name
-from ledger.schema.shared_methods import SharedValue
 
 _RENDERED = re.compile(
     r"<!-- tune-ledger:rendered-from op=(?P<op>\S+) events=(?P<events>\d+) "
@@ -31,16 +29,9 @@ _DIGESTS = re.compile(r"<!-- tune-ledger:digest (?P<pairs>[a-z0-9=\- ]*) -->")
 _DIGEST_PREFIX = "<!-- tune-ledger:digest "
 
 
-@frozen(repr=False, eq=False)
-class Position(SharedValue):
-    """Where in the ledger a rendering comes from: how many events, and the last one's id."""
-
-    events: int
-    last: str
-
-    def describe(self) -> str:
-        """`57 events, last 0123456789ab`."""
-        return f"{plural(self.events, 'event')}, last {short_id(self.last or None)}"
+def describe(position: Position) -> str:
+    """`57 events, last 0123456789ab`: where in the ledger a rendering comes from."""
+    return f"{plural(position.events, 'event')}, last {short_id(position.last or None)}"
 
 
 def section_digest(name: str, body: str) -> str:
@@ -67,8 +58,11 @@ def recorded_position(text: str) -> tuple[str, Position] | None:
     return rendered.group("op"), Position(events, "" if last == "-" else last)
 
 
-def render_header(op: str | None, position: Position, sections: Mapping[str, str]) -> str:
-    """The header body: the ledger position rendered from, a digest per section, a notice."""
+def render_header(
+    op: str | None, position: Position, sections: Mapping[str, str], decisions: str = ""
+) -> str:
+    """The header body: the ledger position rendered from, a digest per section, a notice,
+    and the person's decisions (at the top of the file, DESIGN §3.3)."""
     name = op_name(op)
     rendered = (
         f"<!-- tune-ledger:rendered-from op={name} events={position.events} "
@@ -79,6 +73,7 @@ def render_header(op: str | None, position: Position, sections: Mapping[str, str
         "> `tune-ledger` markers are rewritten after every ledger command, so edit only outside\n"
         f"> them. The full history is in the ledger: `tune-ledger log {name}`.\n"
     )
+    notice += decisions
     digests = {"header": section_digest("header", rendered + notice)}
     digests.update({n: section_digest(n, sections[n]) for n in SECTION_ORDER if n in sections})
     pairs = " ".join(f"{n}={d}" for n, d in digests.items())
@@ -99,9 +94,11 @@ def render_memory(
     # Imported here: the sections' renderers (and the stage modules they read) are needed to
     # write MEMORY.md, not by the reads that only parse its header (`log`, `priors`, rollback).
     from ledger.projections.memory_sections import render_sections
+    from ledger.projections.person_decisions import person_block
 
     sections = render_sections(state, policy)
-    bodies = {"header": render_header(state.op, position, sections), **sections}
+    header = render_header(state.op, position, sections, person_block(state))
+    bodies = {"header": header, **sections}
     text = existing_text
     if text is None:
         text = splice.template(op_name(state.op), SECTION_ORDER)
@@ -160,7 +157,7 @@ def check_memory(text: str, position: Position) -> list[str]:
     if (events, last) != (position.events, position.last):
         was = Position(events, last)
         findings.append(
-            f"stale: rendered from {was.describe()}, but the ledger has "
-            f"{position.describe()}; {render_hint}"
+            f"stale: rendered from {describe(was)}, but the ledger has "
+            f"{describe(position)}; {render_hint}"
         )
     return findings

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from attrs import frozen
+
 from ledger.domain.state import State
 from ledger.projections.attempt_markdown import (
     CELL,
     change_text,
+    failed_groups,
     point_cell,
     reason_text,
     time_text,
@@ -28,9 +31,7 @@ from ledger.projections.formatting import (
     with_legend,
 )
 from ledger.projections.memory_layout import heading, join_blocks
-from ledger.projections.timeline import Step, baseline_config, kept_text, outcome
-from ledger.projections.walk import Walk
-from ledger.projections.walk import walk as warm_walk
+from ledger.projections.timeline import Step, baseline_config, is_failed, outcome, steps
 
 # Bounds that keep MEMORY.md short enough for an agent's context however long the campaign
 # runs (1,000 attempts stay under 32 KB); the full history stays in the ledger.
@@ -40,10 +41,34 @@ HISTORY_ROWS = 10
 NOTES = 5
 
 
+_ADOPTED = ("adopt", "target-reached")
+
+
+@frozen
+class Walk:
+    """Every step in start order, and the ones the history sections list or count."""
+
+    steps: Sequence[Step]
+    adopted: Sequence[Step]
+    failed: Sequence[Step]
+    no_gain: int
+
+    @classmethod
+    def of(cls, walked: Sequence[Step]) -> Walk:
+        """The walk of `walked`, counted by scanning them."""
+        settled = [s for s in walked if s.attempt.failure is None]
+        return cls(
+            walked,
+            [s for s in settled if s.attempt.verdict in _ADOPTED],
+            [s for s in walked if is_failed(s.attempt)],
+            sum(1 for s in settled if s.attempt.verdict == "no-gain"),
+        )
+
+
 def walk_of(state: State, given: Sequence[Step] | Walk | None = None) -> Walk:
-    """The walk the sections render: `given`, or the state's own (kept warm, `walk.walk`)."""
+    """The walk the sections render: `given`, or the state's own steps (`timeline.steps`)."""
     if given is None:
-        return warm_walk(state, FAILED_ROWS, max(ADOPTED_ROWS, HISTORY_ROWS))
+        return Walk.of(steps(state))
     return given if isinstance(given, Walk) else Walk.of(given)
 
 
@@ -87,7 +112,7 @@ def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
         )
     first = len(adopted) - len(shown) + 1
     for number, step in enumerate(shown, first):
-        rows.append([str(number), *kept_text(step, "adopted", _adopted_cells)])
+        rows.append([str(number), *_adopted_cells(step)])
     parts.append(
         with_legend(
             md_table(
@@ -102,16 +127,7 @@ def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
 
 def render_failed(state: State, op: str = "OP", walk: Sequence[Step] | Walk | None = None) -> str:
     """Every failed or rolled-back attempt: the ledger refuses to retry them (R8, R9)."""
-    walked = walk_of(state, walk)
-    if walked.rendered is None or len(walked.failed) != walked.kept_failed:
-        return _render_failed(walked, op)
-    # Every failure is in the kept part of the walk, which only grows: the section is that of
-    # its first `len(failed)` failures, with the no-gain count (a `try` changes neither).
-    key = (op, len(walked.failed), walked.no_gain)
-    found = walked.rendered.get("failed")
-    if found is None or found[0] != key:
-        found = walked.rendered["failed"] = (key, _render_failed(walked, op))
-    return found[1]
+    return _render_failed(walk_of(state, walk), op)
 
 
 def _render_failed(walked: Walk, op: str) -> str:
@@ -140,13 +156,13 @@ def _render_failed(walked: Walk, op: str) -> str:
             with_legend(
                 md_table(
                     ["attempt", "stage", "point", "change", "outcome", "reason"],
-                    [list(kept_text(s, "failed", _failed_cells)) for s in shown],
+                    [list(_failed_cells(s)) for s in shown],
                 )
             )
         )
         earlier = len(failed) - len(shown)
         if earlier:
-            parts.append(walked.failed_groups(earlier, op))
+            parts.append(failed_groups(failed[:earlier], op))
     if no_gain:
         parts.append(
             f"Also measured without gain (not retried either, R9): "
@@ -178,7 +194,7 @@ def render_history(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
                         "result",
                         "time (vs best then)",
                     ],
-                    [list(kept_text(s, "history", _history_cells)) for s in recent],
+                    [list(_history_cells(s)) for s in recent],
                     align="rllllll",
                 )
             )
@@ -192,9 +208,6 @@ def render_history(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
     return join_blocks(parts)
 
 
-# A row's cells that depend on its step alone, kept on the steps of the kept walk
-# (`timeline.kept_text`): re-rendering MEMORY.md after each command then formats only the rows
-# of the attempts that changed, not every row shown.
 def _attempt_cells(step: Step) -> tuple[str, ...]:
     """The cells every table starts an attempt's row with: id, stage, point, change."""
     attempt = step.attempt

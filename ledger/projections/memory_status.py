@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledger.domain.state import Attempt, State
-from ledger.log.codec import sorted_json
 from ledger.projections.attempt_markdown import (
     CELL,
     change_text,
@@ -35,7 +34,6 @@ from ledger.projections.formatting import (
     short_digest,
     with_legend,
 )
-from ledger.projections.kept_render import kept_render
 from ledger.projections.memory_layout import heading, join_blocks
 from ledger.projections.timeline import Step, config_diff
 from ledger.schema.events import STAGES
@@ -235,17 +233,7 @@ def _alternates_table(state: State, policy: Mapping[str, Any]) -> str:
     chosen = alternate_candidates(state, policy)
     if not chosen:
         return ""
-    best = state.best
-    # Exactly what the table reads: the alternates, verified candidates whose rows only a
-    # merge changes again (it bumps finished_revision), and the best they are compared with.
-    key = (
-        tuple(a.id for a in chosen),
-        state.finished_revision,
-        best.attempt if best else None,
-        best.time_us if best else None,
-        sorted_json(best.config) if best else None,
-    )
-    return kept_render(state, "alternates", key, lambda: _alternates_rows(state, chosen))
+    return _alternates_rows(state, chosen)
 
 
 def _alternates_rows(state: State, chosen: Sequence[Attempt]) -> str:

@@ -7,7 +7,7 @@ sheet shows exactly what the ledger refuses by.
 from __future__ import annotations
 
 from ledger.domain import devices
-from ledger.domain.state import State
+from ledger.domain.state import Relaxation, State
 from ledger.projections.attempt_markdown import CELL
 from ledger.projections.formatting import (
     fmt_speedup,
@@ -18,8 +18,8 @@ from ledger.projections.formatting import (
     md_text,
     short_id,
 )
-from ledger.projections.kept_render import kept_render
 from ledger.projections.memory_layout import heading, join_blocks
+from stages.person import person_label
 from stages.target import (
     CUBE_TABLE,
     VEC_DESIGN_RANGE,
@@ -38,14 +38,7 @@ TARGET_SOURCES = {
 
 def render_target_sheet(state: State, op: str = "OP") -> str:
     """The Performance target sheet: baseline, target, speed-up, tile limits, relaxations (R3)."""
-    # Exactly what the sheet reads: the sheet and each relaxation are new objects named by the
-    # event that recorded them (ledger/domain/fold_gates.py), and the relaxations' order.
-    key = (
-        op,
-        state.target.event if state.target else None,
-        tuple(r.event for r in state.relaxations),
-    )
-    return kept_render(state, "target-sheet", key, lambda: _render_target_sheet(state, op))
+    return _render_target_sheet(state, op)
 
 
 def _render_target_sheet(state: State, op: str) -> str:
@@ -103,28 +96,65 @@ def _render_target_sheet(state: State, op: str) -> str:
     if not state.relaxations:
         parts.append(
             "Relaxations: none. A config beyond an unrelaxed limit is refused (R3); relax a "
-            f"limit only with its basis in profiling data: `tune-ledger relax {op} --what "
-            "vec|cube --limit VALUE --basis TEXT`."
+            f"limit only on profiling data, naming the measured attempts it rests on: "
+            f"`tune-ledger relax {op} --what vec|cube --limit VALUE --basis TEXT --evidence "
+            "ATTEMPT`."
         )
     else:
-        parts.append("Relaxations, each with its basis (R3):\n")
+        parts.append(
+            "Relaxations, each with its basis and the measured attempts it rests on (R3):\n"
+        )
         parts.append(
             md_table(
-                ["relaxation #", "tile", "new limit", "basis", "event"],
+                ["relaxation #", "tile", "new limit", "basis", "evidence (measured)", "event"],
                 [
                     [
                         str(i),
                         md_text(r.what),
                         md_json(r.limit, 60),
                         md_text(r.basis, 200),
+                        relaxation_evidence(state, r),
                         md_code(short_id(r.event)),
                     ]
                     for i, r in enumerate(state.relaxations, 1)
                 ],
-                align="rllll",
+                align="rlllll",
             )
         )
     return join_blocks(parts)
+
+
+def relaxation_evidence(state: State, relaxation: Relaxation) -> str:
+    """Each evidence attempt with its median time and profile metrics; without any, who
+    decided it (a person's decision, DESIGN §3.3)."""
+    if not relaxation.evidence:
+        return md_text(f"none: decided by {person_label(relaxation.person)}", CELL)
+    cells = []
+    for attempt_id in relaxation.evidence:
+        attempt = state.attempts.get(attempt_id)
+        measured = attempt.measurement if attempt is not None else None
+        if measured is None:
+            cells.append(f"{md_code(short_id(attempt_id))} (not measured)")
+            continue
+        figures = [fmt_time_us(measured.median_us)]
+        if measured.util_pct is not None:
+            figures.append(f"util {measured.util_pct:.1f}%")
+        if measured.bubble_pct is not None:
+            figures.append(f"bubble {measured.bubble_pct:.1f}%")
+        metrics = sorted(measured.metrics.items())
+        figures += [f"{md_text(k, 40)} {v:.4g}" for k, v in metrics[:_EVIDENCE_METRICS]]
+        if len(metrics) > _EVIDENCE_METRICS:
+            # Bounded, as every section is; the whole measurement is one command away.
+            figures.append(
+                f"{len(metrics) - _EVIDENCE_METRICS} more metrics (`tune-ledger log {state.op} "
+                f"--attempt {short_id(attempt_id)}`)"
+            )
+        cells.append(f"{md_code(short_id(attempt_id))} {', '.join(figures)}")
+    return "; ".join(cells)
+
+
+# How many profile metrics of an evidence attempt the target sheet shows.
+_EVIDENCE_METRICS = 6
 
 
 def _vec_limit(state: State) -> str:

@@ -37,11 +37,12 @@ from ledger.projections.formatting import (
     short_id,
     with_legend,
 )
-from ledger.projections.memory_target import TARGET_SOURCES
+from ledger.projections.memory_target import TARGET_SOURCES, relaxation_evidence
+from ledger.projections.person_decisions import person_lines
 from ledger.projections.report_chart import render_chart
 from ledger.projections.timeline import Step, best_after, is_failed, outcome, steps
 from stages.binding import best_impl_digest
-from stages.policy import policy_overrides
+from stages.policy import lowered_guards
 
 REPORT_FAILED_ROWS = 200
 CHART_BINS = 20
@@ -70,6 +71,7 @@ def render_report(
         f"Rendered from the ledger `custom/{md_text(op)}/events.jsonl` at "
         f"{plural(state.event_count, 'event')} (last event {md_code(short_id(state.last_event))})."
         " The full history: `tune-ledger log " + md_text(op) + "`.",
+        "## Person decisions\n\n" + _person_decisions(state),
         "## Summary\n\n" + _summary(state, walk),
         "## Time per attempt\n\n"
         f"![Time per attempt with the best so far and the target]({chart_name(op)})\n\n"
@@ -79,7 +81,6 @@ def render_report(
         "## Adopted changes\n\n" + _adopted_table(state, walk),
         "## Relaxations\n\n" + _relaxations(state),
         "## Kernel changes\n\n" + _kernel_changes(state, walk),
-        "## Person decisions\n\n" + _person_decisions(state),
         "## Failed and rolled-back attempts\n\n" + _failed_tables(walk, op),
     ]
     markdown = "\n".join(part.rstrip("\n") + "\n" for part in parts)
@@ -87,6 +88,16 @@ def render_report(
 
 
 # --- Markdown ---------------------------------------------------------------------------------
+
+
+def _person_decisions(state: State) -> str:
+    """Each guard a person lowered, by name and with the reason, first (DESIGN §3.3)."""
+    lines = person_lines(state)
+    lowered = lowered_guards(state)
+    text = "\n".join(lines) if lines else "None: every step followed the protocol's guards."
+    if lowered:
+        text += f"\n\nGuards lowered now: {'; '.join(lowered)}."
+    return text + "\n"
 
 
 def _summary(state: State, walk: Sequence[Step]) -> str:
@@ -265,22 +276,24 @@ def _adopted_table(state: State, walk: Sequence[Step]) -> str:
 
 
 def _relaxations(state: State) -> str:
-    """Every tile-limit relaxation with its basis (R3): a best beyond the seed's limits says so."""
+    """Every tile-limit relaxation with its basis and evidence (R3): a best beyond the seed's
+    limits says so."""
     if not state.relaxations:
         return "None: every config stayed within the tile-shape limits of R3.\n"
     return md_table(
-        ["relaxation #", "tile", "new limit", "basis", "event"],
+        ["relaxation #", "tile", "new limit", "basis", "evidence (measured)", "event"],
         [
             [
                 str(i),
                 md_text(r.what),
                 md_json(r.limit, 60),
                 md_text(r.basis, 200),
+                relaxation_evidence(state, r),
                 md_code(short_id(r.event)),
             ]
             for i, r in enumerate(state.relaxations, 1)
         ],
-        align="rllll",
+        align="rlllll",
     )
 
 
@@ -310,28 +323,6 @@ def _kernel_changes(state: State, walk: Sequence[Step]) -> str:
     ]
     table = md_table(["attempt #", "attempt", "kernel", "change", "outcome"], rows, align="rllll")
     return f"{needs}\n\n{table}"
-
-
-def _person_decisions(state: State) -> str:
-    """What only a person decides, as recorded: policy changes, lifted stops, a user's stop,
-    merge resolutions and accepted ledger rollbacks (R10, DESIGN §8)."""
-    lines = [
-        f"- policy {md_code(o['key'], 40)} = {md_json(o['value'], 80)} (default "
-        f"{md_json(o['default'], 80)}): {md_text(o['reason'] or 'no reason recorded', 200)}"
-        for o in policy_overrides(state)
-    ]
-    lines += [f"- utilization stop lifted: {md_text(r or 'no reason', 200)}" for r in state.resumed]
-    if state.stopped == "user":
-        lines.append(f"- the user stopped the campaign: {md_text(state.stop_detail, 200)}")
-    lines += [
-        f"- merge conflict {md_code(c, 60)} resolved as {md_code(r, 60)}"
-        for c, r in sorted(state.merge.resolved.items())
-    ]
-    lines += [
-        f"- a ledger rollback accepted (event {md_code(short_id(e))} lost)"
-        for e in state.rollbacks_accepted
-    ]
-    return "\n".join(lines) + "\n" if lines else "None.\n"
 
 
 def _failed_tables(walk: Sequence[Step], op: str) -> str:

@@ -17,8 +17,6 @@ newline convention (CRLF stays CRLF), a byte-order mark, U+2028 and every other 
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,8 +26,6 @@ from attrs import frozen
 
 from ledger.errors import BadInput
 from ledger.log import safe_files
-from ledger.projections import cache_file, view_cache
-from ledger.schema.shared_methods import SharedValue
 
 NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
 _MARKER = re.compile(r"<!-- tune-ledger:(begin|end) ([a-z][a-z0-9-]{0,39}) -->")
@@ -71,8 +67,8 @@ def _checked(name: str) -> str:
     return name
 
 
-@frozen(repr=False, eq=False)
-class Section(SharedValue):
+@frozen
+class Section:
     """One managed section: marker line indexes (0-based) and the body between, as in the file."""
 
     name: str
@@ -135,101 +131,8 @@ def _front_matter_lines(lines: Sequence[str]) -> int:
 
 
 def _marker_lines(lines: Sequence[str]) -> list[tuple[int, str, str]]:
-    """(line index, "begin"|"end", name) of every real marker, in file order: from the record
-    of a text this code wrote (`recall_markers`) when the text is that one, else parsed."""
-    key = _digest("".join(lines))
-    found = _known_markers.get(key)
-    if found is None:
-        found = _parsed_marker_lines(lines)
-        _learn_markers(key, found)
-    return list(found)
-
-
-def _learn_markers(key: str, found: list[tuple[int, str, str]]) -> None:
-    """Keep the markers of the text of digest `key` (a pure function's cache)."""
-    _known_markers[key] = found
-    while len(_known_markers) > _KNOWN_TEXTS:  # a server renders one op after another
-        del _known_markers[next(iter(_known_markers))]
-
-
-def _parsed_marker_lines(lines: Sequence[str]) -> list[tuple[int, str, str]]:
-    """`_marker_lines` parsed piece by piece.
-
-    A real marker is a top-level HTML block of one line, after which Markdown's block parser
-    starts afresh (nothing is left open), so the text after it parses as it would alone. The
-    file is cut after each line spelt as a marker that the parse of the piece before it
-    confirms; a piece is parsed once per text (`_piece_markers`), so re-rendering MEMORY.md
-    parses only the sections whose bodies changed. The whole file's parse
-    (`_whole_marker_lines`) gives the same answer (tests/test_splice_pieces.py)."""
-    skip = _front_matter_lines(lines)
-    found: list[tuple[int, str, str]] = []
-    start = skip
-    cuts = [i for i in range(skip, len(lines)) if _MARKER.fullmatch(_marker_text(lines[i]))]
-    for cut in [*cuts, len(lines) - 1]:
-        if cut < start:
-            continue
-        piece = "".join(lines[start : cut + 1])
-        markers, near = _piece_markers(piece, start == skip)
-        last = cut - start
-        if cut != len(lines) - 1 and not any(offset == last for offset, _, _ in markers):
-            continue  # spelt as a marker but inside a block: the piece goes on to the next
-        if near is not None:
-            _near_marker(start + near[0], near[1])
-        found += [(start + offset, kind, name) for offset, kind, name in markers]
-        start = cut + 1
-    return found
-
-
-def _marker_text(line: str) -> str:
-    return _bare(line).removeprefix(_BOM).strip()
-
-
-# The markers of pieces parsed lately, by the piece's text (a pure function's cache).
-_PIECES: dict[tuple[str, bool], tuple[list[tuple[int, str, str]], tuple[int, str] | None]] = {}
-_PIECES_MAX = 64
-
-
-def _piece_markers(
-    piece: str, first: bool
-) -> tuple[list[tuple[int, str, str]], tuple[int, str] | None]:
-    """The real markers of a piece parsed alone (line offsets within it), and the first line
-    that looks like a marker but is not spelt as one, if any. `first`: the piece starts the
-    file's Markdown (after any front matter), where a byte-order mark is dropped."""
-    key = (piece, first)
-    known = _PIECES.get(key)
-    if known is None:
-        lines = split_lines(piece)
-        source = piece.removeprefix(_BOM) if first else piece
-        markers: list[tuple[int, str, str]] = []
-        near: tuple[int, str] | None = None
-        for index in _one_line_blocks(source):
-            text = _marker_text(lines[index])
-            match = _MARKER.fullmatch(text)
-            if match:
-                markers.append((index, match.group(1), match.group(2)))
-            elif _NEAR_MARKER.match(text) and near is None:
-                near = (index, text)
-        known = (markers, near)
-        if len(_PIECES) >= _PIECES_MAX:
-            del _PIECES[next(iter(_PIECES))]
-        _PIECES[key] = known
-    return known
-
-
-def _one_line_blocks(source: str) -> list[int]:
-    """The line indexes of the top-level HTML blocks of one line in `source`."""
-    found = []
-    for token in _parser().parse(source):
-        if token.type != "html_block" or token.level != 0 or token.map is None:
-            continue
-        first, last = token.map
-        if last - first == 1:  # a larger HTML block: any marker text in it is its content
-            found.append(first)
-    return found
-
-
-def _whole_marker_lines(lines: Sequence[str]) -> list[tuple[int, str, str]]:
-    """`_marker_lines` by one parse of the whole file: the reference the pieces must equal."""
+    """(line index, "begin"|"end", name) of every real marker, in file order, from one parse
+    of the whole file (after any front matter)."""
     skip = _front_matter_lines(lines)
     source = "".join(lines[skip:]).removeprefix(_BOM)
     found: list[tuple[int, str, str]] = []
@@ -244,6 +147,22 @@ def _whole_marker_lines(lines: Sequence[str]) -> list[tuple[int, str, str]]:
     return found
 
 
+def _marker_text(line: str) -> str:
+    return _bare(line).removeprefix(_BOM).strip()
+
+
+def _one_line_blocks(source: str) -> list[int]:
+    """The line indexes of the top-level HTML blocks of one line in `source`."""
+    found = []
+    for token in _parser().parse(source):
+        if token.type != "html_block" or token.level != 0 or token.map is None:
+            continue
+        first, last = token.map
+        if last - first == 1:  # a larger HTML block: any marker text in it is its content
+            found.append(first)
+    return found
+
+
 def _near_marker(index: int, text: str) -> None:
     raise BadInput(
         f"MEMORY.md line {index + 1}: {text!r} looks like a tune-ledger marker but is "
@@ -254,72 +173,8 @@ def _near_marker(index: int, text: str) -> None:
     )
 
 
-# --- the markers of a text this code wrote ---------------------------------------------------
-# Markers are a pure function of the text, and parsing it is most of a splice's time (two
-# parses: the file as it is, and the result, read back). The file as it is is nearly always
-# the result this code wrote last time, so `write_if_changed` keeps that text's markers in a
-# record beside it (in the op's disposable, git-ignored cache folder) keyed by the sha256 of
-# the text, and the render path takes it in (`recall_markers`) for a text of that very digest
-# only. `check` and `audit` never read it. TUNE_LEDGER_NO_CACHE=1 bypasses it.
-_known_markers: dict[str, list[tuple[int, str, str]]] = {}
-_KNOWN_TEXTS = 8
-
-
-@functools.lru_cache(maxsize=8)
-def _digest(text: str) -> str:
-    # Kept for the last few texts (a pure function): a render takes the digest of the file it
-    # read, of the text it spliced, and again as it records that text's markers.
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _record_path(path: Path) -> Path | None:
-    if view_cache.disabled():
-        return None
-    return path.parent / view_cache.CACHE_DIR / f"markers-{path.name}.json"
-
-
-def recall_markers(path: Path | str, text: str) -> None:
-    """Take in the marker record kept beside `path` when it is the record of `text`."""
-    record = _record_path(Path(path))
-    if record is None:
-        return
-    key = _digest(text)
-    if key in _known_markers:  # this process wrote or read that very text: nothing to read
-        return
-    data = cache_file.read_cache_file(record)
-    if data is None:
-        return
-    try:
-        kept = json.loads(data)
-    except ValueError:
-        return
-    if not isinstance(kept, dict) or kept.get("sha256") != key:
-        return
-    markers = kept.get("markers")
-    if isinstance(markers, list) and all(
-        isinstance(m, list)
-        and len(m) == 3
-        and type(m[0]) is int
-        and m[1] in ("begin", "end")
-        and isinstance(m[2], str)
-        for m in markers
-    ):
-        _known_markers[key] = [(m[0], m[1], m[2]) for m in markers]
-
-
-def _remember_markers(path: Path, text: str) -> None:
-    """Keep the markers of `text`, just written as `path`, when this process knows them."""
-    record = _record_path(path)
-    key = _digest(text)
-    if record is None or key not in _known_markers:
-        return
-    data = json.dumps({"sha256": key, "markers": _known_markers[key]}, separators=(",", ":"))
-    cache_file.write_cache_file(record.parent, record.name, data.encode("utf-8"))
-
-
 def find_sections(text: str) -> list[Section]:
-    """The managed sections of `text` in file order; BadInput (with line numbers) if malformed.
-    Finding the markers is the cost, and `_marker_lines` keeps them per text."""
+    """The managed sections of `text` in file order; BadInput (with line numbers) if malformed."""
     lines = split_lines(text)
     return _sections_of(lines, _marker_lines(lines))
 
@@ -415,8 +270,7 @@ def splice(text: str, sections: Mapping[str, str], order: Sequence[str] | None =
     names += [n for n in sections if n not in names]
     lines = split_lines(text)
     newline = newline_of(text)
-    markers = _marker_lines(lines)
-    existing = {s.name: s for s in _sections_of(lines, markers)}
+    existing = {s.name: s for s in _sections_of(lines, _marker_lines(lines))}
 
     after: dict[int, list[str]] = {}
     before: dict[int, list[str]] = {}
@@ -466,63 +320,8 @@ def splice(text: str, sections: Mapping[str, str], order: Sequence[str] | None =
             placed[name] = len(out)
             out.extend(_block(name, sections[name], newline))
     result = "".join(out)
-    if before or after or at_end or not all(map(_provably_closed, sections.values())):
-        _check_read_back(result, sections, placed)
-    else:
-        _learn_markers(_digest(result), _shifted_markers(markers, existing, sections))
+    _check_read_back(result, sections, placed)
     return result
-
-
-# --- the read-back without a parse -----------------------------------------------------------
-# A real marker is a top-level HTML block of one line, after which the block parser starts
-# afresh. So when a splice only replaces bodies, the text up to the first replaced body reads
-# as before, and each new body is read from a fresh start; if nothing in a body can stay open
-# past its last line, the end marker after it is a real marker again, the parser starts afresh
-# after it, and the unchanged text that follows reads as it did: the result's markers are the
-# old ones, moved by the change in each body's length, and a parse would find just that
-# (tests/test_splice_closed.py checks it against the parse). A Markdown block that an
-# unindented `<!--` line does not end, or that turns it into something else, starts with a
-# code fence (three backticks or tildes), `<` (an HTML block: its end condition decides) or
-# `[` (a link reference definition, whose destination may be on the next line), after any
-# indentation and container prefixes (`>`, list markers). A paragraph, heading, list, block
-# quote, indented code or GFM table ends at an HTML block's first line. A body with any such
-# line is read back by the parse, as is a splice that inserts a section. One HTML block is let
-# through: an unindented comment closed on its own line (`<!-- ... -->`, as the header's
-# rendered-from and digest lines), which ends on that line at the top level, so the parser
-# starts afresh after it as after a marker; unless it is spelt as a marker or nearly so.
-_OPENER = re.compile(r"(?:[ \t>*+-]|[0-9]+[.)])*(?:```|~~~|<|\[)")
-
-
-@functools.lru_cache(maxsize=64)  # a pure function; most bodies are those of the last render
-def _provably_closed(body: str) -> bool:
-    """True when nothing in `body` can stay open past its last line (see above); False
-    also means only that the parse must decide."""
-    for line in normalize_newlines(body).split("\n"):
-        if not _OPENER.match(line):
-            continue
-        if not line.startswith("<!--") or "-->" not in line[4:] or _NEAR_MARKER.match(line):
-            return False
-    return True
-
-
-def _shifted_markers(
-    markers: Sequence[tuple[int, str, str]],
-    existing: Mapping[str, Section],
-    sections: Mapping[str, str],
-) -> list[tuple[int, str, str]]:
-    """The old markers moved by the change in length of each replaced body (whose old body
-    spans the lines between its markers)."""
-    growth: dict[int, int] = {}  # by the old end marker's line: lines gained before it
-    for name, body in sections.items():
-        old = existing[name]
-        new_lines = len(split_lines(_body(body, "\n")))
-        growth[old.end] = new_lines - (old.end - old.begin - 1)
-    shifted: list[tuple[int, str, str]] = []
-    shift = 0
-    for index, kind, name in markers:
-        shift += growth.get(index, 0) if kind == "end" else 0
-        shifted.append((index + shift, kind, name))
-    return shifted
 
 
 def _check_read_back(result: str, sections: Mapping[str, str], placed: dict[str, int]) -> None:
@@ -579,7 +378,6 @@ def write_if_changed(path: Path | str, text: str, *, root: Path | str) -> bool:
     if existing == data:
         return False
     safe_files.replace_file(target, data, root=root, durable_rename=False)
-    _remember_markers(target, text)
     return True
 
 

@@ -9,42 +9,22 @@ attempt's result with `outcome`. (The protocol's steps, the commands, are in `le
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from attrs import field, frozen
+from attrs import frozen
 
 from ledger.domain.state import Attempt, State
 from ledger.log.codec import canonical_json
-from ledger.schema.shared_methods import SharedValue
 
 
-@frozen(repr=False, eq=False)
-class Step(SharedValue):
+@frozen
+class Step:
     """An attempt with the best config and time it was measured against."""
 
     attempt: Attempt
     best_config: dict[str, Any]
     best_us: float | None
-    # What a projection rendered of this step, by name (`kept_text`); None: not kept. Only the
-    # kept walk's steps keep them (ledger/projections/walk.py): a settled attempt there, with
-    # the best it was compared with, cannot change while that walk is kept.
-    texts: dict[str, Any] | None = field(default=None, eq=False, repr=False)
-
-
-T = TypeVar("T")
-
-
-def kept_text(step: Step, name: str, render: Callable[[Step], T]) -> T:
-    """`render(step)`, computed once per step of the kept walk and kept on it by `name` (a
-    step of any other walk renders anew: its attempt may still change)."""
-    texts = step.texts
-    if texts is None:
-        return render(step)
-    if name not in texts:
-        texts[name] = render(step)
-    found: T = texts[name]
-    return found
 
 
 def baseline_config(state: State) -> dict[str, Any]:

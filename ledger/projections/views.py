@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from itertools import islice
 from typing import Any
 
 from ledger.domain import devices
@@ -84,21 +84,16 @@ def attempt_rows(
     failure: str | None = None,
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The attempts in the order they were started, filtered; the last `limit` of them.
-
-    `state.attempts` is in that order already (an attempt's seq is its position there), so
-    `--limit N` reads the newest attempts back from the end until N match: `log --limit 5`
-    sorted and filtered all 32k attempts at 100k events."""
-    matching = (
+    """The attempts in the order they were started (`state.attempts`' order), filtered; the
+    last `limit` of them."""
+    chosen = [
         a
-        for a in reversed(state.attempts.values())
+        for a in state.attempts.values()
         if (stage is None or a.stage == stage)
         and (verdict is None or a.verdict == verdict)
         and (failure is None or a.failure == failure)
-    )
-    chosen = list(islice(matching, limit) if limit else matching)
-    chosen.reverse()
-    return [attempt_row(a) for a in chosen]
+    ]
+    return [attempt_row(a) for a in (chosen[-limit:] if limit else chosen)]
 
 
 def _best(state: State) -> dict[str, Any] | None:
@@ -117,7 +112,8 @@ def status(state: State) -> dict[str, Any]:
     """The `status --json` object (DESIGN §5 keys and a few more), in time that does not grow
     with the ledger on a warm state (the points listed are bounded, the alternates indexed)."""
     from ledger.projections.conflicts import texts as conflict_texts
-    from stages import allowed, alternates
+    from stages.allowed import allowed
+    from stages.alternates import alternates
     from stages.policy import policy_overrides
 
     sheet = state.target
@@ -228,7 +224,7 @@ def resume(state: State) -> dict[str, Any]:
 
 def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
     """The fields `resume` adds to `status` (`allowed`: the status's allowed commands)."""
-    from stages.conflicts import conflicts  # only here: a cached view loads no stage machine
+    from stages.conflicts import conflicts
 
     pending = state.attempts.get(state.pending) if state.pending else None
     point = state.points.get(state.open_point) if state.open_point else None
@@ -392,6 +388,8 @@ def audit_text(report: dict[str, Any]) -> str:
         "  measurements and evidence: "
         + (", ".join(f"{k} {v}" for k, v in sorted(prov.items())) or "-"),
     ]
+    for decision in report.get("person_decisions", ()):
+        lines.append(f"  person's decision: {decision}")
     for repair in report.get("repairs", ()):
         lines.append(
             f"  repaired: torn tail at line {repair.get('line')} "
@@ -415,3 +413,16 @@ def audit_text(report: dict[str, Any]) -> str:
         lines.append(f"  manifest changed during the campaign: {digests}")
     lines.extend(f"  {f}" for f in report["findings"])
     return "\n".join(lines)
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with every float JSON cannot carry (an infinity, NaN) as null: a value an older
+    release recorded (a target so small that Baseline/Target overflows) must never make a read
+    command fail (R11)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value

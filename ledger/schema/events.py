@@ -14,7 +14,6 @@ from typing import Any, ClassVar, Literal, get_args
 from attrs import field, frozen
 
 from ledger.schema.conflicts import Conflict
-from ledger.schema.shared_methods import SharedValue
 from ledger.schema.values import (
     Binding,
     Device,
@@ -52,8 +51,8 @@ from ledger.schema.vocabulary import (
 # --- payloads ------------------------------------------------------------------------------
 
 
-@frozen(repr=False, eq=False)
-class OpInitialized(SharedValue):
+@frozen
+class OpInitialized:
     """The op's ledger was created."""
 
     TYPE: ClassVar[str] = "op.initialized"
@@ -61,8 +60,8 @@ class OpInitialized(SharedValue):
     op: str = field(validator=nonempty)
 
 
-@frozen(repr=False, eq=False)
-class CompareEvidence(SharedValue):
+@frozen
+class CompareEvidence:
     """An E2E tensor compare of the implementation with the golden reference (R1)."""
 
     TYPE: ClassVar[str] = "evidence.compare"
@@ -73,8 +72,8 @@ class CompareEvidence(SharedValue):
     origin: Origin
 
 
-@frozen(repr=False, eq=False)
-class LayoutEvidence(SharedValue):
+@frozen
+class LayoutEvidence:
     """A layout check of the implementation and its exit code (R1)."""
 
     TYPE: ClassVar[str] = "evidence.layout"
@@ -85,8 +84,8 @@ class LayoutEvidence(SharedValue):
     origin: Origin
 
 
-@frozen(repr=False, eq=False)
-class ActivationPassed(SharedValue):
+@frozen
+class ActivationPassed:
     """Both pieces of evidence pass for the current implementation (R1)."""
 
     TYPE: ClassVar[str] = "activation.passed"
@@ -96,8 +95,8 @@ class ActivationPassed(SharedValue):
     layout_event: str
 
 
-@frozen(repr=False, eq=False)
-class ActivationFailed(SharedValue):
+@frozen
+class ActivationFailed:
     """Activation failed; control goes back to the orchestrator (R1, exit 5)."""
 
     TYPE: ClassVar[str] = "activation.failed"
@@ -107,8 +106,8 @@ class ActivationFailed(SharedValue):
     handed_back_to: str = "pypto-op-orchestrator"
 
 
-@frozen(repr=False, eq=False)
-class SkillLoaded(SharedValue):
+@frozen
+class SkillLoaded:
     """A skill document was loaded into the agent's context (R2)."""
 
     TYPE: ClassVar[str] = "skill.loaded"
@@ -116,8 +115,8 @@ class SkillLoaded(SharedValue):
     name: str
 
 
-@frozen(repr=False, eq=False)
-class SkillUnloaded(SharedValue):
+@frozen
+class SkillUnloaded:
     """A skill document was unloaded (R2)."""
 
     TYPE: ClassVar[str] = "skill.unloaded"
@@ -125,8 +124,8 @@ class SkillUnloaded(SharedValue):
     name: str
 
 
-@frozen(repr=False, eq=False)
-class TargetSheetWritten(SharedValue):
+@frozen
+class TargetSheetWritten:
     """The Performance target sheet: measured baseline, target and its source (R3)."""
 
     TYPE: ClassVar[str] = "target.set"
@@ -155,12 +154,14 @@ class TargetSheetWritten(SharedValue):
     target_samples_us: tuple[float, ...] = field(default=(), converter=as_tuple)
 
 
-@frozen(repr=False, eq=False)
-class LimitRelaxed(SharedValue):
+@frozen
+class LimitRelaxed:
     """A tile-shape upper limit relaxed with its basis in profiling data (R3)."""
 
     TYPE: ClassVar[str] = "limit.relaxed"
-    SCHEMA: ClassVar[int] = 1
+    # Schema 2 (issue 27) added `evidence` and `person`; ledger/log/upcast.py reads a schema-1
+    # relaxation as one without evidence whose person is unknown.
+    SCHEMA: ClassVar[int] = 2
     what: Literal["vec", "cube"]
     limit: Any
     basis: str = field(validator=nonempty)
@@ -169,10 +170,16 @@ class LimitRelaxed(SharedValue):
     # supersedes. Two branches' relaxations that neither supersedes are a merge conflict
     # (DESIGN §8). None, and left out of the line, only in relaxations recorded before issue 18.
     supersedes: tuple[str, ...] | None = None
+    # The measured attempts of this op the relaxation rests on (R3); empty only when a person
+    # relaxed without evidence (`person` then names them).
+    evidence: tuple[str, ...] = field(default=(), converter=as_tuple)
+    # Who decided a relaxation without evidence (a person's decision, DESIGN §3.3); None when
+    # the relaxation rests on evidence, or (a schema-1 relaxation) the person is unknown.
+    person: str | None = None
 
 
-@frozen(repr=False, eq=False)
-class StageEntered(SharedValue):
+@frozen
+class StageEntered:
     """A stage of the pipeline was entered (R4)."""
 
     TYPE: ClassVar[str] = "stage.entered"
@@ -180,8 +187,8 @@ class StageEntered(SharedValue):
     stage: Stage
 
 
-@frozen(repr=False, eq=False)
-class StageExited(SharedValue):
+@frozen
+class StageExited:
     """A stage was exited under one of its exit conditions (R4)."""
 
     TYPE: ClassVar[str] = "stage.exited"
@@ -191,8 +198,8 @@ class StageExited(SharedValue):
     reason: str = ""
 
 
-@frozen(repr=False, eq=False)
-class PointOpened(SharedValue):
+@frozen
+class PointOpened:
     """An optimization point of the current stage was opened (R7)."""
 
     TYPE: ClassVar[str] = "point.opened"
@@ -203,8 +210,8 @@ class PointOpened(SharedValue):
     knobs: tuple[str, ...] = ()
 
 
-@frozen(repr=False, eq=False)
-class PointClosed(SharedValue):
+@frozen
+class PointClosed:
     """An optimization point was closed: exhausted, not applicable, or by the agent (R7)."""
 
     TYPE: ClassVar[str] = "point.closed"
@@ -215,8 +222,8 @@ class PointClosed(SharedValue):
     reason: str = field(validator=nonempty)
 
 
-@frozen(repr=False, eq=False)
-class AttemptStarted(SharedValue):
+@frozen
+class AttemptStarted:
     """One change was applied and awaits verification (R5, R6, R7).
 
     Its id is the first characters of this event's id. `config` is the full resulting config.
@@ -236,8 +243,8 @@ class AttemptStarted(SharedValue):
     retry_override: str | None = None
 
 
-@frozen(repr=False, eq=False)
-class AttemptMeasured(SharedValue):
+@frozen
+class AttemptMeasured:
     """The verifier's result for an attempt: accuracy, layout and time samples (R8, R11)."""
 
     TYPE: ClassVar[str] = "attempt.measured"
@@ -260,8 +267,8 @@ class AttemptMeasured(SharedValue):
     device: Device | None = None
 
 
-@frozen(repr=False, eq=False)
-class VerdictReached(SharedValue):
+@frozen
+class VerdictReached:
     """The ledger's verdict on a measured attempt, with the statistics that decided it (R8)."""
 
     TYPE: ClassVar[str] = "attempt.verdict"
@@ -281,8 +288,8 @@ class VerdictReached(SharedValue):
     policy: dict[str, Any] = field(factory=dict)
 
 
-@frozen(repr=False, eq=False)
-class BestRemeasured(SharedValue):
+@frozen
+class BestRemeasured:
     """The best's config measured again on another device (issue 29): that measurement is the
     best from here on, so later verdicts compare measurements of one device (R8). Written with
     the attempt's `attempt.measured`, instead of a verdict: no speed is claimed."""
@@ -293,8 +300,8 @@ class BestRemeasured(SharedValue):
     previous: str | None  # the best it stands for: an attempt id, None for the baseline
 
 
-@frozen(repr=False, eq=False)
-class AttemptFailed(SharedValue):
+@frozen
+class AttemptFailed:
     """An attempt failed to run or verify; the verdict is rollback (R7, R8)."""
 
     TYPE: ClassVar[str] = "attempt.failed"
@@ -305,8 +312,8 @@ class AttemptFailed(SharedValue):
     origin: Origin | None = None
 
 
-@frozen(repr=False, eq=False)
-class AttemptAbandoned(SharedValue):
+@frozen
+class AttemptAbandoned:
     """A pending attempt was given up without a result, e.g. after a crash (R6)."""
 
     TYPE: ClassVar[str] = "attempt.abandoned"
@@ -315,8 +322,8 @@ class AttemptAbandoned(SharedValue):
     reason: str = field(validator=nonempty)
 
 
-@frozen(repr=False, eq=False)
-class ReportGenerated(SharedValue):
+@frozen
+class ReportGenerated:
     """A tuning report was written (needed before the algorithm stage, R4)."""
 
     TYPE: ClassVar[str] = "report.generated"
@@ -325,8 +332,8 @@ class ReportGenerated(SharedValue):
     digest: str
 
 
-@frozen(repr=False, eq=False)
-class CampaignStopped(SharedValue):
+@frozen
+class CampaignStopped:
     """Tuning stopped: target reached, utilization limit, or the user (R10)."""
 
     TYPE: ClassVar[str] = "campaign.stopped"
@@ -335,21 +342,24 @@ class CampaignStopped(SharedValue):
     detail: str = ""
 
 
-@frozen(repr=False, eq=False)
-class PolicySet(SharedValue):
+@frozen
+class PolicySet:
     """A policy threshold of this op was set; later decisions apply it (DESIGN §3)."""
 
     TYPE: ClassVar[str] = "policy.set"
-    SCHEMA: ClassVar[int] = 1
+    # Schema 2 (issue 27) added `person`: who lowered a guard. A schema-1 policy.set reads
+    # with person None (unknown).
+    SCHEMA: ClassVar[int] = 2
     key: str
     value: Any
     reason: str = ""
-    # The person who decided (issue 29.5: loosening a budget); left out of the line when None.
+    # The person who decided a change that lowers a guard, loosening a budget among them
+    # (DESIGN §3.3); None otherwise.
     person: str | None = None
 
 
-@frozen(repr=False, eq=False)
-class NoteAdded(SharedValue):
+@frozen
+class NoteAdded:
     """Free text recorded by the agent or a reviewer."""
 
     TYPE: ClassVar[str] = "note.added"
@@ -357,8 +367,8 @@ class NoteAdded(SharedValue):
     text: str = field(validator=nonempty)
 
 
-@frozen(repr=False, eq=False)
-class LedgerRepaired(SharedValue):
+@frozen
+class LedgerRepaired:
     """A torn tail was moved to a quarantine file before this append (DESIGN §4)."""
 
     TYPE: ClassVar[str] = "ledger.repaired"
@@ -369,8 +379,8 @@ class LedgerRepaired(SharedValue):
     digest: str
 
 
-@frozen(repr=False, eq=False)
-class ManifestRecorded(SharedValue):
+@frozen
+class ManifestRecorded:
     """SPEC.md's op manifest as the campaign uses it from here on (DESIGN §4, R5-R7, R11).
 
     `declared` is the front matter's manifest fields as plain data, so replay knows the knobs,
@@ -384,8 +394,8 @@ class ManifestRecorded(SharedValue):
     declared: dict[str, Any] = field(converter=json_object)
 
 
-@frozen(repr=False, eq=False)
-class ConflictResolved(SharedValue):
+@frozen
+class ConflictResolved:
     """A protocol conflict created by merging branches was resolved by a recorded decision."""
 
     TYPE: ClassVar[str] = "conflict.resolved"
@@ -400,8 +410,8 @@ class ConflictResolved(SharedValue):
 # --- reliability (issue 20): repairs and confirmations written outside the protocol's steps --
 
 
-@frozen(repr=False, eq=False)
-class NewlineRestored(SharedValue):
+@frozen
+class NewlineRestored:
     """The ledger's last line verified completely but had lost its newline, which was written
     back before this append instead of quarantining the event (DESIGN §4.3)."""
 
@@ -411,16 +421,19 @@ class NewlineRestored(SharedValue):
     event: str
 
 
-@frozen(repr=False, eq=False)
-class RollbackAccepted(SharedValue):
+@frozen
+class RollbackAccepted:
     """A person accepted that the ledger no longer holds `missing`, the last event MEMORY.md
     was rendered from (a rollback or truncation), for `reason` (DESIGN §7.5)."""
 
     TYPE: ClassVar[str] = "ledger.rollback_accepted"
-    SCHEMA: ClassVar[int] = 1
+    # Schema 2 (issue 27) added `person`; a schema-1 acceptance reads with person None
+    # (unknown).
+    SCHEMA: ClassVar[int] = 2
     missing: str = field(validator=nonempty)
     events: int = field(converter=integer)  # how many events MEMORY.md was rendered from
     reason: str = field(validator=nonempty)
+    person: str | None = None
 
 
 # --- end of the reliability block ------------------------------------------------------------
@@ -429,8 +442,8 @@ class RollbackAccepted(SharedValue):
 # --- protocol fidelity (issue 15 items 6, 8): how a stopped campaign ends or goes on ---------
 
 
-@frozen(repr=False, eq=False)
-class CampaignHandedBack(SharedValue):
+@frozen
+class CampaignHandedBack:
     """The stopped campaign's result was handed back to the orchestrator with its report (R10)."""
 
     TYPE: ClassVar[str] = "campaign.handed_back"
@@ -440,15 +453,16 @@ class CampaignHandedBack(SharedValue):
     summary: str = ""
 
 
-@frozen(repr=False, eq=False)
-class CampaignResumed(SharedValue):
+@frozen
+class CampaignResumed:
     """The user lifted a utilization stop, or a person a budget stop; tuning goes on (R10)."""
 
     TYPE: ClassVar[str] = "campaign.resumed"
-    SCHEMA: ClassVar[int] = 1
+    # Schema 2 (issue 27) added `person`; a schema-1 resume reads with person None (unknown).
+    SCHEMA: ClassVar[int] = 2
     lifted: str
     reason: str = field(validator=nonempty)
-    # The person who decided (a budget stop needs one); left out of the line when None.
+    # The person who decided (lifting a budget stop needs one, DESIGN §3.3); None otherwise.
     person: str | None = None
 
 

@@ -12,7 +12,6 @@ from typing import Any
 import attrs
 from attrs import field, frozen
 
-from ledger.schema.shared_methods import SharedValue
 from ledger.schema.vocabulary import OriginLevel
 
 # --- value checks (R11) -------------------------------------------------------------------
@@ -105,8 +104,8 @@ def json_object(value: Any) -> dict[str, Any]:
 # --- shared parts ----------------------------------------------------------------------------
 
 
-@frozen(repr=False, eq=False)
-class CachedRun(SharedValue):
+@frozen
+class CachedRun:
     """A result recorded from the measurement cache: the entry's key, and when and where the
     run that produced it really ran (its command, exit code and output are the origin's)."""
 
@@ -115,8 +114,8 @@ class CachedRun(SharedValue):
     host: str
 
 
-@frozen(repr=False, eq=False)
-class Origin(SharedValue):
+@frozen
+class Origin:
     """Where measured data came from: the command or tool, its version and output digest."""
 
     level: OriginLevel
@@ -140,8 +139,8 @@ def _text_or_none(value: Any) -> str | None:
     return str(value)
 
 
-@frozen(repr=False, eq=False)
-class Device(SharedValue):
+@frozen
+class Device:
     """The device a measurement ran on, as its verifier named it (issue 29): the run mode
     (`sim`, `npu`), the part (SoC), the device's number on its host, the CANN toolkit's and the
     driver's versions; each None when the verifier did not say. A measurement that names no
@@ -159,16 +158,16 @@ def json_object_or_none(value: Any) -> dict[str, Any] | None:
     return None if value is None else json_object(value)
 
 
-@frozen(repr=False, eq=False)
-class Binding(SharedValue):
+@frozen
+class Binding:
     """What a measurement says it ran (R11): the config and the kernel file's sha256."""
 
     config: dict[str, Any] | None = field(default=None, converter=json_object_or_none)
     impl_digest: str | None = None
 
 
-@frozen(repr=False, eq=False)
-class OutputCheck(SharedValue):
+@frozen
+class OutputCheck:
     """One output of an E2E tensor compare: all_close, and the largest difference if known."""
 
     name: str = field(validator=nonempty)

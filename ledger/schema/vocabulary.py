@@ -1,9 +1,8 @@
 """The protocol's vocabularies: stages, skills (with R2's budget), verdicts, failures, attempt
 kinds, stop reasons, exit conditions, target sources and origin levels.
 
-Apart from the payload value classes (ledger/schema/values.py) because a command that needs
-only the words, such as `log`'s `--stage` choices when it prints from the view cache, should
-not define attrs classes to get them.
+Apart from the payload value classes (ledger/schema/values.py): a module that needs only the
+words, such as `log`'s `--stage` choices, need not define attrs classes to get them.
 """
 
 from __future__ import annotations

@@ -6,39 +6,39 @@ optimistic concurrency, re-render MEMORY.md. The CLI is a thin layer over it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
-from ledger.domain.replay import evolve, folder, replay
+from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.domain.units import check_op_name
 from ledger.errors import BadInput, Conflict, HandBack, LedgerError
 from ledger.log import codec
 from ledger.log.files import LEDGER_NAME, ledger_path
 from ledger.log.record import Draft, Event, converter
-from ledger.log.store import AppendResult, FileStore, MemoryStore, Store, Tip
-from ledger.schema.shared_methods import SharedValue
-from ledger.shell import portable, rollback, state_snapshot
+from ledger.log.store import AppendResult, FileStore, MemoryStore, Position, Store
+from ledger.shell import portable, rollback
 
-# MEMORY.md's rendering and the view cache are imported where a command writes them: a read
-# (`priors`, `log`, a `status` whose cache missed) needs neither, and every module is paid for
-# by each process (issue 19 times whole commands beside `python -c "import click"`).
+# MEMORY.md's rendering is imported where a command writes it: a read (`priors`, `log`,
+# `status`) needs none of it.
 if TYPE_CHECKING:
     from typing import Unpack
 
     from ledger.schema.events import Payload
     from ledger.shell.workflows import EvidenceKind, Running
-    from stages import Decision, Refusal
+    from stages.outcome import Decision
+    from stages.refusal import Refusal
 
 # Appends retried after another writer got in first; more means a livelock, which is a bug.
 _MAX_CONFLICT_RETRIES = 20
 
 
-@frozen(repr=False, eq=False)
-class StepResult(SharedValue):
+@frozen
+class StepResult:
     """What a command did: the events it appended (or found, for a retried key) and warnings."""
 
     events: tuple[Event, ...]
@@ -49,12 +49,12 @@ class StepResult(SharedValue):
     replayed: bool = False  # True when an idempotency key returned an earlier result
 
 
-@frozen(repr=False, eq=False)
-class Loaded(SharedValue):
+@frozen
+class Loaded:
     """The state replayed from an op's verified log, and where that log ends (its head, size
     and any torn tail; the events themselves are not kept: `store.read()` has them)."""
 
-    tip: Tip
+    position: Position
     state: State
 
 
@@ -75,13 +75,9 @@ class OpLedger:
         # Where the ledger file is (or would be): named in messages even for a store in memory.
         self.path = ledger_path(self.root, self.op)
         self.store: Store = FileStore(self.path, self.root) if store is None else store
-        # The state replayed from the store and the tip it was read at: this OpLedger owns
+        # The state replayed from the store and the position it was read at: this OpLedger owns
         # that accumulator and folds its own commands into it (see `execute`).
         self._loaded: Loaded | None = None
-        # The disposable snapshot (ledger/shell/state_snapshot.py) that `_loaded` extends, and
-        # whether `_loaded` was restored from one (then `load(snapshot=False)` replays anew).
-        self._snapshot: state_snapshot.Restored | None = None
-        self._from_snapshot = False
         self.memory_path = self.dir / "MEMORY.md"
         self.report_path = self.dir / f"{self.op}_tuning_report.md"
 
@@ -108,57 +104,30 @@ class OpLedger:
                 hint=f"run `tune-ledger init {self.op}` first (or check --root)",
             )
 
-    def load(self, *, snapshot: bool = True) -> Loaded:
+    def load(self) -> Loaded:
         """Read and verify the log, and replay it event by event as it is verified.
 
         While nothing has written to the ledger since, a later call returns the same Loaded
-        (checked as an append checks its tip): one CLI command looks up a retried key, resolves
+        (checked as an append checks its position): one CLI command looks up a retried key, resolves
         an attempt id and then decides, and each used to replay the whole ledger. `execute`
-        folds its new events into that state and keeps it with the tip after its append.
+        folds its new events into that state and keeps it with the position after its append.
         When another writer appended since, only its bytes are verified and folded (a server
-        keeps its OpLedgers between calls); a rewritten or damaged ledger is read again whole.
-
-        A new OpLedger starts from the disposable state snapshot beside a ledger file when it
-        matches the file (ledger/shell/state_snapshot.py), verifying and folding only the
-        bytes after it; `snapshot=False` (audit, check) never reads it."""
+        keeps its OpLedgers between calls); a rewritten or damaged ledger is read again whole."""
         self.require()
         kept = self._loaded
-        if kept is not None and not snapshot and self._from_snapshot:
-            kept = self._loaded = None  # a caller that trusts only the ledger's bytes
         if kept is not None:
-            if self.store.unchanged_since(kept.tip):
+            if self.store.unchanged_since(kept.position):
                 return kept
-            tip = self.store.stream_after(kept.tip, folder(kept.state))
-            if tip is not None:
-                self._loaded = Loaded(tip=tip, state=kept.state)
+            position = self.store.stream_after(kept.position, functools.partial(evolve, kept.state))
+            if position is not None:
+                self._loaded = Loaded(position=position, state=kept.state)
                 return self._loaded
             # The kept state may hold part of what could not be resumed: it is dropped.
             self._loaded = None
-        use_snapshot = snapshot and state_snapshot.enabled(self.store)
-        if use_snapshot:
-            assert isinstance(self.store, FileStore)
-            restored = state_snapshot.restore(self.store, self.op, evolve)
-            if restored is not None:
-                self._snapshot, self._from_snapshot = restored, True
-                self._loaded = Loaded(tip=restored.tip, state=restored.state)
-                return self._loaded
         state = State()
-        tip = self.store.stream(folder(state))
-        self._loaded = Loaded(tip=tip, state=state)
-        self._snapshot, self._from_snapshot = None, False
+        position = self.store.stream(functools.partial(evolve, state))
+        self._loaded = Loaded(position=position, state=state)
         return self._loaded
-
-    def keep_snapshot(self) -> None:
-        """Leave a state snapshot for the next process when this one replayed the whole ledger
-        (a read command calls it once done; a writing command leaves one after its append, and
-        a refused one writes nothing)."""
-        loaded = self._loaded
-        if loaded is None or self._snapshot is not None or not state_snapshot.enabled(self.store):
-            return
-        assert isinstance(self.store, FileStore)
-        self._snapshot = state_snapshot.remember(
-            self.store, self.op, loaded.state, loaded.tip, None, _warm_projections
-        )
 
     def earlier(self, key: str, request: str) -> StepResult | None:
         """The original result of a command retried with idempotency key `key`, or None.
@@ -187,9 +156,17 @@ class OpLedger:
         verifier runs again. `decider` replaces `stages.decide` for commands outside the
         protocol's steps (merge-conflict resolutions), which append the same way.
         """
-        from stages import Refusal, decide
+        from stages.decide import decide
+        from stages.refusal import Refusal
 
         decide_step = decider or decide
+        if getattr(command, "legacy", False):
+            # Only audit re-decides an event recorded before issue 27 by the rules of its time;
+            # a step appended now follows today's (a person's decision needs a person).
+            raise BadInput(
+                "legacy=True re-decides an old event in audit; it cannot be appended",
+                hint="drop legacy; a person's decision names the person (person=NAME)",
+            )
         request = request or request_digest(command)
         # Recorded as template plus values: no path of this machine (issue 27.7).
         command = portable.command(command, self.root)
@@ -233,30 +210,22 @@ class OpLedger:
         drafts = [Draft(payload=p, provenance=written_by) for p in payloads]
         if loaded is None:
             return self.store.append(drafts, expected_head=())
-        return self.store.append(drafts, expected_head=loaded.tip.head, tip=loaded.tip)
+        return self.store.append(
+            drafts, expected_head=loaded.position.head, position=loaded.position
+        )
 
     def _after_append(self, written: AppendResult, state: State) -> tuple[State, tuple[str, ...]]:
         """Fold what was written into the state it was decided on, which is then the ledger's
-        state (no second read and replay), render MEMORY.md from it and cache its views for
-        the next `status`; return it with the warnings of rendering."""
-        from ledger.projections import view_cache
-
+        state (no second read and replay), render MEMORY.md from it; return it with the
+        warnings of rendering."""
         new_state = replay([*written.repairs, *written.events], state)
-        # The state moved on with the ledger: keep it with the tip after the append, so the
-        # next load needs no replay. Without that tip (the store re-read the file), the next
-        # load replays; the kept tip no longer matches the file, so it cannot return it stale.
-        self._loaded = None if written.tip is None else Loaded(tip=written.tip, state=new_state)
-        warnings = self._render_after_append(new_state)
-        if isinstance(self.store, FileStore) and not view_cache.disabled():
-            # Both caches are keyed by the ledger's position after the append: read it once.
-            now = view_cache.position(self.store.path)
-            view_cache.remember(self.store.path, self.op, new_state, written.head[-1], now)
-            if state_snapshot.enabled(self.store):
-                self._snapshot = state_snapshot.remember(
-                    self.store, self.op, new_state, written.tip, self._snapshot,
-                    _warm_projections, now,
-                )  # fmt: skip
-        return new_state, warnings
+        # The state moved on with the ledger: keep it with the position after the append, so
+        # the next load needs no replay. Without that position (the store re-read the file),
+        # the next load replays; the kept one no longer matches the file, so it cannot be stale.
+        self._loaded = (
+            None if written.position is None else Loaded(position=written.position, state=new_state)
+        )
+        return new_state, self._render_after_append(new_state)
 
     def _keep_kernels(self, written: AppendResult, state: State) -> tuple[str, ...]:
         """Keep the kernels the appended events bind in custom/OP/kernels/ (issue 27.6;
@@ -301,9 +270,7 @@ class OpLedger:
             # Re-rendering MEMORY.md from a rolled-back ledger would erase the only trace.
             rollback.refuse_unaccepted(self.store, self.memory_path, state, self.op)
         existing = splice.read_text(self.memory_path)
-        if existing is not None:  # the markers this code recorded when it wrote the file
-            splice.recall_markers(self.memory_path, existing)
-        position = memory_file.Position(events=state.event_count, last=state.last_event or "")
+        position = state.position
         text = memory_file.render_memory(existing, state, effective_policy(state), position)
         return splice.write_if_changed(self.memory_path, text, root=self.root)
 
@@ -361,27 +328,6 @@ class OpLedger:
         return cmd.RecordReport(path=relative, digest=codec.digest(markdown.encode("utf-8")))
 
 
-def _warm_projections(state: State) -> None:
-    """Build the indexes that rendering MEMORY.md, the views and the idea check (R9) keep in
-    `state.derived`, before a new snapshot is written.
-
-    The state snapshot carries them, so a snapshot written by a read command (which renders
-    neither), or by a write that checked no idea, would leave every later command to build
-    them over all the attempts: ~0.3 s at 100k events, each time, and every part of the
-    attempts unpickled (ledger/domain/lazy_attempts.py). Warm, this costs O(new attempts)."""
-    from ledger.projections import view_cache
-    from ledger.projections.memory_sections import render_sections
-    from stages.policy import effective_policy
-    from stages.retry import warm_idea_index
-
-    try:
-        render_sections(state, effective_policy(state))
-        view_cache.render(state, [])
-        warm_idea_index(state)
-    except Exception:  # noqa: BLE001 - an optimisation: a command that renders will report it
-        state.derived.clear()  # an index left half-extended must not be carried on
-
-
 def _with_key(written_by: Any, key: str, request: str) -> Any:
     from attrs import evolve
 
@@ -398,7 +344,7 @@ def _replayed(loaded: Loaded, key: str, request: str) -> StepResult | None:
 
 def _raise_recorded_refusal(events: Sequence[Event], state: State) -> None:
     """A retried failed activation fails again: its hand-back is the original result (R1)."""
-    from stages import allowed
+    from stages.allowed import allowed
 
     failed = next((e for e in events if e.type == "activation.failed"), None)
     if failed is None:

@@ -18,10 +18,11 @@ from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.errors import LedgerError
 from ledger.git import merge
-from ledger.log import codec, store, verification
+from ledger.log import codec, integrity, store
 from ledger.log.record import Event, converter, unstructure_payload
 from ledger.projections import conflicts as conflict_view
 from ledger.projections import memory_file, splice
+from ledger.projections.person_decisions import person_lines
 from ledger.schema import events as ev
 from ledger.schema.events import Binding, Device, Origin, OutputCheck
 from ledger.shell import audit_trust as trust
@@ -145,6 +146,10 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
             limit=d["limit"],
             basis=d["basis"],
             record_premise="supersedes" in d,
+            evidence=tuple(d["evidence"]),
+            person=d["person"],
+            # Before issue 27 a relaxation named neither evidence nor a person.
+            legacy=not d["evidence"] and d["person"] is None,
         ),
     ),
     (ev.StageEntered, lambda d: cmd.EnterStage(stage=d["stage"])),
@@ -183,7 +188,13 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (
         ev.PolicySet,
         lambda d: cmd.SetPolicy(
-            key=d["key"], value=d["value"], reason=d["reason"], person=d.get("person")
+            key=d["key"],
+            value=d["value"],
+            reason=d["reason"],
+            person=d["person"],
+            # Before issue 27 no policy.set named a person (and between issue 29 and its merge
+            # only a loosened budget did): decided by the rules of its time.
+            legacy=d["person"] is None,
         ),
     ),
     (ev.NoteAdded, lambda d: cmd.AddNote(text=d["text"])),
@@ -201,7 +212,9 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (ev.CampaignHandedBack, lambda d: cmd.HandBack(summary=d["summary"])),
     (
         ev.CampaignResumed,
-        lambda d: cmd.ResumeCampaign(reason=d["reason"], person=d.get("person")),
+        lambda d: cmd.ResumeCampaign(
+            reason=d["reason"], person=d["person"], legacy=d["person"] is None
+        ),
     ),
 )
 
@@ -234,7 +247,9 @@ def legality_findings(events: Sequence[Event], lines: Sequence[int] | None = Non
     branches, each side's steps were decided without the other's, and what breaks a rule
     only in combination is a conflict (stages/conflicts.py), not a finding.
     """
-    from stages import Refusal, decide, resolve
+    from stages import resolve
+    from stages.decide import decide
+    from stages.refusal import Refusal
 
     findings: list[str] = []
     causal = merge.CausalReplay(events)
@@ -303,7 +318,7 @@ def schema_findings(events: Sequence[Event], lines: Sequence[int] | None = None)
     """Structure every payload with the current schema; report those that do not fit."""
     types = {event.id: event.type for event in events}
     findings = []
-    for found in verification.schema_findings(events, lines):
+    for found in integrity.schema_findings(events, lines):
         event_id = str(found.event_id)  # a schema finding always names its event
         findings.append(f"line {found.line} ({event_id[:12]} {types[event_id]}): {found.message}")
     return findings
@@ -347,12 +362,12 @@ def provenance_summary(events: Sequence[Event]) -> dict[str, int]:
 def check_memory_file(ledger: OpLedger, loaded: Loaded | None = None) -> list[str]:
     """Findings about MEMORY.md: missing, stale, or hand-edited managed sections."""
     if loaded is None:
-        loaded = ledger.load(snapshot=False)  # audit and check trust the ledger's bytes only
+        loaded = ledger.load()
     if not ledger.memory_path.exists():
         return [f"{ledger.memory_path}: missing; run `tune-ledger render {ledger.op}`"]
     text = splice.read_text(ledger.memory_path) or ""
     state = loaded.state
-    position = memory_file.Position(events=state.event_count, last=state.last_event or "")
+    position = state.position
     findings = memory_file.check_memory(text, position)
     # Named first: the stale finding alone would send a reader to `render`, which is refused.
     found = rollback.find(ledger.store, ledger.memory_path, state)
@@ -390,7 +405,7 @@ def audited(ledger: OpLedger) -> Audited:
 
     events = log.events
     state = replay(events)
-    loaded = Loaded(tip=log.tip(), state=state)
+    loaded = Loaded(position=log.position(), state=state)
     lines = list(range(1, len(events) + 1))
     findings = [f"{path}:{f}" for f in integrity]
     findings += [f"{path}:{f}" for f in schema_findings(events, lines)]
@@ -405,6 +420,8 @@ def audited(ledger: OpLedger) -> Audited:
         "op": ledger.op,
         "events": len(events),
         "findings": findings,
+        # Each guard a person lowered, by name and reason, first (DESIGN §3.3).
+        "person_decisions": [line.removeprefix("- ") for line in person_lines(state)],
         "provenance": provenance_summary(events),
         "overrides": [{"attempt": a, "reason": r} for a, r in state.overrides],
         "repairs": list(state.repairs),

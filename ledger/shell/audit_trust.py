@@ -90,14 +90,19 @@ def manifests(events: Sequence[Event]) -> list[dict[str, Any]]:
 
 
 def campaign_decisions(events: Sequence[Event]) -> list[str]:
-    """The user's and agent's decisions about a stopped campaign (R10): each utilization stop
-    lifted, with its reason, and each hand-back to the orchestrator, in ledger order."""
+    """The person's and agent's decisions about a stopped campaign (R10): each stop lifted
+    (utilization or budget), with its reason, and each hand-back to the orchestrator, in
+    ledger order."""
     found = []
+    stopped = "utilization"  # the only stop lifted before budgets (issue 29)
     for event in events:
         data = event.data
-        if event.type == "campaign.resumed":
+        if event.type == "campaign.stopped":
+            stopped = str(data["reason"])
+        elif event.type == "campaign.resumed":
+            who = data.get("person") or "a person unknown (recorded before issue 27)"
             found.append(
-                f"utilization stop lifted by the user ({attempt_id(event.id)}): {data['reason']}"
+                f"{stopped} stop lifted by {who} ({attempt_id(event.id)}): {data['reason']}"
                 f" (the stop: {data['lifted'] or 'no detail recorded'})"
             )
         elif event.type == "campaign.handed_back":

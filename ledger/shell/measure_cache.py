@@ -66,7 +66,7 @@ DETERMINISTIC_FAILURES = ("compile", "accuracy", "layout")
 PROBE_TIMEOUT_S = 60.0
 # Not the kernel's: byte code, anywhere; the disposable caches beside the ledger.
 _NOT_THE_KERNELS = frozenset({"__pycache__"})
-_OWN_FOLDERS = frozenset({".tune-ledger-cache"})
+_OWN_FOLDERS = frozenset({".tune-ledger-cache"})  # of older releases
 # The temporary file of an atomic replace (safe_files.replace_file), seen mid-write.
 _TEMPORARY = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")
 

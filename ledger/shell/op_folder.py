@@ -14,7 +14,6 @@ from attrs import frozen
 from ledger.domain.manifest import parse_manifest, read_front_matter
 from ledger.errors import BadInput
 from ledger.log import safe_files
-from ledger.schema.shared_methods import SharedValue
 from ledger.shell import layout_check
 from ledger.shell.manifest_file import read_spec
 
@@ -22,8 +21,8 @@ IMPL_NAMES = ("INPUT_NAMES", "OUTPUT_NAMES", "DTYPES", "resolve_config", "build_
 GOLDEN_NAMES = ("make_inputs", "golden")
 
 
-@frozen(repr=False, eq=False)
-class Violation(SharedValue):
+@frozen
+class Violation:
     """One way the folder breaks the contract."""
 
     file: str

@@ -27,7 +27,6 @@ from ledger.priors.profile import OpProfile, profile
 from ledger.priors.rank import Proposal, propose
 from ledger.priors.scan import ScanResult, scan_paths
 from ledger.priors.sources import OtherOp, ledger_priors, source_priors
-from ledger.schema.shared_methods import SharedValue
 from ledger.shell.api import OpLedger
 from ledger.shell.manifest_file import read_front_matter_of, spec_path
 from stages.target import vec_limit
@@ -35,8 +34,8 @@ from stages.target import vec_limit
 KNOWLEDGE_FILE = "data/priors.json"
 
 
-@frozen(repr=False, eq=False)
-class Gathered(SharedValue):
+@frozen
+class Gathered:
     """A proposal and what was read to make it."""
 
     proposal: Proposal
@@ -136,7 +135,6 @@ def gather(
     op's OpLedger when the caller keeps one (the CLI keeps it to the end of the process)."""
     ledger = OpLedger(root, op) if ledger is None else ledger
     state = ledger.load().state
-    ledger.keep_snapshot()  # the next command starts from this state, unless the file moves
     focus = resolve_focus(state, point=point, stage=stage, keys=keys)
     current, notes = read_profile(ledger.dir, op)
     others, other_notes = load_others(root, op, ledgers)

@@ -1,12 +1,12 @@
 """Rollback detection: a ledger that lost the event MEMORY.md was rendered from is not written.
 
-MEMORY.md is committed beside the ledger, and its header records the last event it was rendered
-from (`memory_file.Position`). When the ledger no longer holds that event, it was replaced by an
-older copy or truncated behind MEMORY.md's back, and the next append would re-render MEMORY.md
-and erase the only trace, with the failed attempts (and their R9 refusals) gone (issue 20, item
-3). Writing is then refused (exit 7) until a person records `accept-rollback`; reads go on.
+MEMORY.md is committed beside the ledger, and its header records the position it was rendered
+from (`ledger.log.position.Position`: events and the last one's id). When the ledger no longer
+holds that event, it was replaced by an older copy or truncated behind MEMORY.md's back, and the
+next append would re-render MEMORY.md and erase the only trace, with the failed attempts (and
+their R9 refusals) gone (issue 20, item 3). Writing is then refused (exit 7) until a person
+records `accept-rollback`; reads go on.
 
-The view cache is not evidence: it is local and ignored by git, so a branch switch would trip it.
 After `git checkout` of an older commit MEMORY.md is older too, so the two agree.
 """
 
@@ -20,8 +20,8 @@ from attrs import frozen
 
 from ledger.errors import BadInput, LedgerDamaged
 from ledger.log import safe_files
+from ledger.log.position import Position
 from ledger.schema.events import RollbackAccepted
-from ledger.schema.shared_methods import SharedValue
 
 # MEMORY.md's header is parsed (ledger.projections.memory_file, which imports the splice and
 # its formatting) only where a rollback is looked for: `priors` imports this module through
@@ -29,8 +29,8 @@ from ledger.schema.shared_methods import SharedValue
 if TYPE_CHECKING:
     from ledger.domain.state import State
     from ledger.log.store import Store
-    from ledger.projections.memory_file import Position
     from stages.outcome import Decision
+    from stages.refusal import Refusal
 
 # How much of MEMORY.md is read first to find its header (a fresh template puts it at the top).
 _HEAD_BYTES = 4096
@@ -39,21 +39,22 @@ _HEAD_BYTES = 4096
 READS = ("status", "resume", "log", "audit", "check")
 
 
-@frozen(repr=False, eq=False)
-class Rollback(SharedValue):
+@frozen
+class Rollback:
     """What MEMORY.md was rendered from, which the ledger lost, and where the ledger ends now."""
 
     memory: Position
     ledger: Position
 
 
-@frozen(repr=False, eq=False)
-class AcceptRollback(SharedValue):
+@frozen
+class AcceptRollback:
     """Accept that the ledger lost `missing`, the last event MEMORY.md was rendered from."""
 
     missing: str
     events: int
     reason: str
+    person: str | None = None
 
 
 def find(store: Store, memory_path: Path, state: State) -> Rollback | None:
@@ -66,9 +67,7 @@ def find(store: Store, memory_path: Path, state: State) -> Rollback | None:
         return None
     if holds(store.read_bytes(), recorded.last):  # MEMORY.md is merely stale
         return None
-    from ledger.projections.memory_file import Position
-
-    return Rollback(memory=recorded, ledger=Position(state.event_count, state.last_event or ""))
+    return Rollback(memory=recorded, ledger=state.position)
 
 
 def holds(data: bytes, event_id: str) -> bool:
@@ -101,7 +100,7 @@ def damaged(found: Rollback, ledger_name: str, op: str) -> LedgerDamaged:
         allowed=(*READS, "accept-rollback"),
         hint=f"restore events.jsonl (from git or a backup) so that it holds "
         f"{found.memory.last}; or, if the older ledger is the right one, run "
-        f"`tune-ledger accept-rollback {op} --reason TEXT`",
+        f"`tune-ledger accept-rollback {op} --person NAME --reason TEXT`",
         details={
             "memory_last": found.memory.last,
             "memory_events": found.memory.events,
@@ -124,11 +123,13 @@ def warning(found: Rollback, op: str) -> str:
     """The warning a read command prints while a rollback is not accepted."""
     return (
         f"{describe(found)}; writing is refused until it is restored or "
-        f"`tune-ledger accept-rollback {op} --reason TEXT` is run"
+        f"`tune-ledger accept-rollback {op} --person NAME --reason TEXT` is run"
     )
 
 
-def acceptance(found: Rollback | None, op: str, reason: str) -> AcceptRollback:
+def acceptance(
+    found: Rollback | None, op: str, reason: str, person: str | None = None
+) -> AcceptRollback:
     """The command accepting `found`; BadInput when there is no rollback to accept."""
     if found is None:
         raise BadInput(
@@ -136,13 +137,20 @@ def acceptance(found: Rollback | None, op: str, reason: str) -> AcceptRollback:
             "was rendered from",
             hint=f"nothing to do; `tune-ledger check {op}` reports a stale MEMORY.md",
         )
-    return AcceptRollback(missing=found.memory.last, events=found.memory.events, reason=reason)
+    return AcceptRollback(
+        missing=found.memory.last, events=found.memory.events, reason=reason, person=person
+    )
 
 
-def decide(_state: State, command: AcceptRollback) -> Decision:
-    """Record the acceptance; outside the protocol's steps, so no gate of `stages` applies."""
+def decide(state: State, command: AcceptRollback) -> Decision | Refusal:
+    """Record the acceptance; outside the protocol's steps, so no gate of `stages` applies.
+    A person's decision (DESIGN §3.3): refused without a person's name."""
     from stages.outcome import accept, build
+    from stages.person import person_name, person_refusal
 
+    person = person_name(command.person)
+    if person is None:
+        return person_refusal("rollback", "accept-rollback", ["accept-rollback", state.op or "OP"])
     return accept(
         build(
             RollbackAccepted,
@@ -150,6 +158,7 @@ def decide(_state: State, command: AcceptRollback) -> Decision:
             missing=command.missing,
             events=command.events,
             reason=command.reason,
+            person=person,
         )
     )
 

@@ -1,4 +1,4 @@
-"""Audit's thorough check of a ledger's bytes: every finding, not only the first damage.
+"""The integrity of a ledger's bytes, as audit checks it: every finding, not only the first damage.
 
 Beyond what `chain.scan` refuses, it reports lines that are not canonical, envelopes with
 extra or missing keys, unsorted parents, Lamport counters other than 1 + the largest
@@ -21,13 +21,12 @@ from ledger.log.walker import (
     torn_start,
     unfinished_batch,
 )
-from ledger.schema.shared_methods import SharedValue
 
 ENVELOPE_KEYS = ("id", "lamport", "parents", "part", "payload", "provenance", "schema", "type")
 
 
-@frozen(repr=False, eq=False)
-class Finding(SharedValue):
+@frozen
+class Finding:
     """One problem found in a ledger: its 1-based line (if any), event id (if known), message."""
 
     line: int | None
@@ -40,16 +39,16 @@ class Finding(SharedValue):
         return f"{where}{event}{self.message}"
 
 
-@frozen(repr=False, eq=False)
-class Verification(SharedValue):
-    """Every finding about a ledger's bytes, and the events that verified (in file order)."""
+@frozen
+class Integrity:
+    """Every finding about a ledger's bytes, and the events that checked out (in file order)."""
 
     findings: tuple[Finding, ...]
     events: tuple[Event, ...]
     event_lines: tuple[int, ...]  # the 1-based line of each event (bad lines are skipped)
 
 
-def verify(data: bytes) -> Verification:
+def check(data: bytes) -> Integrity:
     """Check a ledger's bytes line by line and report every problem instead of stopping.
 
     Beyond what `scan` refuses, it reports lines that are not canonical, envelopes with extra
@@ -58,7 +57,7 @@ def verify(data: bytes) -> Verification:
     """
     lines, rest = split_lines(data)
     if rest:
-        completed = verify(data + b"\n")
+        completed = check(data + b"\n")
         if not completed.findings:  # only the newline is missing: the event counts
             missing = Finding(
                 len(lines) + 1,
@@ -66,7 +65,7 @@ def verify(data: bytes) -> Verification:
                 "the last line verifies but has no newline; the next append writes it back "
                 "and records a ledger.newline_restored event",
             )
-            return Verification(
+            return Integrity(
                 findings=(missing,), events=completed.events, event_lines=completed.event_lines
             )
     walker = Walker()
@@ -90,7 +89,7 @@ def verify(data: bytes) -> Verification:
     for line_no, event in zip(event_lines, walker.events, strict=True):
         findings.extend(_contract_findings(line_no, lines[line_no - 1], event, walker.lamports))
     findings.extend(_tail_findings(walker, data, lines, rest, skipped))
-    return Verification(
+    return Integrity(
         findings=tuple(sorted(findings, key=_finding_order)),
         events=tuple(walker.events),
         event_lines=tuple(event_lines),

@@ -1,8 +1,10 @@
-"""The replay sink `folder(state)` folds exactly what `evolve` folds, and the attempts'
-handlers keep the meaning of the steps they inline (the median, the verdict's finish)."""
+"""Replay through the store's stream (`evolve` as its sink, as `OpLedger.load` does) folds the
+state that replaying the events directly folds, and the attempts' handlers keep the meaning of
+the steps they inline (the median, the verdict's finish)."""
 
 from __future__ import annotations
 
+import functools
 import statistics
 from typing import Any
 
@@ -13,15 +15,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger.domain.configs import config_key
-from ledger.domain.replay import evolve, folder, replay
+from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.errors import LedgerError
 from ledger.log import chain, codec, record
 from ledger.log.record import Event, to_line
 from ledger.schema.events import LedgerRepaired, NoteAdded
-from stages import Refusal, decide
 from stages import commands as cmd
 from stages.conflicts import conflicts
+from stages.decide import decide
+from stages.refusal import Refusal
 
 NAME = "custom/op/events.jsonl"
 
@@ -58,16 +61,16 @@ def _campaign(steps: list[Any]) -> Driver:
 
 
 def _streamed(events: list[Event]) -> State:
-    """The state `folder` folds from the lines of `events`, verified by the store's stream."""
+    """The state folded from the lines of `events`, verified by the store's stream."""
     blob = b"".join(to_line(event) for event in events)
     state = State()
-    chain.stream(blob, NAME, folder(state))
+    chain.stream(blob, NAME, functools.partial(evolve, state))
     return state
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(STEP, max_size=12))
-def test_folder_folds_the_state_evolve_folds(steps: list[Any]) -> None:
+def test_the_stream_folds_the_state_replay_folds(steps: list[Any]) -> None:
     driver = _campaign(steps)
     reference = State()
     for event in driver.events:  # the straightforward path: one evolve per event
@@ -89,7 +92,7 @@ def test_folder_folds_the_state_evolve_folds(steps: list[Any]) -> None:
     theirs=st.sampled_from(["verify", "fail", "pending"]),
     times=st.lists(st.floats(50.0, 150.0, allow_nan=False), min_size=1, max_size=3),
 )
-def test_folder_on_merged_branches_folds_what_evolve_folds(
+def test_the_stream_folds_merged_branches_as_replay_does(
     ours: str, theirs: str, times: list[float]
 ) -> None:
     """Two branches' attempts in one log (a merge): a recorded conflict, then verdicts and
@@ -124,7 +127,7 @@ def test_folder_on_merged_branches_folds_what_evolve_folds(
     assert _streamed(merged) == reference
 
 
-def test_folder_keeps_keyed_events_and_leaves_repairs_out() -> None:
+def test_replay_keeps_keyed_events_and_leaves_repairs_out() -> None:
     """Events of an --idempotency-key are kept by key (DESIGN §5), a repair's never."""
     repaired = LedgerRepaired(
         quarantine="events.jsonl.quarantine-1", line=1, byte_count=3, digest="d"
@@ -148,16 +151,14 @@ def test_folder_keeps_keyed_events_and_leaves_repairs_out() -> None:
     assert (streamed.event_count, streamed.last_event) == (len(events), events[-1].id)
 
 
-def test_folder_refuses_an_unknown_event_type_as_evolve_does() -> None:
+def test_evolve_refuses_an_unknown_event_type() -> None:
     event = Event("0" * 32, 1, (), (0, 1), "op.renamed", 1, {}, {})
-    with pytest.raises(ValueError, match=r"unknown event type 'op\.renamed'"):
-        folder(State())(event)
     with pytest.raises(ValueError, match=r"unknown event type 'op\.renamed'"):
         evolve(State(), event)
 
 
-def test_replayed_lines_parse_to_the_events_the_folder_folded() -> None:
-    """The folder is handed the walker's events; parsed again from the lines, one state."""
+def test_replayed_lines_parse_to_the_events_the_stream_folded() -> None:
+    """The stream hands on the walker's events; parsed again from the lines, one state."""
     driver = _campaign(
         [("candidate", 8, [90.0]), ("mutation", 2, [80.0, 81.0]), ("fail", 9, [1.0])]
     )

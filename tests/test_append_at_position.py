@@ -1,4 +1,4 @@
-"""The append after a tip (the fast path: no re-read) keeps the store's guarantees."""
+"""The append at a position read before (no re-read of the file) keeps the store's guarantees."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from factories import note
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.log.chain import Tip
+from ledger.log.position import TAIL, Position, after_append
 from ledger.log.record import Event
 from ledger.log.store import FileStore, ledger_path
-from ledger.log.tip_stamp import TAIL, Stamp, tip_after
 
 
 def test_a_failed_write_after_a_tip_leaves_the_ledger_as_it_was(
@@ -35,10 +34,10 @@ def test_a_failed_write_after_a_tip_leaves_the_ledger_as_it_was(
 
     monkeypatch.setattr(os, "write", half_then_full)
     with pytest.raises(OSError, match="No space left"):
-        store.append([note("lost")], expected_head=tip.head, tip=tip)
+        store.append([note("lost")], expected_head=tip.head, position=tip)
     assert store.path.read_bytes() == before
     monkeypatch.setattr(os, "write", real_write)
-    result = store.append([note("after")], expected_head=tip.head, tip=tip)
+    result = store.append([note("after")], expected_head=tip.head, position=tip)
     assert store.path.read_bytes().startswith(before)
     assert [event.data["text"] for event in result.events] == ["after"]
 
@@ -60,25 +59,14 @@ def test_a_quarantine_name_exists_whatever_the_file_is(tmp_path: Path) -> None:
 
 
 @given(tail=st.binary(max_size=TAIL), written=st.binary(min_size=1, max_size=2 * TAIL))
-def test_the_tip_after_an_append_keeps_the_last_bytes_of_the_file(
+def test_the_position_after_an_append_keeps_the_last_bytes_of_the_file(
     tail: bytes, written: bytes
 ) -> None:
-    """The stamp after an append holds the last TAIL bytes of what was there and what was
+    """The position after an append holds the last TAIL bytes of what was there and what was
     written, however short either is."""
-    stamp = Stamp(identity=(1, 2), size=len(tail), tail=tail, next_quarantine="q")
-    tip = Tip(
-        name="n",
-        head=(),
-        lamport=0,
-        size=len(tail),
-        torn=None,
-        events=0,
-        repaired=frozenset(),
-        stamp=stamp,
-    )
+    tip = Position(name="n", size=len(tail), identity=(1, 2), tail=tail, next_quarantine="q")
     event = Event("0" * 32, 1, (), (0, 1), "note.added", 1, {"text": "t"}, {})
-    after = tip_after(tip, [event], written)
-    assert isinstance(after.stamp, Stamp)
-    assert after.stamp.tail == (tail + written)[-TAIL:]
-    assert after.stamp.size == len(tail) + len(written) == after.size
-    assert (after.head, after.lamport, after.events) == ((event.id,), 1, 1)
+    after = after_append(tip, [event], written)
+    assert after.tail == (tail + written)[-TAIL:]
+    assert after.size == len(tail) + len(written)
+    assert (after.head, after.lamport, after.events, after.last) == ((event.id,), 1, 1, event.id)
