@@ -110,6 +110,14 @@ class StorageError(LedgerError):
     kind = "io-error"
 
 
+class NotMeasured(LedgerError):
+    """`audit --strict`: a decision rests on values the ledger did not measure with the op's
+    declared verifier, or a guard is lowered (exit 9); nothing was written."""
+
+    code = 9
+    kind = "not-measured"
+
+
 class RemeasureDisagrees(LedgerError):
     """`audit --remeasure`: the op's verifier, run again on a measured attempt's kept kernel
     and config, disagrees with what the ledger recorded beyond the noise band (exit 10);
@@ -136,5 +144,6 @@ EXIT_CODES: dict[int, str] = {
     6: "refused: the campaign has stopped",
     7: "the ledger is damaged or was tampered with",
     8: "the file system refused a write (disk full, read-only, permission)",
+    9: "audit --strict: a decision rests on values not measured, or a guard is lowered",
     10: "a re-measurement disagrees with the ledger (audit --remeasure)",
 }

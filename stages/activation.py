@@ -7,6 +7,7 @@ from ledger.domain.state import Evidence, State
 from ledger.schema.events import ActivationFailed, ActivationPassed, CompareEvidence, LayoutEvidence
 from stages.commands import Activate, RecordCompare, RecordLayout
 from stages.outcome import Result, accept, build, nonempty, refuse
+from stages.policy import measured_only
 from stages.refusal import Refusal
 
 _NEXT = (
@@ -28,9 +29,27 @@ def _short(digest: str | None) -> str:
     return (digest or "-")[:12]
 
 
-def decide_compare(_state: State, command: RecordCompare) -> Result:
+def _unmeasured_evidence(state: State, kind: str, level: str) -> Refusal | None:
+    """Under require_measured, only evidence the ledger obtained by running the op's declared
+    verifier or layout check may be recorded (R1, R11)."""
+    if level == "measured" or not measured_only(state):
+        return None
+    how = "an ad-hoc --run command nobody declared" if level == "ran" else level
+    return refuse(
+        "R1",
+        f"only measured evidence activates: this {kind} evidence is {how} (provenance {level})",
+        "SPEC.md declares a verifier, so policy require_measured is on",
+        f"let the ledger run the op's own check: `tune-ledger evidence {kind} {state.op} "
+        "--from-spec`",
+    )
+
+
+def decide_compare(state: State, command: RecordCompare) -> Result:
     """Record E2E tensor-compare evidence for an implementation digest (R1)."""
     nonempty(command.impl_digest, "the implementation digest")
+    refused = _unmeasured_evidence(state, "compare", command.origin.level)
+    if refused is not None:
+        return refused
     return accept(
         build(
             CompareEvidence,
@@ -43,9 +62,12 @@ def decide_compare(_state: State, command: RecordCompare) -> Result:
     )
 
 
-def decide_layout(_state: State, command: RecordLayout) -> Result:
+def decide_layout(state: State, command: RecordLayout) -> Result:
     """Record a layout check's exit code for an implementation digest (R1)."""
     nonempty(command.impl_digest, "the implementation digest")
+    refused = _unmeasured_evidence(state, "layout", command.origin.level)
+    if refused is not None:
+        return refused
     return accept(
         build(
             LayoutEvidence,
@@ -86,8 +108,18 @@ def _layout_problems(evidence: Evidence | None, digest: str) -> list[str]:
 
 
 def activation_problems(state: State, digest: str) -> list[str]:
-    """What keeps the latest evidence from activating implementation `digest` (R1)."""
-    return _compare_problems(state.compare, digest) + _layout_problems(state.layout, digest)
+    """What keeps the latest evidence from activating implementation `digest` (R1); under
+    require_measured, evidence the ledger did not measure itself (recorded before the
+    manifest was) does not count."""
+    problems = _compare_problems(state.compare, digest) + _layout_problems(state.layout, digest)
+    if measured_only(state):
+        for kind, evidence in (("compare", state.compare), ("layout", state.layout)):
+            if evidence is not None and evidence.origin_level != "measured":
+                problems.append(
+                    f"the {kind} evidence is {evidence.origin_level}, not measured: record it "
+                    f"with `tune-ledger evidence {kind} {state.op} --from-spec`"
+                )
+    return problems
 
 
 def evidence_ready(state: State) -> bool:

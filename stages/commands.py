@@ -264,6 +264,7 @@ class RecordManifest:
     digest: str
     source: str
     declared: dict[str, Any]
+    measured_only: bool = True  # see ManifestRecorded.measured_only
 
 
 Command = (

@@ -95,6 +95,7 @@ def _manifest(state: State, command: cmd.RecordManifest) -> Result:
             digest=nonempty(command.digest, "the manifest digest"),
             source=nonempty(command.source, "the manifest's file"),
             declared=declared,
+            measured_only=bool(command.measured_only),
         )
     )
 

@@ -71,6 +71,16 @@ def requires_measured(state: State) -> bool:
     return bool(value)
 
 
+def measured_only(state: State) -> bool:
+    """True when only values the ledger measured with the op's declared verifier or layout
+    check may be recorded as evidence, as the target sheet's baseline, or give a verdict
+    (R1, R3, R8, R11): require_measured is on and the manifest in use was recorded as one in
+    force by its presence (`manifest.recorded` with `measured_only`, issue 27); a manifest
+    recorded by older code keeps the rule its ledger was decided with (only an adopt may not
+    rest on reported values), so old ledgers replay and audit unchanged."""
+    return requires_measured(state) and state.manifest is not None and state.manifest.measured_only
+
+
 # The guards a policy change can lower, and the rule each guards (DESIGN §3.3): lowering one
 # is a person's decision (stages/person.py). The R10 budgets (stages/budget.py) are guards too:
 # an agent may set or tighten one, only a person loosens one (a larger value, or off).

@@ -75,12 +75,18 @@ def decide_remeasure(state: State, command: ProposeCandidate) -> Result:
 # The prior of a candidate that measures the best's config again on another device (issue 29):
 # a verdict never compares two devices (R8), so the best is first measured where tuning goes on.
 DEVICE_PRIOR = "remeasure:device"
+# Likewise after the op's declared verifier changed (issue 27): a verdict never compares
+# measurements of two verifier digests (R8), so the best is first measured by the verifier as
+# it stands, and that measurement is the best from here on.
+VERIFIER_PRIOR = "remeasure:verifier"
+BEST_PRIORS = (DEVICE_PRIOR, VERIFIER_PRIOR)
 
 
 def is_device_remeasure(state: State, command: ProposeCandidate) -> bool:
-    """True for `candidate --config BEST --prior remeasure:device` with the best's config."""
+    """True for `candidate --config BEST --prior remeasure:device` (or `remeasure:verifier`)
+    with the best's config."""
     best = state.best
-    if (command.prior or "").strip() != DEVICE_PRIOR or best is None:
+    if (command.prior or "").strip() not in BEST_PRIORS or best is None:
         return False
     try:
         return bool(measured_key(state, command.config) == measured_key(state, best.config))
@@ -89,8 +95,9 @@ def is_device_remeasure(state: State, command: ProposeCandidate) -> bool:
 
 
 def decide_device_remeasure(state: State, command: ProposeCandidate) -> Result:
-    """Start measuring the best's config again, to carry the campaign to another device: its
-    measurement becomes the best when it names another device than the best's (R8)."""
+    """Start measuring the best's config again, to carry the campaign to another device or
+    verifier: its measurement becomes the best when it names another device than the best's,
+    or was made by another verifier digest (R8)."""
     blocker = pending_blocker(state)
     if blocker is not None:
         return blocker
@@ -112,7 +119,7 @@ def decide_device_remeasure(state: State, command: ProposeCandidate) -> Result:
             stage=stage,
             point=None,
             config=best.config,
-            prior=DEVICE_PRIOR,
+            prior=(command.prior or "").strip(),
             retry_override=None,
         )
     )

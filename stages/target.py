@@ -14,6 +14,7 @@ from ledger.errors import BadInput
 from ledger.schema.events import LimitRelaxed, TargetSheetWritten, TargetSource
 from stages.outcome import Result, accept, build, nonempty, plain, refuse
 from stages.person import person_name
+from stages.policy import measured_only
 from stages.refusal import Refusal
 
 if TYPE_CHECKING:  # annotations only: priors reads the limits, not the commands (~5 ms)
@@ -200,6 +201,14 @@ def decide_target(state: State, command: SetTarget) -> Result:
         )
     if command.cube_m is not None and not _positive_int(command.cube_m):
         raise BadInput(f"M must be a positive integer, got {command.cube_m!r}")
+    if measured_only(state) and command.origin.level != "measured":
+        return refuse(
+            "R11",
+            f"the target sheet's baseline must be measured by the op's verifier, not "
+            f"{command.origin.level}",
+            "SPEC.md declares a verifier, so policy require_measured is on",
+            f"let the ledger measure the baseline: `tune-ledger target {state.op} --from-spec`",
+        )
     config = validate_config(command.config, "the baseline config")
     sheet = build(
         TargetSheetWritten,

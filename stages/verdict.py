@@ -37,7 +37,13 @@ from stages.bootstrap import bootstrap_interval
 from stages.budget import budget_stop
 from stages.commands import Abandon, Fail, Verify
 from stages.outcome import Result, accept, build, nonempty, refuse
-from stages.policy import NOISE_KEYS, effective_policy, requires_measured, verdict_policy
+from stages.policy import (
+    NOISE_KEYS,
+    effective_policy,
+    measured_only,
+    requires_measured,
+    verdict_policy,
+)
 from stages.refusal import Refusal
 from stages.search import exhaustion
 from stages.stop import utilization_stop
@@ -152,6 +158,9 @@ def decide_verify(state: State, command: Verify) -> Result:
                 hint="measure the attempt's own config: "
                 f"{Step('measure', state.op, attempt=attempt.id)} builds the command from it",
             )
+    unmeasured = _unmeasured_verdict(state, attempt.id, command)
+    if unmeasured is not None:
+        return unmeasured
     measured = build(
         AttemptMeasured,
         "measurement",
@@ -176,6 +185,9 @@ def decide_verify(state: State, command: Verify) -> Result:
     other_device = _device_refusal(state, attempt.id, measured, best)
     if other_device is not None:
         return other_device
+    other_verifier = _verifier_refusal(state, attempt.id, measured, best)
+    if other_verifier is not None:
+        return other_verifier
     policy = effective_policy(state)
     failure = _failure_of(measured)
     if failure is not None:
@@ -248,15 +260,73 @@ def decide_verify(state: State, command: Verify) -> Result:
     return accept(*events)
 
 
+def _unmeasured_verdict(state: State, attempt: str, command: Verify) -> Refusal | None:
+    """Under require_measured (a manifest that declares a verifier, recorded as in force by
+    its presence), only times the ledger measured with the declared verifier give a verdict
+    (R11)."""
+    if not requires_measured(state):
+        return None
+    level = command.origin.level
+    if level == "measured" or not measured_only(state):
+        return None
+    how = {
+        "ran": "come from an ad-hoc --run command nobody declared",
+        "unbound": "name neither the config nor the kernel the verifier ran",
+        "artefact": "were parsed from a file",
+    }.get(level, "were typed in")
+    return refuse(
+        "R11",
+        f"only measured times give a verdict: attempt {attempt}'s times {how} (provenance {level})",
+        "SPEC.md declares a verifier, so policy require_measured is on",
+        "make the verifier print the config and impl_digest it ran (SPEC.md `verifier`), "
+        f"then `tune-ledger measure {state.op} {attempt}`"
+        if level == "unbound"
+        else f"let the ledger run the declared verifier: `tune-ledger measure {state.op} "
+        f"{attempt}`",
+    )
+
+
+def _verifier_refusal(
+    state: State, attempt: str, measured: AttemptMeasured, best: Best
+) -> Refusal | None:
+    """A verdict never compares measurements made under two verifier digests (R8), while
+    require_measured is on (a person who turned it off decides on weaker values anyway, and
+    `audit --strict` names that lowered guard)."""
+    theirs, ours = best.measurement.verifier_digest, measured.origin.verifier_digest
+    if theirs is None or ours is None or theirs == ours or not requires_measured(state):
+        return None
+    which = f"attempt {best.attempt}" if best.attempt else "the baseline"
+    return refuse(
+        "R8",
+        f"the verifier changed: attempt {attempt} was measured with verifier {ours[:12]}, "
+        f"the best ({which}) with {theirs[:12]}; a verdict never compares the two",
+        f"the best's measurement was made by another verifier ({theirs[:12]})",
+        "re-measure the best with the verifier as it stands "
+        f"(`{Step('abandon', state.op, attempt=attempt, reason=TEXT)}`, then "
+        f"`{Step('candidate', state.op, config=best.config, prior=remeasure.VERIFIER_PRIOR)}` "
+        f"and `{Step('measure', state.op, attempt=Fill('ATTEMPT'))}`), then measure this change "
+        "again; or restore the verifier the best was measured with (SPEC.md's `verifier` and "
+        "the files it names)",
+    )
+
+
 def _carries_best(state: State, attempt: Attempt, measured: AttemptMeasured, best: Best) -> bool:
     """True for a correct re-measure of the best's config (`--prior remeasure:device`) on
-    another device than the best's (issue 29)."""
-    return (
-        attempt.prior == remeasure.DEVICE_PRIOR
-        and _failure_of(measured) is None
-        and not devices.same_kind(measured.device, best.measurement.device)
-        and measured_key(state, attempt.config) == measured_key(state, best.config)
-    )
+    another device than the best's (issue 29), or (`--prior remeasure:verifier`) by the
+    declared verifier under another digest than the best's, or of a best it never measured
+    (issue 27)."""
+    if _failure_of(measured) is not None:
+        return False
+    if attempt.prior == remeasure.DEVICE_PRIOR:
+        moved = not devices.same_kind(measured.device, best.measurement.device)
+    elif attempt.prior == remeasure.VERIFIER_PRIOR:
+        moved = measured.origin.level == "measured" and (
+            best.measurement.verifier_digest != measured.origin.verifier_digest
+            or best.measurement.origin_level != "measured"
+        )
+    else:
+        return False
+    return moved and measured_key(state, attempt.config) == measured_key(state, best.config)
 
 
 def _device_refusal(

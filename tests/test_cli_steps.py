@@ -17,7 +17,7 @@ def _last(cli: Cli, type_name: str) -> dict[str, object]:
 # --- verify: where the measurement comes from -----------------------------------------------
 
 
-def test_verify_run_records_a_measured_provenance(cli: Cli) -> None:
+def test_verify_run_records_a_ran_provenance(cli: Cli) -> None:
     """--run: the ledger runs the verifier, parses its last JSON line, records exit code."""
     attempt = pending(cli)
     measure = cli.script("measure.py", MEASURE)
@@ -29,7 +29,7 @@ def test_verify_run_records_a_measured_provenance(cli: Cli) -> None:
     measured = _last(cli, "attempt.measured")
     origin = measured["origin"]
     assert isinstance(origin, dict)
-    assert origin["level"] == "measured" and origin["exit_code"] == 0
+    assert origin["level"] == "ran" and origin["exit_code"] == 0
     # Recorded portable (issue 27.7): the interpreter and the root as placeholders.
     assert origin["command"] == "{python} {root}/measure.py 90" and origin["tool"] == "fake-sim"
     assert len(str(origin["output_digest"])) == 64
@@ -86,10 +86,16 @@ def test_audit_summarizes_measured_artefact_and_reported_provenance(cli: Cli) ->
     )
     cli.ok("verify", OP, "pending", "--from-json", str(cli.root / "m.json"))
     audit = cli.ok("audit", OP)["ops"][0]
-    assert audit["provenance"] == {"measured": 1, "unbound": 0, "artefact": 1, "reported": 3}
+    assert audit["provenance"] == {
+        "measured": 0,
+        "unbound": 0,
+        "ran": 1,
+        "artefact": 1,
+        "reported": 3,
+    }
     human = cli("audit", OP, as_json=False)
     assert human.code == 0
-    assert "artefact 1, measured 1, reported 3" in human.stdout
+    assert "artefact 1, measured 0, ran 1, reported 3" in human.stdout
 
 
 def test_verify_run_without_json_records_a_runtime_failure(cli: Cli) -> None:
@@ -103,7 +109,7 @@ def test_verify_run_without_json_records_a_runtime_failure(cli: Cli) -> None:
     assert "exit 139" in str(failed["detail"]) and "Segmentation fault" in str(failed["detail"])
     origin = failed["origin"]
     assert isinstance(origin, dict) and origin["exit_code"] == 139
-    assert origin["level"] == "measured"
+    assert origin["level"] == "ran"
 
 
 def test_verify_run_past_its_timeout_records_a_timeout_failure(cli: Cli) -> None:
@@ -144,7 +150,7 @@ def test_evidence_layout_run_records_the_real_exit_code(cli: Cli) -> None:
     layout = _last(cli, "evidence.layout")
     origin = layout["origin"]
     assert layout["exit_code"] == 3
-    assert isinstance(origin, dict) and (origin["level"], origin["exit_code"]) == ("measured", 3)
+    assert isinstance(origin, dict) and (origin["level"], origin["exit_code"]) == ("ran", 3)
 
 
 def test_evidence_compare_run_reads_outputs_and_binds_the_implementation(cli: Cli) -> None:

@@ -319,11 +319,20 @@ def test_verify_run_of_another_config_is_refused(cli: Cli, attempt: str) -> None
     assert snapshot(cli.root) == before
 
 
-def test_a_result_that_names_nothing_it_ran_is_recorded_unbound(
+def test_a_result_that_names_nothing_it_ran_is_refused_then_recorded_unbound(
     cli: Cli, measured_attempt: str
 ) -> None:
-    """Neither config nor digest in the result: recorded, with the weaker provenance."""
+    """Neither config nor digest in the result: no verdict while require_measured is on
+    (issue 27: only bound measurements are `measured`); with it off (a person's decision),
+    recorded with the weaker provenance."""
     _manifest(cli, "silent")
+    before = snapshot(cli.root)
+    refused = cli("measure", OP)
+    assert refused.code == 3 and refused.json["rule"] == "R11"
+    assert "provenance unbound" in refused.json["error"]
+    assert "config and impl_digest" in refused.json["next"]
+    assert snapshot(cli.root) == before
+    cli.ok("policy", OP, "require_measured", "false", "--person", "Ana", "--reason", "cannot bind")
     cli.ok("measure", OP)
     measured = next(e for e in cli.events() if e["type"] == "attempt.measured")["payload"]
     assert measured["origin"]["level"] == "unbound" and "binding" not in measured
@@ -354,14 +363,27 @@ def test_measure_records_the_manifest_it_measures_with(cli: Cli, measured_attemp
 def test_a_reported_adopt_is_refused_when_the_ledger_could_measure(
     cli: Cli, measured_attempt: str
 ) -> None:
-    """require_measured (auto: the manifest declares a verifier): hand-typed times cannot adopt."""
+    """require_measured (auto: the manifest declares a verifier): hand-typed times give no
+    verdict at all under a manifest in force since issue 27 (not only no adopt)."""
     before = snapshot(cli.root)
-    refused = cli(
-        "verify", OP, measured_attempt, "--output", "y=true", "--layout-exit", "0", "--time", "1us"
-    )
-    assert refused.code == 3
-    assert refused.json["rule"] == "R11"
-    assert refused.json["error"] == "a target-reached may not rest on values only reported by hand"
+    for time in ("1us", "900us"):  # a target-reached, a rollback: both refused
+        refused = cli(
+            "verify",
+            OP,
+            measured_attempt,
+            "--output",
+            "y=true",
+            "--layout-exit",
+            "0",
+            "--time",
+            time,
+        )
+        assert refused.code == 3
+        assert refused.json["rule"] == "R11"
+        assert refused.json["error"] == (
+            f"only measured times give a verdict: attempt {measured_attempt}'s times were typed "
+            "in (provenance reported)"
+        )
     assert f"tune-ledger measure {OP} {measured_attempt}" in refused.json["next"]
     assert snapshot(cli.root) == before
 

@@ -311,6 +311,8 @@ def test_a_deterministic_failure_is_cached_and_a_timeout_is_not(
     kept = sorted(Path(measure_cache.folder() or "").rglob("*.json"))
 
     slow = _op(tmp_path, "slow", verifier, mode="sleep", timeout_s=1)
+    # The sleeping verifier cannot measure a baseline: a person lets the sheet be typed.
+    slow.ok("policy", OP, "require_measured", "false", "--person", "Ana", "--reason", "no baseline")
     slow.ok("target", OP, "--baseline", "100us", "--shape", "[32,32,1,256]", "--target", "5us",
             "--target-source", "spec")  # fmt: skip
     slow.ok("skill", "load", OP, "pypto-op-perf-tune")

@@ -163,7 +163,13 @@ def try_(
     "the adapter). With --output and --layout-exit, only its times count.",
 )
 @click.option("--from-json", "from_json", metavar="FILE", help="Read a measurement JSON file.")
-@click.option("--run", "run_cmd", metavar="CMD", help="Run the verifier; it prints a measurement.")
+@click.option(
+    "--run",
+    "run_cmd",
+    metavar="CMD",
+    help="Run CMD as the verifier; it prints a measurement (provenance ran: a command nobody "
+    "declared; under a manifest with a verifier, use `measure`).",
+)
 @click.option(
     "--timeout",
     "timeout",

@@ -114,7 +114,10 @@ def git_setup(ctx: Ctx, command: str | None) -> None:
     -text eol=lf`, `custom/*/MEMORY.md merge=tune-ledger-memory`); the driver commands go to
     the repository's local config, which every clone sets up once. ROOT/.gitignore gets the
     ledgers' lock files and the ops' __pycache__ folders. Running it again changes nothing and
-    says so.
+    says so. When it sets something up it also prints (never installs; `--json` always gives
+    it under `ci`) the CI / pre-commit snippet that checks every op
+    on each pull request: `check --all` and `audit --all --strict` (exit 9 when a decision
+    rests on values not measured, or a guard is lowered).
     """
     done = drivers.git_setup(ctx.root, command)
     ctx.warn(done.warnings)
@@ -123,6 +126,9 @@ def git_setup(ctx: Ctx, command: str | None) -> None:
         if done.changed
         else ["nothing to change: the merge drivers are already set up"]
     )
+    if done.changed:  # offered once, when set up (`--json` always carries it under "ci")
+        lines += ["for CI on every pull request (a GitHub Actions step):", CI_STEP.rstrip()]
+        lines += ["or a pre-commit hook (.pre-commit-config.yaml):", PRE_COMMIT.rstrip()]
     if done.files_changed:
         lines.append(f"next: commit {' and '.join(done.files_changed)}")
     ctx.emit(
@@ -131,9 +137,34 @@ def git_setup(ctx: Ctx, command: str | None) -> None:
             "unchanged": list(done.unchanged),
             "attributes": done.attributes,
             "warnings": list(done.warnings),
+            "ci": {
+                "commands": list(CI_COMMANDS),
+                "github_actions": CI_STEP,
+                "pre_commit": PRE_COMMIT,
+            },
         },
         "\n".join(lines),
     )
+
+
+# What a kernel repository's CI runs on every pull request (issue 27): the ledgers and MEMORY.md
+# agree, every step and verdict re-derives, and every decision rests on measured values.
+CI_COMMANDS = ("tune-ledger check --all", "tune-ledger audit --all --strict")
+CI_STEP = (
+    "      - name: tune-ledger (ledgers, verdicts, measured decisions)\n"
+    "        run: |\n"
+    "          pip install tune-ledger\n"
+    + "".join(f"          {command}\n" for command in CI_COMMANDS)
+)
+PRE_COMMIT = "repos:\n  - repo: local\n    hooks:\n" + "".join(
+    f"      - id: tune-ledger-{command.split()[1]}\n"
+    f"        name: {command}\n"
+    f"        entry: {command}\n"
+    "        language: system\n"
+    "        pass_filenames: false\n"
+    "        files: ^custom/\n"
+    for command in CI_COMMANDS
+)
 
 
 @click.command()

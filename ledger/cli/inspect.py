@@ -152,6 +152,12 @@ def _check_one(ledger: OpLedger, op: str) -> list[str]:
 @click.argument("op", type=OP, required=False)
 @click.option("--all", "all_ops", is_flag=True, help="Audit every op under custom/.")
 @click.option(
+    "--strict",
+    is_flag=True,
+    help="Also exit 9 when an adopt, target-reached or stop rests on values the ledger did "
+    "not measure with the op's declared verifier, or while a guard is lowered (for CI).",
+)
+@click.option(
     "--remeasure",
     type=count_option(),
     metavar="N",
@@ -160,12 +166,14 @@ def _check_one(ledger: OpLedger, op: str) -> list[str]:
     "noise band. Appends nothing.",
 )
 @pass_ctx
-def audit(ctx: Ctx, op: str | None, all_ops: bool, remeasure: int | None) -> None:
+def audit(ctx: Ctx, op: str | None, all_ops: bool, strict: bool, remeasure: int | None) -> None:
     """Verify integrity, legality of every step, every verdict and MEMORY.md (exit 7 if not).
 
-    Also summarizes where measurements came from: measured (run by the ledger), artefact
-    (parsed from a file whose digest is recorded) or reported (typed in). With --remeasure N,
-    measures N attempts again and exits 10 when one disagrees with the ledger.
+    Also summarizes where measurements came from: measured (the op's declared verifier, bound
+    to what it ran), unbound, ran (an ad-hoc --run command), artefact (parsed from a file whose
+    digest is recorded) or reported (typed in). With --strict, exit 9 names each decision
+    resting on values not measured and each lowered guard. With --remeasure N, measures N
+    attempts again and exits 10 when one disagrees with the ledger.
     """
     if (op is None) == (not all_ops):
         raise BadInput("give OP or --all", hint="tune-ledger audit OP, or tune-ledger audit --all")
@@ -200,6 +208,21 @@ def audit(ctx: Ctx, op: str | None, all_ops: bool, remeasure: int | None) -> Non
             if findings
             else "run the command each conflict names, then audit again",
             details=data,
+        )
+    failing = [f"{r['op']}: {s}" for r in reports for s in r.get("strict", ())]
+    if strict and failing:
+        from ledger.errors import NotMeasured
+
+        if not ctx.as_json:
+            click.echo(human)
+        raise NotMeasured(
+            failing[0],
+            rule="R11",
+            blocking=f"{len(failing)} strict finding(s): " + "; ".join(failing),
+            hint="measure with the op's declared verifier (`tune-ledger measure OP`, "
+            "`target OP --from-spec`, `evidence compare|layout OP --from-spec`) and restore "
+            "each lowered guard (`tune-ledger policy OP KEY VALUE --reason TEXT`)",
+            details={**data, "strict": failing},
         )
     if remeasure is not None:
         _remeasure(ctx, op or "", remeasure, data, human)

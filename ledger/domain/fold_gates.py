@@ -128,6 +128,7 @@ def target(state: State, event: Event) -> None:
             bubble_pct=data["bubble_pct"],
             origin_level=origin["level"],
             device=data["device"],
+            verifier_digest=origin.get("verifier_digest"),
         ),
         attempt=None,
     )

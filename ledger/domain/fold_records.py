@@ -136,7 +136,11 @@ def manifest(state: State, event: Event) -> None:
     """Use a recorded op manifest from here on."""
     data = event.data
     state.manifest = RecordedManifest(
-        event=event.id, digest=data["digest"], source=data["source"], declared=data["declared"]
+        event=event.id,
+        digest=data["digest"],
+        source=data["source"],
+        declared=data["declared"],
+        measured_only=data.get("measured_only", False),
     )
     state.manifests.append(data["digest"])
     rekey_measured(state)

@@ -137,9 +137,12 @@ def _parsed_front_matter(
     front, first_line = _front_matter(text, source)
     import yaml  # lazily: only commands that read SPEC.md pay for the parser
 
+    # libyaml's safe loader when PyYAML has it: every writing command reads SPEC.md now (the
+    # manifest is in force by its presence), and it parses this front matter in 2 ms, not 16.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        node = yaml.compose(front, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(front)
+        node = yaml.compose(front, Loader=loader)
+        data = yaml.load(front, Loader=loader)  # a safe loader either way, as safe_load
     except yaml.YAMLError as e:
         # Where the broken construct starts (an unclosed bracket) says more than where the
         # parser gave up (often the end of the front matter).

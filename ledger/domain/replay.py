@@ -142,6 +142,7 @@ def _measured(state: State, event: Event) -> None:
         all_close,
         data["layout_exit"],
         data["device"],
+        data["origin"].get("verifier_digest"),
     )
     _spent(state, data["origin"])
     if attempt.kind != "algorithm":  # _mark_measured, inlined: one call less per attempt

@@ -104,6 +104,9 @@ class Measurement:
     layout_exit: int = 0
     # The device it ran on, as recorded (plain data); None: unknown (ledger/domain/devices.py).
     device: dict[str, Any] | None = None
+    # The declared verifier's digest it was measured with (R8: a verdict compares only
+    # measurements of one verifier); None when not measured by the declared verifier.
+    verifier_digest: str | None = None
 
 
 @define
@@ -176,6 +179,8 @@ class RecordedManifest:
     digest: str
     source: str
     declared: dict[str, Any]
+    # Recorded as in force by its presence (issue 27): only measured values count under it.
+    measured_only: bool = False
 
     @property
     def knobs(self) -> dict[str, dict[str, Any]]:

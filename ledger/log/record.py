@@ -25,6 +25,7 @@ from ledger.schema.events import (
     PAYLOAD_TYPES,
     AttemptMeasured,
     LimitRelaxed,
+    ManifestRecorded,
     Payload,
     PointOpened,
     TargetSheetWritten,
@@ -95,11 +96,12 @@ class Event(NamedTuple):
 # (`person` of policy.set and campaign.resumed is not among them: schema 2 writes it always,
 # null when no person decided, as limit.relaxed and ledger.rollback_accepted do.)
 OMIT_IF_DEFAULT: dict[type[Any], frozenset[str]] = {
-    Origin: frozenset({"cached"}),
+    Origin: frozenset({"cached", "verifier_digest"}),
     AttemptMeasured: frozenset({"binding", "accuracy_origin"}),
     PointOpened: frozenset({"knobs"}),
     LimitRelaxed: frozenset({"supersedes"}),
     TargetSheetWritten: frozenset({"target_origin", "target_samples_us"}),
+    ManifestRecorded: frozenset({"measured_only"}),
 }
 
 

@@ -53,7 +53,8 @@ RunCommand = Annotated[
     str | None,
     Field(
         description="A shell command the ledger runs itself (in the root), recording its real "
-        "exit code and output digest (provenance `measured`)."
+        "exit code and output digest (provenance `ran`: a command nobody declared; under a "
+        "manifest that declares a verifier, use from_spec or measure instead)."
     ),
 ]
 Impl = Annotated[

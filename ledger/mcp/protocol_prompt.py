@@ -10,11 +10,13 @@ do what `next` says. Paths are relative to the server's root (the folder holding
 
 0. Start or resume: call `resume` (op="{op}"). If the op has no ledger, call `init`.
    Read the resource memory://{op} (MEMORY.md) and spec://{op} (SPEC.md) before deciding.
-1. Activation (R1): `evidence_compare` (the E2E tensor compare, `run` lets the ledger run it),
-   `evidence_layout`, then `activate`. Code 5 means hand back: accuracy is not frozen; stop.
-2. Target sheet (R3): `target` with the measured baseline, the SPEC's P0 shape, the target and
-   its source (or `from_spec`). Tile shapes stay within the limits; `relax` names measured
-   attempts (`evidence`).
+   When SPEC.md declares a verifier, only what the ledger measures with it counts (`measured`):
+   use `from_spec` and `measure`; typed values and ad-hoc `run` commands are refused (code 3).
+1. Activation (R1): `evidence_compare` and `evidence_layout` (`from_spec`: the ledger runs the
+   op's own checks), then `activate`. Code 5 means hand back: accuracy is not frozen; stop.
+2. Target sheet (R3): `target` with `from_spec` (the ledger measures the baseline), or without a
+   verifier the baseline, P0 shape, target and source. Tile shapes stay within the limits;
+   `relax` names measured attempts (`evidence`).
 3. Skills (R2): `skill_load` pypto-op-perf-tune and perf-analyzer; a stage's tune skill only
    inside that stage; `skill_unload` to free the budget.
 4. Stages (R4) in order: frontend, swimlane, incore, algorithm (`stage_enter`, `stage_exit`).
@@ -32,11 +34,12 @@ do what `next` says. Paths are relative to the server's root (the folder holding
 6. Stop (R10): target-reached or the utilization stop end the campaign (code 6 afterwards);
    the user may `stop`. Write the `report`, then `handback` the result. Only a person lifts a
    utilization or budget stop or lowers a guard (refused over MCP with the command they run).
-   `audit` re-derives everything.
-   After a SPEC.md edit, `manifest` validates and records it; merge conflicts: `conflicts`,
-   then `resolve`.
+   `audit` re-derives everything. A SPEC.md edit is recorded by the next step; after the
+   verifier changed, the best is re-measured first (`candidate` with prior
+   remeasure:verifier, as the refusal says). Merge conflicts: `conflicts`, then `resolve`.
 Codes: 2 bad input (fix the value), 3 a rule refused (read `next`), 4 a retry (choose another
-idea), 5 hand back, 6 stopped, 7 ledger damaged (stop and tell the user; never edit the file).
+idea), 5 hand back, 6 stopped, 7 ledger damaged (stop and tell the user; never edit the file),
+9 `audit` with `strict`: a decision rests on values not measured, or a guard is lowered.
 After a crash: `resume`; a pending attempt is measured again or `abandon`ed.
 """
 

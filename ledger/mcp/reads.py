@@ -107,6 +107,13 @@ class ReadTools:
     def audit(
         self,
         op: Op,
+        strict: Annotated[
+            bool,
+            Field(
+                description="Also fail (exit 9) when a decision rests on values not measured "
+                "by the op's declared verifier, or a guard is lowered."
+            ),
+        ] = False,
         remeasure: Annotated[
             int | None,
             Field(
@@ -118,7 +125,8 @@ class ReadTools:
     ) -> Result:
         """Integrity, legality of every step, every verdict re-derived, provenance levels,
         MEMORY.md, kept kernels (reads the whole ledger); with `remeasure`, measures again."""
-        return self.invoker.call(command_line(["audit"], [op], options(remeasure=remeasure)))
+        argv = options(strict=strict, remeasure=remeasure)
+        return self.invoker.call(command_line(["audit"], [op], argv))
 
     def kernel_diff(
         self,

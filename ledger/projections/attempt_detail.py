@@ -8,7 +8,7 @@ from typing import Any
 
 from ledger.domain.state import State
 from ledger.log.codec import canonical_json
-from ledger.projections.formatting import REPORTED_LEGEND, fmt_time_us, reported_mark
+from ledger.projections.formatting import LEVEL_MARKS, fmt_time_us, reported_mark
 
 
 def attempt_detail(state: State, attempt_id: str) -> dict[str, Any]:
@@ -89,4 +89,8 @@ def log_text(rows: list[dict[str, Any]]) -> str:
             else ""
         )
         for r in rows
-    ) + (f"\n{REPORTED_LEGEND}" if any(r["provenance"] == "reported" for r in rows) else "")
+    ) + "".join(
+        f"\n{legend}"
+        for level, (_mark, legend) in LEVEL_MARKS.items()
+        if any(r["provenance"] == level for r in rows)
+    )

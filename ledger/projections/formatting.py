@@ -177,11 +177,40 @@ REPORTED_LEGEND = (
 )
 
 
+# Each provenance weaker than `measured` has its mark and legend line (issue 27): who vouches
+# for a number is visible where it is read, not only in the raw event.
+LEVEL_MARKS: dict[str, tuple[str, str]] = {
+    "reported": (REPORTED_MARK, REPORTED_LEGEND),
+    "ran": (
+        "‡",
+        "‡ run by an ad-hoc --run command nobody declared (provenance `ran`), not the op's "
+        "declared verifier (R11).",
+    ),
+    "artefact": (
+        "¶",
+        "¶ parsed from a file (provenance `artefact`), not measured by the ledger (R11).",
+    ),
+    "unbound": (
+        "°",
+        "° run by the declared verifier, but naming neither the config nor the kernel it ran "
+        "(provenance `unbound`, R11).",
+    ),
+}
+
+
 def reported_mark(origin_level: str | None) -> str:
-    """The mark a time gets when it was only reported, else nothing."""
-    return REPORTED_MARK if origin_level == "reported" else ""
+    """The mark a time gets when the ledger did not measure it with the op's declared
+    verifier (its provenance level's), else nothing."""
+    found = LEVEL_MARKS.get(origin_level or "")
+    return found[0] if found else ""
+
+
+def legend_lines(text: str) -> list[str]:
+    """The legend line of each provenance mark that appears in `text`."""
+    return [legend for mark, legend in LEVEL_MARKS.values() if mark in text]
 
 
 def with_legend(text: str) -> str:
-    """`text` followed by the legend of the reported mark, when the mark appears in it."""
-    return f"{text.rstrip()}\n\n{REPORTED_LEGEND}\n" if REPORTED_MARK in text else text
+    """`text` followed by the legend of each provenance mark that appears in it."""
+    lines = legend_lines(text)
+    return f"{text.rstrip()}\n\n" + "\n".join(lines) + "\n" if lines else text

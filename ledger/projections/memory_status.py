@@ -70,6 +70,12 @@ def render_status(state: State, policy: Mapping[str, Any], op: str = "OP") -> st
         f"{md_text(o['reason'] or 'no reason recorded', 300)}"
         for o in policy_overrides(state)
     )
+    if len(state.manifests) > 1:
+        lines.append(
+            "- **Manifest changed** during the campaign: "
+            + " → ".join(md_code(d[:12]) for d in state.manifests)
+            + " (SPEC.md's front matter; verdicts compare only measurements of one verifier, R8)"
+        )
     if state.overrides:
         lines.append(
             f"- Retry overrides (R9): {len(state.overrides)}, listed by `tune-ledger audit {op}`"

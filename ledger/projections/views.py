@@ -14,7 +14,7 @@ from ledger.log.codec import canonical_json
 from ledger.log.record import Event
 from ledger.projections import campaign_end
 from ledger.projections.attempt_markdown import recent_points
-from ledger.projections.formatting import fmt_time_us
+from ledger.projections.formatting import fmt_time_us, legend_lines, reported_mark
 
 _MIN_PREFIX = 4
 # How many points `status` lists: the current stage's most recent ones (and the open one).
@@ -105,6 +105,7 @@ def _best(state: State) -> dict[str, Any] | None:
         "attempt": state.best.attempt,
         "util_pct": state.best.measurement.util_pct,
         "bubble_pct": state.best.measurement.bubble_pct,
+        "provenance": state.best.measurement.origin_level,
     }
 
 
@@ -114,7 +115,7 @@ def status(state: State) -> dict[str, Any]:
     from ledger.projections.conflicts import texts as conflict_texts
     from stages.allowed import allowed
     from stages.alternates import alternates
-    from stages.policy import policy_overrides
+    from stages.policy import measured_only, policy_overrides
 
     sheet = state.target
     return {
@@ -126,6 +127,13 @@ def status(state: State) -> dict[str, Any]:
         "baseline_us": sheet.baseline_us if sheet else None,
         "target_us": sheet.target_us if sheet else None,
         "required_speedup": sheet.required_speedup if sheet else None,
+        # Who vouches for each number (issue 27): the sheet's baseline, the evidence.
+        "baseline_provenance": sheet.origin_level if sheet else None,
+        "evidence_provenance": {
+            kind: evidence.origin_level
+            for kind, evidence in (("compare", state.compare), ("layout", state.layout))
+            if evidence is not None
+        },
         "stage": state.stage,
         "stages_exited": dict(state.exited),
         "skills": list(state.skills),
@@ -158,9 +166,15 @@ def status(state: State) -> dict[str, Any]:
         "events": state.event_count,
         "allowed": allowed(state),
         "policy_overrides": policy_overrides(state),
-        "manifest": {"digest": state.manifest.digest, "knobs": sorted(state.manifest.knobs)}
+        "manifest": {
+            "digest": state.manifest.digest,
+            "knobs": sorted(state.manifest.knobs),
+            "verifier": state.manifest.has_verifier,
+            "measured_only": measured_only(state),
+        }
         if state.manifest
         else None,
+        "manifests_recorded": len(state.manifests),
         "campaign_end": campaign_end.campaign_end(state),
         "impl_digest_expected": campaign_end.impl_expected(state),
     }
@@ -178,8 +192,10 @@ def status_text(data: dict[str, Any]) -> str:
         ),
         f"  activated: {'yes' if data['activated'] else 'no'}"
         f"   target sheet: {'yes' if data['target_sheet'] else 'no'}",
-        f"  baseline {fmt_time_us(data['baseline_us'])}  target {fmt_time_us(data['target_us'])}"
-        f"  best {fmt_time_us(best['time_us']) if best else '-'}",
+        f"  baseline {fmt_time_us(data['baseline_us'])}"
+        f"{reported_mark(data.get('baseline_provenance'))}"
+        f"  target {fmt_time_us(data['target_us'])}"
+        f"  best {_marked(best)}",
         f"  skills: {', '.join(data['skills']) or '-'}",
         f"  pending attempt: {data['pending'] or '-'}   open point: {data['open_point'] or '-'}",
     ]
@@ -191,7 +207,15 @@ def status_text(data: dict[str, Any]) -> str:
         lines.append(f"  CONFLICT: {conflict}")
     lines.extend(_policy_and_manifest_lines(data))
     lines.append(f"  allowed next: {', '.join(data['allowed']) or '-'}")
+    lines.extend(f"  {legend}" for legend in legend_lines(lines[2]))  # who vouches (R11)
     return "\n".join(lines)
+
+
+def _marked(best: dict[str, Any] | None) -> str:
+    """The best's time with its provenance mark, or `-`."""
+    if not best:
+        return "-"
+    return fmt_time_us(best["time_us"]) + reported_mark(best.get("provenance"))
 
 
 def _policy_and_manifest_lines(data: dict[str, Any]) -> list[str]:
@@ -207,7 +231,15 @@ def _policy_and_manifest_lines(data: dict[str, Any]) -> list[str]:
         lines.append(
             f"  manifest: {manifest['digest'][:12]} ({len(manifest['knobs'])} knobs, each "
             "bound to its stage)"
+            + (
+                "; only values measured by its verifier count"
+                if manifest.get("measured_only")
+                else ""
+            )
         )
+        changes = int(data.get("manifests_recorded") or 1) - 1
+        if changes:
+            lines.append(f"  manifest changed {changes} time(s) during the campaign (SPEC.md)")
     else:
         lines.append(
             f"  manifest: none recorded, so knobs have no stages and no defaults "
@@ -403,6 +435,8 @@ def audit_text(report: dict[str, Any]) -> str:
         lines.append(f"  R11: {decision}")
     for decision in report.get("decisions", ()):
         lines.append(f"  R10: {decision}")
+    for strict in report.get("strict", ()):
+        lines.append(f"  strict: {strict}")
     for attempt in report.get("unbound", ()):
         lines.append(f"  R11: attempt {attempt} was measured unbound (the result named no config)")
     for hit in report.get("cache_hits", ()):

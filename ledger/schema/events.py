@@ -392,6 +392,10 @@ class ManifestRecorded:
     digest: str
     source: str
     declared: dict[str, Any] = field(converter=json_object)
+    # Since issue 27: the manifest governs by its presence, and under it only values the
+    # ledger measured with the declared verifier count (stages/policy.py `measured_only`).
+    # Left out while False, so a manifest recorded by older code keeps its bytes and rule.
+    measured_only: bool = False
 
 
 @frozen

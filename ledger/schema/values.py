@@ -128,6 +128,10 @@ class Origin:
     # Set when the run was not made for this event but read from the measurement cache
     # (ledger/shell/measure_cache.py): every other field then describes that earlier run.
     cached: CachedRun | None = None
+    # The digest of the declared verifier (or layout check) that ran: its declaration and the
+    # files it names (ledger/shell/manifest_file.py `verifier_digest`); None for any other run
+    # and for events written before it was recorded.
+    verifier_digest: str | None = None
 
 
 def _text_or_none(value: Any) -> str | None:

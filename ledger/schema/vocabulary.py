@@ -32,7 +32,10 @@ ExitCondition = Literal[
     "target-met", "points-closed", "utilization", "user", "ideas-exhausted", "hand-back"
 ]
 TargetSource = Literal["spec", "upstream", "torch-eager"]
-# How a measurement reached the ledger (R11): run by the ledger itself and bound to what it
-# ran, run by the ledger but naming neither the config nor the kernel it ran ("unbound"),
-# parsed from an artefact whose digest is recorded, or only reported by the caller.
-OriginLevel = Literal["measured", "unbound", "artefact", "reported"]
+# How a measurement reached the ledger (R11), strongest first: the ledger ran the op's declared
+# verifier or layout check (SPEC.md's manifest) and the result is bound to what it ran
+# ("measured"); it ran the declared verifier but the result names neither the config nor the
+# kernel ("unbound"); it ran an ad-hoc command nobody declared (`--run CMD`: "ran"); parsed
+# from an artefact whose digest is recorded; or only reported by the caller.
+OriginLevel = Literal["measured", "unbound", "ran", "artefact", "reported"]
+ORIGIN_LEVELS: tuple[OriginLevel, ...] = ("measured", "unbound", "ran", "artefact", "reported")

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from attrs import frozen
 
 from ledger.domain.replay import evolve, replay
@@ -156,8 +157,8 @@ class OpLedger:
         verifier runs again. `decider` replaces `stages.decide` for commands outside the
         protocol's steps (merge-conflict resolutions), which append the same way.
         """
+        from stages import commands as cmd
         from stages.decide import decide
-        from stages.refusal import Refusal
 
         decide_step = decider or decide
         if getattr(command, "legacy", False):
@@ -170,6 +171,79 @@ class OpLedger:
         request = request or request_digest(command)
         # Recorded as template plus values: no path of this machine (issue 27.7).
         command = portable.command(command, self.root)
+        # The manifest is in force by its presence (issue 27): SPEC.md's, when it is not the
+        # one recorded, is recorded before the command (after it, for `init`), provided the
+        # command stands under it: a command it refuses writes nothing.
+        in_force = decider is None and not isinstance(command, cmd.RecordManifest)
+        if in_force and not isinstance(command, cmd.Init):
+            self._record_spec_manifest_for(command, key, request, decide_step)
+        result = self._decide_and_append(command, key, command_line, request, decide_step)
+        if in_force and isinstance(command, cmd.Init):
+            recorded = self._spec_manifest_command()
+            if recorded is not None:
+                return attrs.evolve(result, state=self.execute(recorded).state)
+        return result
+
+    def _spec_manifest_command(self) -> Any:
+        """RecordManifest of custom/OP/SPEC.md's manifest when it declares a verifier or knobs
+        and is not the one the ledger uses (a ledger on file only), else None. A SPEC.md that
+        does not parse is bad input naming file:line."""
+        if not isinstance(self.store, FileStore) or not self.exists():
+            return None
+        from ledger.shell.manifest_file import read_manifest, recording
+
+        manifest = read_manifest(self.dir)
+        # A front matter that declares neither a verifier nor knobs (only what priors read:
+        # op_family, dtypes, shapes) governs nothing: it is recorded only when asked.
+        if manifest is None or (manifest.verifier is None and not manifest.knobs):
+            return None
+        recorded = self.load().state.manifest
+        if recorded is not None and recorded.digest == manifest.digest:
+            return None
+        return recording(self, manifest)
+
+    def _record_spec_manifest_for(
+        self,
+        command: Any,
+        key: str | None,
+        request: str,
+        decide_step: Callable[[State, Any], Decision | Refusal],
+    ) -> None:
+        """Record SPEC.md's changed manifest when `command` stands under it: decided first on
+        a trial state with the manifest folded in (dropped after), so a refusal or bad input
+        it brings writes nothing."""
+        from stages.decide import decide
+        from stages.refusal import Refusal
+
+        recording = self._spec_manifest_command()
+        if recording is None:
+            return
+        loaded = self.load()
+        if key is not None and _replayed(loaded, key, request) is not None:
+            return
+        trial = loaded.state
+        # The trial folds into the kept state: drop it, so the next load reads the ledger.
+        self._loaded = None
+        manifest = decide(trial, recording)
+        if isinstance(manifest, Refusal):
+            raise manifest.to_error()
+        for payload in manifest.events:
+            evolve(trial, _trial_event(payload))
+        decision = decide_step(trial, command)
+        if isinstance(decision, Refusal) and not decision.events:
+            raise decision.to_error()
+        self._decide_and_append(recording, None, None, request_digest(recording), decide)
+
+    def _decide_and_append(
+        self,
+        command: Any,
+        key: str | None,
+        command_line: str | None,
+        request: str,
+        decide_step: Callable[[State, Any], Decision | Refusal],
+    ) -> StepResult:
+        from stages.refusal import Refusal
+
         for _ in range(_MAX_CONFLICT_RETRIES):
             loaded = self.load() if self.exists() else None
             if key is not None and loaded is not None:
@@ -326,6 +400,14 @@ class OpLedger:
         splice.write_if_changed(self.dir / report.chart_name(self.op), svg, root=self.root)
         relative = (self.dir / report.report_name(self.op)).relative_to(self.root).as_posix()
         return cmd.RecordReport(path=relative, digest=codec.digest(markdown.encode("utf-8")))
+
+
+def _trial_event(payload: Payload) -> Event:
+    """A payload as an event that was never written, to fold into a trial state."""
+    from ledger.log.record import unstructure_payload
+
+    data = unstructure_payload(payload)
+    return Event("(trial)", 0, (), (0, 1), payload.TYPE, payload.SCHEMA, data, {})
 
 
 def _with_key(written_by: Any, key: str, request: str) -> Any:

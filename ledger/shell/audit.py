@@ -25,9 +25,11 @@ from ledger.projections import memory_file, splice
 from ledger.projections.person_decisions import person_lines
 from ledger.schema import events as ev
 from ledger.schema.events import Binding, Device, Origin, OutputCheck
+from ledger.schema.vocabulary import ORIGIN_LEVELS
 from ledger.shell import audit_trust as trust
 from ledger.shell import rollback
 from stages import commands as cmd
+from stages.policy import lowered_guards
 
 if TYPE_CHECKING:
     from ledger.shell.api import Loaded, OpLedger
@@ -203,7 +205,10 @@ AUDIT_ENTRIES: tuple[tuple[type[ev.Payload], CommandOf | None], ...] = (
     (
         ev.ManifestRecorded,
         lambda d: cmd.RecordManifest(
-            digest=d["digest"], source=d["source"], declared=d["declared"]
+            digest=d["digest"],
+            source=d["source"],
+            declared=d["declared"],
+            measured_only=d.get("measured_only", False),
         ),
     ),
     (ev.NewlineRestored, None),
@@ -354,9 +359,7 @@ def provenance_summary(events: Sequence[Event]) -> dict[str, int]:
         )
         if origin:
             counts[origin["level"]] += 1
-    return {
-        level: counts.get(level, 0) for level in ("measured", "unbound", "artefact", "reported")
-    }
+    return {level: counts.get(level, 0) for level in ORIGIN_LEVELS}
 
 
 def check_memory_file(ledger: OpLedger, loaded: Loaded | None = None) -> list[str]:
@@ -434,5 +437,12 @@ def audited(ledger: OpLedger) -> Audited:
         "cache_hits": trust.cache_hits(events),
         "manifests": trust.manifests(events),
         "decisions": trust.campaign_decisions(events),
+        # What `audit --strict` fails on (exit 9): decisions resting on values not measured
+        # with the declared verifier, and each guard lowered (stages/policy.py).
+        "strict": [
+            *trust.unmeasured_activations(events),
+            *trust.unmeasured_decisions(events),
+            *lowered_guards(state),
+        ],
     }
     return Audited(report=report, state=state)

@@ -19,6 +19,42 @@ _ADOPTED = ("adopt", "target-reached")
 
 def reported_decisions(events: Sequence[Event]) -> list[str]:
     """Each adopt, target-reached and stop that rests on reported values, in ledger order."""
+    return _decisions_resting_on(events, ("reported",), "reported values")
+
+
+def unmeasured_decisions(events: Sequence[Event]) -> list[str]:
+    """Each adopt, target-reached and stop that rests on values the ledger did not measure
+    with the op's declared verifier (any level but `measured`), in ledger order: what
+    `audit --strict` fails on (issue 27)."""
+    levels = ("unbound", "ran", "artefact", "reported")
+    return _decisions_resting_on(events, levels, "values not measured")
+
+
+def unmeasured_activations(events: Sequence[Event]) -> list[str]:
+    """Each activation that rests on evidence the ledger did not obtain by running the op's
+    declared verifier and layout check (an `evidence --run "echo ..."` activates an op without
+    a manifest): what `audit --strict` fails on beside the decisions (issue 27)."""
+    level: dict[str, str] = {}  # evidence event id -> origin level
+    found = []
+    for event in events:
+        if event.type in ("evidence.compare", "evidence.layout"):
+            level[event.id] = event.data["origin"]["level"]
+        elif event.type == "activation.passed":
+            data = event.data
+            weak = [
+                f"{kind}: {level.get(data[key], '?')}"
+                for kind, key in (("compare", "compare_event"), ("layout", "layout_event"))
+                if level.get(data[key]) != "measured"
+            ]
+            if weak:
+                found.append(
+                    f"activation of implementation {data['impl_digest'][:12]} rests on "
+                    f"evidence not measured ({'; '.join(weak)})"
+                )
+    return found
+
+
+def _decisions_resting_on(events: Sequence[Event], weak: Sequence[str], what: str) -> list[str]:
     level: dict[str | None, str] = {}  # attempt id (None: the baseline) -> origin level
     last_adopted: tuple[str, bool] | None = None  # (attempt, rests on reported)
     found: list[str] = []
@@ -31,15 +67,15 @@ def reported_decisions(events: Sequence[Event]) -> list[str]:
         elif event.type == "attempt.verdict" and data["verdict"] in _ADOPTED:
             attempt = data["attempt"]
             parts = []
-            if level.get(attempt) == "reported":
-                parts.append("its times")
+            if level.get(attempt) in weak:
+                parts.append(_named("its times", level.get(attempt), what))
             best = data.get("best_attempt")
-            if level.get(best) == "reported":
-                parts.append("the baseline" if best is None else f"best {best}")
+            if level.get(best) in weak:
+                which = "the baseline" if best is None else f"best {best}"
+                parts.append(_named(which, level.get(best), what))
             if parts:
                 found.append(
-                    f"attempt {attempt}: {data['verdict']} rests on reported values "
-                    f"({'; '.join(parts)})"
+                    f"attempt {attempt}: {data['verdict']} rests on {what} ({'; '.join(parts)})"
                 )
             last_adopted = (attempt, bool(parts))
         elif (
@@ -48,10 +84,13 @@ def reported_decisions(events: Sequence[Event]) -> list[str]:
             and last_adopted is not None
             and last_adopted[1]
         ):
-            found.append(
-                f"stop {data['reason']} rests on reported values (attempt {last_adopted[0]})"
-            )
+            found.append(f"stop {data['reason']} rests on {what} (attempt {last_adopted[0]})")
     return found
+
+
+def _named(part: str, level: str | None, what: str) -> str:
+    """`part`, with its provenance level when the finding is about any unmeasured level."""
+    return part if what == "reported values" else f"{part}: {level}"
 
 
 def unbound_measurements(events: Sequence[Event]) -> list[str]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import BadInput
+from ledger.schema.vocabulary import OriginLevel
 from ledger.shell import runner
 from stages import commands as cmd
 
@@ -35,9 +36,16 @@ NOT_FOUND, NOT_EXECUTABLE, USAGE, BUG = 127, 126, 2, 1
 
 
 def command_result(
-    attempt: str, run: runner.CommandRun, killed_by: int | None, timeout_s: float | None, fix: str
+    attempt: str,
+    run: runner.CommandRun,
+    killed_by: int | None,
+    timeout_s: float | None,
+    fix: str,
+    *,
+    level: OriginLevel = "ran",
 ) -> cmd.Verify | cmd.Fail:
-    """The Verify or Fail a verifier's run gives, or a harness error (R8, R11).
+    """The Verify or Fail a verifier's run gives, or a harness error (R8, R11); `level` is the
+    provenance of the run ("measured": the manifest's declared verifier; "ran": `--run CMD`).
 
     Only the kernel's own failures are failures: a timeout, a kill by a signal, or a result
     that names a failure. A verifier that could not start (126/127), refused its arguments
@@ -48,7 +56,7 @@ def command_result(
             attempt=attempt,
             category="timeout",
             detail=f"no result within {timeout_s:g} s",
-            origin=runner.origin_of_run(run),
+            origin=runner.origin_of_run(run, level=level),
         )
     doc = runner.last_json_object(run.output)
     if doc is None and killed_by is not None:
@@ -58,11 +66,16 @@ def command_result(
             category="oom" if name == "SIGKILL" else "runtime",
             detail=f"exit {run.exit_code} (killed by {name}): "
             f"{runner.tail(run.output, runner.OUTPUT_TAIL)}",
-            origin=runner.origin_of_run(run),
+            origin=runner.origin_of_run(run, level=level),
         )
     doc = result_document(run, doc, fix, pending=attempt)
     return runner.verify_command(
-        attempt, runner.Document(doc=doc, origin=runner.origin_of_run(run, doc), source=run.command)
+        attempt,
+        runner.Document(
+            doc=doc,
+            origin=runner.origin_of_run(run, doc, level=level),
+            source=run.command,
+        ),
     )
 
 

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.domain.manifest import Manifest, parse_manifest, read_front_matter
-from ledger.errors import BadInput
-from ledger.log import safe_files
+from ledger.errors import BadInput, LedgerError
+from ledger.log import codec, safe_files
 
 if TYPE_CHECKING:
     from ledger.shell.api import OpLedger
+    from stages.commands import RecordManifest
 
 
 SPEC_NAME = "SPEC.md"
@@ -91,18 +92,89 @@ def declared(manifest: Manifest) -> dict[str, Any]:
     }
 
 
-def record_if_changed(ledger: OpLedger, manifest: Manifest) -> bool:
-    """Record SPEC.md's manifest when it is not the one the ledger uses; True if it recorded."""
+def recording(ledger: OpLedger, manifest: Manifest) -> RecordManifest:
+    """The command that records `manifest` as the one in force (by its presence, issue 27)."""
     from stages import commands as cmd
 
+    return cmd.RecordManifest(
+        digest=manifest.digest,
+        source=os.path.relpath(manifest.source, ledger.root),
+        declared=declared(manifest),
+    )
+
+
+def record_if_changed(ledger: OpLedger, manifest: Manifest) -> bool:
+    """Record SPEC.md's manifest when it is not the one the ledger uses; True if it recorded."""
     recorded = ledger.load().state.manifest
     if recorded is not None and recorded.digest == manifest.digest:
         return False
-    ledger.execute(
-        cmd.RecordManifest(
-            digest=manifest.digest,
-            source=os.path.relpath(manifest.source, ledger.root),
-            declared=declared(manifest),
-        )
-    )
+    ledger.execute(recording(ledger, manifest))
     return True
+
+
+def verifier_digest(manifest: Manifest, root: Path, op: str) -> str | None:
+    """The digest of the op's declared verifier as it stands (R11): its declaration in the
+    manifest (command template and limits) and the bytes of every file it names (a script), a
+    `-m MODULE` as the module's sources under `root` (a package: every .py file under it);
+    `{op_dir}` and `{root}` alone are arguments, not its code. A measurement
+    records it, and a verdict compares only measurements made under one digest (R8). None
+    when the manifest declares no verifier."""
+    verifier = manifest.verifier
+    if verifier is None:
+        return None
+    op_dir = root / "custom" / op
+    files: dict[str, str] = {}
+    argv = verifier.argv
+    for index, token in enumerate(argv):
+        if index and argv[index - 1] == "-m":
+            named = [root / Path(*token.split("."))]
+            paths = [named[0].with_suffix(".py"), named[0]]
+        else:
+            # `{op_dir}` or `{root}` alone hands the verifier the op folder (the kernel is
+            # bound by its own digest); a script path under them names the verifier's code.
+            if token in ("{op_dir}", "{root}"):
+                continue
+            text = token.replace("{root}", os.fspath(root)).replace("{op_dir}", os.fspath(op_dir))
+            if "{" in text or not text or text.startswith("-"):
+                continue
+            path = Path(text) if os.path.isabs(text) else root / text
+            if not path.is_file():  # only a file it names: a folder is an argument
+                continue
+            paths = [path]
+        for path in paths:
+            files.update(_source_digests(path, root))
+    declared_part = {
+        "command": list(argv),
+        "timeout_s": verifier.timeout_s,
+        "memory_mb": verifier.memory_mb,
+    }
+    body = codec.canonical_json({"verifier": declared_part, "files": files})
+    return codec.digest(body.encode("utf-8"))
+
+
+def file_digest_of(path: Path, root: Path) -> str | None:
+    """The digest of one declared check (the layout check) with its name, None if absent."""
+    found = _source_digests(path, root)
+    if not found:
+        return None
+    return codec.digest(codec.canonical_json(found).encode("utf-8"))
+
+
+def _source_digests(path: Path, root: Path) -> dict[str, str]:
+    """A file's digest, or every .py file's under a folder, by path relative to `root`."""
+    found: dict[str, str] = {}
+    try:
+        if path.is_file():
+            chosen = [path]
+        elif path.is_dir():
+            chosen = sorted(
+                p for p in path.rglob("*.py") if "__pycache__" not in p.parts and p.is_file()
+            )
+        else:
+            return found
+        for each in chosen:
+            name = os.path.relpath(each, root) if each.is_relative_to(root) else each.name
+            found[name] = safe_files.digest(each, limit=safe_files.LEDGER_BYTES)
+    except (OSError, ValueError, LedgerError):
+        return {}
+    return found

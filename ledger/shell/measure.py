@@ -39,6 +39,7 @@ from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.schema.values import CachedRun, Origin
 from ledger.shell import harness, measure_cache, runner
+from ledger.shell.manifest_file import verifier_digest
 from stages import commands as cmd
 from stages.binding import attempt_binding_problem, binding_problem, expected_impl_digest
 
@@ -211,10 +212,16 @@ class Ran:
     run: runner.CommandRun
     signal: int | None
     cached: CachedRun | None = None
+    verifier_digest: str | None = None  # the declared verifier's, as it stood for this run
 
     def origin(self, origin: Origin) -> Origin:
-        """`origin` (of this run) marked as read from the cache when it was."""
-        return origin if self.cached is None else attrs.evolve(origin, cached=self.cached)
+        """`origin` (of this run) with the verifier's digest, marked as read from the cache
+        when it was."""
+        return attrs.evolve(
+            origin,
+            verifier_digest=self.verifier_digest or origin.verifier_digest,
+            cached=self.cached or origin.cached,
+        )
 
 
 def run(
@@ -231,11 +238,32 @@ def run(
 ) -> Ran:
     """The plan's result: read from the measurement cache when this config ran before with
     everything else equal, else run by `executor` and kept in the cache when the simulator
-    decided it (ledger/shell/measure_cache.py). One config is never run twice at once.
+    decided it (ledger/shell/measure_cache.py). One config is never run twice at once. The
+    run carries the declared verifier's digest (R8, R11).
 
     `expected_device` (the best's device, None: unknown) makes a kept result that names another
     kind of device a miss: the config is measured again here, never served across devices.
     `fresh` measures it again whatever is kept (the best carried to another device)."""
+    digest = None if manifest is None else verifier_digest(manifest, plan.cwd, op)
+    ran = _run(
+        plan, manifest, op=op, python=python, env=env, on_start=on_start, executor=executor,
+        expected_device=expected_device, fresh=fresh,
+    )  # fmt: skip
+    return attrs.evolve(ran, verifier_digest=digest)
+
+
+def _run(
+    plan: Plan,
+    manifest: Manifest | None,
+    *,
+    op: str,
+    python: str,
+    env: Mapping[str, str] | None,
+    on_start: Callable[[Cancel], None] | None,
+    executor: Executor,
+    expected_device: Any,
+    fresh: bool,
+) -> Ran:
     folder = measure_cache.folder(env)
     material = (
         None
@@ -311,7 +339,9 @@ def execute(
 
 def result_command(plan: Plan, ran: Ran) -> cmd.Verify | cmd.Fail:
     """The Verify or Fail a run gives, or a harness error naming the plan (R8, R11)."""
-    command = harness.command_result(plan.attempt, ran.run, ran.signal, plan.timeout_s, _FIX)
+    command = harness.command_result(
+        plan.attempt, ran.run, ran.signal, plan.timeout_s, _FIX, level="measured"
+    )
     if command.origin is None:
         return command
     return attrs.evolve(command, origin=ran.origin(command.origin))
@@ -425,7 +455,9 @@ def baseline_document(plan: Plan, ran: Ran) -> runner.Document:
             hint="fix the kernel or SPEC.md's baseline_config, then run `target --from-spec`",
         )
     return runner.Document(
-        doc=doc, origin=ran.origin(runner.origin_of_run(run, doc)), source=plan.command_line
+        doc=doc,
+        origin=ran.origin(runner.origin_of_run(run, doc, level="measured")),
+        source=plan.command_line,
     )
 
 

@@ -23,7 +23,7 @@ from ledger import processes
 from ledger.domain import inputs
 from ledger.errors import BadInput
 from ledger.log import codec, safe_files
-from ledger.schema.events import FAILURES, Binding, Device, Origin, OutputCheck
+from ledger.schema.events import FAILURES, Binding, Device, Origin, OriginLevel, OutputCheck
 from stages import commands as cmd
 
 OUTPUT_TAIL = 2000  # characters of a failed command's output kept in the failure detail
@@ -76,11 +76,14 @@ def command_run(done: processes.Finished, command: str | None = None) -> Command
     )
 
 
-def origin_of_run(run: CommandRun, doc: dict[str, Any] | None = None) -> Origin:
-    """Provenance level "measured": the ledger ran the command itself."""
+def origin_of_run(
+    run: CommandRun, doc: dict[str, Any] | None = None, *, level: OriginLevel = "ran"
+) -> Origin:
+    """Provenance of a command the ledger ran itself: "ran" for an ad-hoc `--run CMD` nobody
+    declared, "measured" (`level`) for the op's declared verifier or layout check."""
     doc = doc or {}
     return Origin(
-        level="measured",
+        level=level,
         command=run.command,
         tool=_opt_str(doc.get("tool")),
         tool_version=_opt_str(doc.get("tool_version")),
@@ -308,7 +311,7 @@ def verify_command(attempt: str, document: Document) -> cmd.Verify | cmd.Fail:
             hint="the measurement needs layout_exit (the layout check's exit code)",
         )
     binding = binding_of(doc)
-    if origin.level == "measured" and binding is None:
+    if origin.level == "measured" and binding is None:  # an ad-hoc run stays "ran"
         # The ledger ran it, but cannot tell which config or kernel it measured (R11).
         origin = attrs.evolve(origin, level="unbound")
     return cmd.Verify(

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+import attrs
 from attrs import frozen
 
 from ledger.domain import inputs
@@ -25,7 +26,7 @@ from ledger.log import codec
 from ledger.projections.views import resolve_attempt
 from ledger.shell import harness, layout_check, runner
 from ledger.shell import measure as measuring
-from ledger.shell.manifest_file import read_manifest, record_if_changed
+from ledger.shell.manifest_file import file_digest_of, read_manifest
 from stages import commands as cmd
 from stages.remeasure import DEVICE_PRIOR
 from stages.stop import stopped_refusal
@@ -95,9 +96,8 @@ def measure(
         command = measuring.result_command(plan, ran)
         if manifest is not None:
             # Judge the binding by the manifest measured with, before anything is written;
-            # then record that manifest, so the decider judges it the same way (R11).
+            # `execute` records that manifest when the result stands under it (R11).
             measuring.refuse_unbound(ledger.load().state, command, manifest.defaults())
-            record_if_changed(ledger, manifest)
         return command
 
     return _step(ledger, build, invocation, "measure", attempt=attempt, python=python)
@@ -153,7 +153,6 @@ def target_from_spec(
                 manifest, fallback, root=ledger.root, op=ledger.op, python=python, env=env,
                 executor=executor,
             )  # fmt: skip
-        record_if_changed(ledger, manifest)  # what the sheet was measured with, once it is sound
         source, reference = "spec", f"SPEC.md perf_target (manifest {manifest.digest})"
         target_samples: tuple[float, ...] = ()
         target_origin = None
@@ -216,7 +215,10 @@ def evidence_from_spec(
             exit_code=run.exit_code,
             impl_path=shown,
             impl_digest=digest,
-            origin=runner.origin_of_run(run),
+            origin=attrs.evolve(
+                runner.origin_of_run(run, level="measured"),
+                verifier_digest=file_digest_of(ledger.dir / layout_check.FILE_NAME, ledger.root),
+            ),
         )
 
     return _step(
@@ -314,7 +316,7 @@ def _compare(
             hint=_FIX_KERNEL,
         )
     checks = inputs.outputs_from_document(doc, plan.command_line)
-    return checks, ran.origin(runner.origin_of_run(ran.run, doc))
+    return checks, ran.origin(runner.origin_of_run(ran.run, doc, level="measured"))
 
 
 def _layout(
