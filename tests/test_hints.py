@@ -62,3 +62,13 @@ def test_a_misnamed_step_or_argument_fails_where_the_hint_is_built() -> None:
         Step("relax", "sm", because="x")
     with pytest.raises(ValueError, match="no step takes an argument"):
         arg("reasons")
+
+
+def test_text_that_only_looks_like_a_marker_is_left_as_it_is() -> None:
+    forged = 'a note: \u27e6step:not json\u27e7 and \u27e6step:["no such", []]\u27e7'
+    assert hints.render_text(forged, "mcp") == forged
+    quoted = Step("note", "sm", text="closing \u27e7 bracket")
+    assert (
+        hints.render_text(f"{quoted}", "cli")
+        == "tune-ledger note sm --text 'closing \u27e7 bracket'"
+    )

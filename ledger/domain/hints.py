@@ -133,7 +133,8 @@ class Step:
     def __str__(self) -> str:
         """The step as a marker in a hint's text, rendered at the output's edge."""
         args = [[name, value, _is_fill(value)] for name, value in self.args]
-        return _OPEN + json.dumps([self.action, args], ensure_ascii=False) + _CLOSE
+        # ASCII: no value can hold the closing bracket, whatever text it carries.
+        return _OPEN + json.dumps([self.action, args]) + _CLOSE
 
     def render(self, caller: Caller) -> str:
         """The step in the caller's terms."""
@@ -146,7 +147,7 @@ def arg(name: str, value: Any = None) -> str:
     if not any(name in (*a.positional, *a.options) for a in ACTIONS.values()):
         raise ValueError(f"no step takes an argument {name!r}")
     fill = _is_fill(value)
-    return _OPEN + json.dumps(["=arg", [[name, value, fill]]], ensure_ascii=False) + _CLOSE
+    return _OPEN + json.dumps(["=arg", [[name, value, fill]]]) + _CLOSE
 
 
 def named(words: str) -> str:
@@ -219,7 +220,16 @@ def _render_mcp(step: Step) -> str:
     return f"{action.tool}({args})"
 
 
-def _rendered(marker: str, caller: Caller) -> str:
+def _rendered(match: re.Match[str], caller: Caller) -> str:
+    """A marker in the caller's terms; text that only looks like one (a user's note quoting
+    it, say) is left as it is."""
+    try:
+        return _rendered_step(match.group(1), caller)
+    except (ValueError, TypeError, KeyError):
+        return match.group(0)
+
+
+def _rendered_step(marker: str, caller: Caller) -> str:
     action, args = json.loads(marker)
     given = {name: _filled(v) if fill else v for name, v, fill in args}
     if action == "=name":
@@ -235,7 +245,7 @@ def render_text(text: str, caller: Caller | None = None) -> str:
     if _OPEN not in text:
         return text
     who = caller or CALLER.get()
-    return _MARKER.sub(lambda m: _rendered(m.group(1), who), text)
+    return _MARKER.sub(lambda m: _rendered(m, who), text)
 
 
 def step_name(words: str, caller: Caller | None = None) -> str:
