@@ -428,7 +428,7 @@ def run_fallback(
     return MeasuredTarget(
         samples=samples,
         source=fallback.source,
-        origin=runner.origin_of_run(run, doc),
+        origin=runner.origin_of_run(run, doc, level="measured"),  # declared in SPEC.md
         what=what,
     )
 
