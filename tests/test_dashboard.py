@@ -1,8 +1,8 @@
 """`tune-ledger dashboard`: the site's bytes, damaged ops, the exit code, and where it writes.
 
-Golden files of a small repository (tests/dashboard_ops.py: three stages, hostile text, a
-damaged ledger) pin the whole site. Regenerate after an intended change, then review the
-diff and open the pages:
+Golden files of a small repository (tests/dashboard_ops.py: three stages, hostile text, what
+issues 27 and 29 record with kept kernels, a damaged ledger) pin the whole site. Regenerate
+after an intended change, then review the diff and open the pages:
 
     UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_dashboard.py
 """
