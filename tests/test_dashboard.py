@@ -312,7 +312,7 @@ def test_person_decisions_are_the_ones_memory_and_audit_list(tmp_path: Path) -> 
     page = html.unescape((tmp_path / "out" / "ops" / "layernorm.html").read_text("utf-8"))
     assert "policy noise_threshold 0.01 -> 0.2: Bo, because noisy host" in page
     assert "Guards lowered now: noise_threshold 0.2" in page
-    assert "none: Ada's decision" in page  # the relaxation she signed without evidence
+    assert "none: signed by Ada" in page  # the relaxation she signed without evidence
 
 
 def test_the_device_of_the_best_the_baseline_and_each_attempt(tmp_path: Path) -> None:

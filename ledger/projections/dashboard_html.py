@@ -418,7 +418,7 @@ def _relaxation_tr(number: int, r: RelaxationRow) -> str:
     if r.evidence:
         evidence = ", ".join(_evidence_link(e) for e in r.evidence)
     else:
-        evidence = t(f"none: {r.person}'s decision") if r.person else NONE
+        evidence = t(f"none: signed by {r.person}") if r.person else NONE
     return (
         f'<tr><td class="num">{number}</td><td>{t(r.what)}</td><td><code>{t(r.limit)}</code></td>'
         f"<td>{t(r.basis)}</td><td>{evidence}</td><td><code>{t(r.event[:12])}</code></td></tr>"
