@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ledger.domain.hints import Step
 from ledger.domain.state import Evidence, State
 from ledger.schema.events import ActivationFailed, ActivationPassed, CompareEvidence, LayoutEvidence
 from stages.commands import Activate, RecordCompare, RecordLayout
@@ -13,6 +14,15 @@ _NEXT = (
     "hand back to pypto-op-orchestrator: fix accuracy, record passing evidence for the "
     "current implementation (evidence compare, evidence layout), then activate"
 )
+
+
+def _evidence_steps(state: State) -> str:
+    """The three steps of R1, the evidence from SPEC.md's verifier when a manifest is recorded."""
+    op, spec = state.op, True if state.manifest is not None else None
+    return (
+        f"{Step('evidence compare', op, from_spec=spec)}, "
+        f"{Step('evidence layout', op, from_spec=spec)}, then {Step('activate', op)}"
+    )
 
 
 def _short(digest: str | None) -> str:
@@ -173,12 +183,8 @@ def _gate_next(state: State) -> str:
     ):
         return (
             f"both pieces of evidence pass for implementation {_short(compare.impl_digest)}: "
-            f"tune-ledger activate {state.op}"
+            f"{Step('activate', state.op)}"
         )
     if state.handed_back:
         return _NEXT
-    return (
-        f"record passing evidence for the current implementation (tune-ledger evidence "
-        f"compare {state.op}, tune-ledger evidence layout {state.op}), then tune-ledger "
-        f"activate {state.op}"
-    )
+    return "record passing evidence for the current implementation: " + _evidence_steps(state)

@@ -1,9 +1,11 @@
 """What the state allows next (status `allowed`) and what was in flight (resume).
 
 `allowed` asks the same blocker functions the deciders use, so it cannot drift from them. It
-lists the protocol's next steps by their CLI names; `note`, `policy` and `report` are allowed at
-any time after `init` (also after a stop) and are listed only where the protocol needs them
-(`report` before the algorithm stage).
+lists the protocol's next steps by their CLI names (the MCP server renders them as its tools'
+names, ledger/domain/hints.py); `note`, `policy` and `report` are allowed at any time after
+`init` and are listed only where the protocol needs them (`report` before the algorithm stage)
+and after a stop, when `allowed` lists everything that still works (R10: the report, the
+hand-back, lifting a utilization stop, notes, policies and the reads).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from stages.search import (
     open_blocker,
 )
 from stages.skills import load_blocker
+from stages.stop import after_stop
 
 COMMAND_NAMES: dict[type[object], str] = {
     cmd.Init: "init",
@@ -66,7 +69,7 @@ def allowed(state: State) -> list[str]:
     if state.op is None:
         return ["init"]
     if state.stopped is not None:
-        return []
+        return after_stop(state)
     if not state.activated:
         names = ["evidence compare", "evidence layout"]
         return [*names, "activate"] if evidence_ready(state) else names

@@ -62,6 +62,19 @@ def expected_impl_digest(state: State, attempt: Attempt) -> str | None:
     return attempt.impl_digest or best_impl_digest(state)
 
 
+def kernel_of(state: State, attempt: Attempt) -> str | None:
+    """The implementation an attempt ran: its own (an algorithm change), else the best's when
+    it started, the kernel of the latest adopted algorithm change before it (R6: attempts
+    start from the best, one at a time), else the activated one."""
+    if attempt.impl_digest is not None:
+        return attempt.impl_digest
+    for adopted_id in reversed(state.adopted):
+        adopted = state.attempts[adopted_id]
+        if adopted.seq < attempt.seq and adopted.impl_digest is not None:
+            return adopted.impl_digest
+    return state.activation_digest
+
+
 def attempt_binding_problem(
     state: State,
     attempt: Attempt,

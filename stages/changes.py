@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ledger.domain.configs import filled
+from ledger.domain.hints import NAME, TEXT, Fill, Step, arg
 from ledger.domain.keys import knob_defaults
 from ledger.domain.state import Point, State
 from ledger.errors import BadInput
@@ -19,7 +20,7 @@ from stages.binding import best_impl_digest
 from stages.outcome import refuse
 from stages.pipeline import active_stage
 from stages.refusal import Refusal
-from stages.retry import outcome_of
+from stages.retry import next_idea, outcome_of
 
 
 def changed_knobs(state: State, before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
@@ -56,8 +57,10 @@ def knob_refusal(state: State, changed: list[str], point: Point | None) -> Refus
                 "R7",
                 f"knob {name} is outside point {point.name}",
                 f"point {point.name} tunes {', '.join(point.knobs)}",
-                f"close it (tune-ledger point close {state.op} {point.name} --reason TEXT), "
-                f"then open a point for {name} (tune-ledger point open {state.op} {name})",
+                f"close it ({Step('point close', state.op, name=point.name, reason=TEXT)}), "
+                f"then open a point for {name} ({Step('point open', state.op, name=name)}), "
+                "or a multi-knob point that tunes them together "
+                f"({Step('point open', state.op, name=NAME, knob=[*point.knobs, name])})",
             )
     return None
 
@@ -68,19 +71,20 @@ def point_knobs(state: State, name: str, given: tuple[str, ...]) -> tuple[str, .
     if manifest is None:
         if given:
             raise BadInput(
-                "--knob needs an op manifest: this op has none recorded",
-                hint=f"record SPEC.md's manifest (tune-ledger manifest {state.op}), or open "
-                "the point without --knob",
+                f"{arg('knob')} needs an op manifest: this op has none recorded",
+                hint=f"record SPEC.md's manifest ({Step('manifest', state.op)}), or open "
+                f"the point without {arg('knob')}",
             )
         return ()
     knobs = manifest.knobs
     chosen = tuple(dict.fromkeys(given)) or ((name,) if name in knobs else ())
     if not chosen:
+        named_knobs = Step("point open", state.op, name=name, knob=[Fill("KNOB")])
         return refuse(
             "R7",
             f"point {name} names no knob of the op manifest",
             f"the manifest's knobs: {', '.join(knobs) or 'none'}",
-            f"open it for named knobs (tune-ledger point open {state.op} {name} --knob K)",
+            f"open it for named knobs ({named_knobs})",
         )
     unknown = [k for k in chosen if k not in knobs]
     if unknown:
@@ -123,8 +127,8 @@ def start_refusal(state: State, disk_digest: str | None, impl_file: str | None) 
         "R6",
         "a new attempt starts from the best: the implementation on disk is not the best's",
         f"{where} has digest {disk_digest[:12]}, the best was measured with {expected[:12]}",
-        f"restore {where} to implementation {expected[:12]} (`git restore {where}` or "
-        f"`git checkout -- {where}` when git tracks it), then run the command again",
+        f"restore {where} to implementation {expected[:12]} ({Step('kernel restore', state.op)}"
+        f" when the ledger kept it, or `git restore {where}`), then run the command again",
     )
 
 
@@ -134,12 +138,12 @@ def same_impl_refusal(state: State, digest: str | None, override: str | None) ->
     if digest is None:
         return None
     if digest == best_impl_digest(state):
+        impl = f"custom/{state.op}/{state.op}_impl.py"
         return refuse(
             "R5",
             "no algorithm change: the implementation is the best's",
             f"implementation {digest[:12]} is the one the best was measured with",
-            f"change the implementation, then tune-ledger try {state.op} --algorithm TEXT "
-            "--impl PATH",
+            f"edit {impl}, then {Step('try', state.op, algorithm=TEXT, impl=impl)}",
         )
     if override is not None:
         return None
@@ -154,7 +158,7 @@ def same_impl_refusal(state: State, digest: str | None, override: str | None) ->
                 "R9",
                 f"this implementation was already measured by attempt {attempt.id}: {outcome}",
                 f"attempt {attempt.id} ran implementation {digest[:12]} ({outcome})",
-                "try another idea, or pass --override-retry REASON to measure it again anyway",
+                next_idea(),
                 kind="retry",
             )
     return None

@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from ledger.domain.hints import TEXT, Fill, Step
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.log import codec
@@ -153,9 +154,8 @@ def _conflict_gate(state: State) -> Refusal | None:
         "merge",
         "a merge of branches left the campaign in conflict",
         blocking,
-        f"list them with `tune-ledger conflicts {state.op}`, then record a decision "
-        f"with `tune-ledger resolve {state.op} --conflict ID --resolution R --reason "
-        "TEXT`",
+        f"list them with {Step('conflicts', state.op)}, then record a decision with "
+        f"{Step('resolve', state.op, conflict=Fill('ID'), resolution=Fill('R'), reason=TEXT)}",
     )
 
 
@@ -175,7 +175,7 @@ def _decide(state: State, command: cmd.Command) -> Result:
     if isinstance(command, cmd.Init):
         return _init(state, command)
     if state.op is None:
-        raise BadInput("the op has no ledger yet", hint="tune-ledger init OP")
+        raise BadInput("the op has no ledger yet", hint=str(Step("init", Fill("OP"))))
     decider: Callable[[State, Any], Result] | None = _DECIDERS.get(type(command))
     if decider is None:
         raise BadInput(f"unknown command {type(command).__name__}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ledger.domain.hints import TEXT, Step
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.schema.events import (
@@ -76,14 +77,15 @@ def entry_blocker(state: State, stage: str) -> Refusal | None:
             "R4",
             f"stage {stage} would skip {expected}: stages go " + " -> ".join(STAGES),
             f"the next stage is {expected}",
-            f"enter {expected} first (tune-ledger stage enter {state.op} {expected})",
+            f"enter {expected} first ({Step('stage enter', state.op, name=expected)})",
         )
     if state.target is None:
         return refuse(
             "R3",
             f"stage {stage} needs the Performance target sheet",
             "no target sheet is recorded",
-            f"write it: tune-ledger target {state.op} ...",
+            f"write it: {Step('target', state.op, from_spec=True)} (or give baseline, shape, "
+            "target and target_source)",
         )
     previous = STAGES[STAGES.index(stage) - 1] if stage != STAGES[0] else None
     if previous is not None and previous not in state.exited:
@@ -92,7 +94,7 @@ def entry_blocker(state: State, stage: str) -> Refusal | None:
             f"stage {stage} needs {previous} exited",
             f"{previous} is current",
             f"exit {previous} when an exit condition holds "
-            f"(tune-ledger stage exit {state.op} {previous})",
+            f"({Step('stage exit', state.op, name=previous)})",
         )
     loaded = [s for s in state.skills if s in TUNE_SKILLS]
     if loaded:
@@ -100,7 +102,7 @@ def entry_blocker(state: State, stage: str) -> Refusal | None:
             "R2",
             f"unload {loaded[0]} before entering {stage}",
             f"{loaded[0]} is loaded",
-            f"tune-ledger skill unload {state.op} {loaded[0]}",
+            str(Step("skill unload", state.op, name=loaded[0])),
         )
     if stage == "algorithm":
         return _algorithm_blocker(state)
@@ -113,7 +115,7 @@ def _algorithm_blocker(state: State) -> Refusal | None:
             "R4",
             "the algorithm stage needs a tuning report generated after incore exited",
             "no report since incore exited",
-            f"tune-ledger report {state.op}",
+            str(Step("report", state.op)),
         )
     if target_met(state):
         return refuse(
@@ -201,7 +203,7 @@ def exit_blocker(
             "R4",
             f"point {state.open_point} is still open",
             f"point {state.open_point} is open",
-            f"close it first (tune-ledger point close {state.op} {state.open_point} --reason)",
+            f"close it first ({Step('point close', state.op, name=state.open_point, reason=TEXT)})",
         )
     if stage == "algorithm" and exit_condition(state, stage, by_user, hand_back) is None:
         return _algorithm_exit_refusal(state, hand_back)
@@ -223,8 +225,8 @@ def exit_blocker(
             f"no exit condition of {stage} holds",
             held,
             "exit when the target is met; every point opened in the stage is closed"
-            f"{incore}; or the user says stop (tune-ledger stage exit {state.op} {stage} "
-            "--user-stop)",
+            f"{incore}; or the user says stop "
+            f"({Step('stage exit', state.op, name=stage, user_stop=True)})",
         )
     return None
 
@@ -232,23 +234,25 @@ def exit_blocker(
 def _algorithm_exit_refusal(state: State, hand_back: bool) -> Refusal:
     limit = int(effective_policy(state)["algorithm_patience"])
     streak = ideas_without_gain(state)
+    impl = f"custom/{state.op}/{state.op}_impl.py"
     if hand_back:
         return refuse(
             "R4",
             "a hand-back needs the tuning report of every attempt",
             "no report was generated since the latest attempt started",
-            f"generate it (tune-ledger report {state.op}), then tune-ledger stage exit "
-            f"{state.op} algorithm --hand-back",
+            f"generate it ({Step('report', state.op)}), then "
+            f"{Step('stage exit', state.op, name='algorithm', hand_back=True)}",
         )
     return refuse(
         "R4",
         "no exit condition of algorithm holds",
         f"the target is not met; {streak} of {limit} consecutive algorithm attempts "
         "without gain (policy algorithm_patience)",
-        f"try another idea (tune-ledger try {state.op} --algorithm TEXT --impl PATH); "
-        f"or hand back with the report (tune-ledger report {state.op}, then tune-ledger "
-        f"stage exit {state.op} algorithm --hand-back); or the user says stop "
-        f"(tune-ledger stage exit {state.op} algorithm --user-stop)",
+        f"try another idea (edit {impl}, then "
+        f"{Step('try', state.op, algorithm=TEXT, impl=impl)}); or hand back with the report "
+        f"({Step('report', state.op)}, then "
+        f"{Step('stage exit', state.op, name='algorithm', hand_back=True)}); or the user says "
+        f"stop ({Step('stage exit', state.op, name='algorithm', user_stop=True)})",
     )
 
 

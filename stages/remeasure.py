@@ -11,10 +11,10 @@ fresh measurements; replay closes the conflict when both have a verdict.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ledger.domain.hints import Fill, Step
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
 from ledger.schema.events import AttemptStarted
@@ -25,10 +25,12 @@ from stages.search import pending_blocker
 if TYPE_CHECKING:
     from stages.verdict import Comparison
 
-_MEASURE = (
-    "`tune-ledger measure {op}` (or `tune-ledger verify {op} {attempt} --output "
-    "NAME=true|false --layout-exit N --time TIME`)"
-)
+
+def _measure(op: str | None, attempt: str) -> str:
+    """How the re-measuring attempt is measured: by the ledger, or reported (R11)."""
+    reported = Step("verify", op, attempt=attempt, output=[Fill("NAME=true|false")],
+                    layout_exit=Fill("N"), time=[Fill("TIME")])  # fmt: skip
+    return f"`{Step('measure', op, attempt=attempt)}` (or `{reported}`)"
 
 
 def due(state: State) -> list[Attempt]:
@@ -130,11 +132,11 @@ def next_step(state: State) -> str | None:
     op = state.op
     pending = state.pending
     if pending is not None and pending in state.remeasure.values():
-        return f"measure attempt {pending}: " + _MEASURE.format(op=op, attempt=pending)
+        return f"measure attempt {pending}: " + _measure(op, pending)
     steps = [
-        f"re-measure attempt {best.id}'s config: `tune-ledger candidate {op} --config "
-        f"'{json.dumps(best.config, sort_keys=True)}' --prior remeasure:{best.id}`, then "
-        + _MEASURE.format(op=op, attempt="ATTEMPT")
+        f"re-measure attempt {best.id}'s config: "
+        f"`{Step('candidate', op, config=best.config, prior=f'remeasure:{best.id}')}`, then "
+        + _measure(op, Fill("ATTEMPT"))
         for best in due(state)
     ]
     if pending is not None:

@@ -32,6 +32,7 @@ from typing import cast
 
 from attrs import frozen
 
+from ledger.domain.hints import TEXT, Step, arg
 from ledger.domain.state import State
 from ledger.errors import BadInput, LedgerError
 from ledger.log import codec
@@ -56,7 +57,7 @@ def find_conflict(state: State, reference: str) -> Conflict:
     `conflicts` gives; BadInput otherwise."""
     found = conflicts(state)
     if not found:
-        raise BadInput("there is no conflict to resolve", hint="tune-ledger status OP")
+        raise BadInput("there is no conflict to resolve", hint=str(Step("status", state.op)))
     by_id = next((c for c in found if c.id == reference), None)
     if by_id is not None:
         return by_id
@@ -64,8 +65,8 @@ def find_conflict(state: State, reference: str) -> Conflict:
         return found[int(reference) - 1]
     listing = "; ".join(f"{n}: {c.id}" for n, c in enumerate(found, start=1))
     raise BadInput(
-        f"--conflict {reference!r} names no open conflict",
-        hint=f"name one by its id or number (`tune-ledger conflicts OP`): {listing}",
+        f"{arg('conflict')} {reference!r} names no open conflict",
+        hint=f"name one by its id or number ({Step('conflicts', state.op)}): {listing}",
     )
 
 
@@ -74,7 +75,7 @@ def decide(state: State, command: Resolve) -> list[Payload]:
     conflict = find_conflict(state, command.conflict)
     reason = command.reason.strip()
     if not reason:
-        raise BadInput("the reason must not be empty", hint="--reason TEXT")
+        raise BadInput("the reason must not be empty", hint=f"give {arg('reason', TEXT)}")
     offered = options(state, conflict)
     if command.resolution not in offered:
         raise BadInput(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ledger.domain.hints import Fill, arg
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
@@ -13,7 +14,14 @@ from stages.policy import effective_policy
 from stages.refusal import Refusal
 
 _UNSUCCESSFUL = ("rollback", "no-gain")
-_NEXT = "try another idea, or pass --override-retry REASON to measure it again anyway"
+_IDEAS = "algorithm-ideas"  # the key of `_Ideas` in State.derived
+
+
+def next_idea() -> str:
+    """R9's way forward: another idea, or the retry measured anyway with its reason."""
+    return (
+        f"try another idea, or measure it again anyway: add {arg('override_retry', Fill('REASON'))}"
+    )
 
 
 def override_reason(override: str | None) -> str | None:
@@ -46,7 +54,7 @@ def config_retry(state: State, config: dict[str, Any]) -> Refusal | None:
         "R9",
         f"this config was already measured by {name}: {outcome}",
         f"{name} measured this config ({outcome})",
-        _NEXT,
+        next_idea(),
         kind="retry",
     )
 
@@ -94,7 +102,7 @@ def idea_retry(state: State, description: str) -> Refusal | None:
                 f"this idea repeats attempt {attempt.id} ({outcome}): "
                 f"{attempt.description!r} (similarity {score:.2f})",
                 f"attempt {attempt.id} tried it: {outcome}",
-                _NEXT,
+                next_idea(),
                 kind="retry",
             )
     return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ledger.domain.hints import NAME, TEXT, Fill, Step, arg
 from ledger.domain.state import Attempt, Point, State
 from ledger.errors import BadInput
 from ledger.schema.events import CONFIG_STAGES, AttemptStarted, PointClosed, PointOpened
@@ -48,16 +49,22 @@ def config_stage_blocker(state: State, change: str) -> Refusal | None:
             "R4",
             f"a {change} needs a current stage",
             "no stage is current",
-            f"enter the next stage (tune-ledger stage enter {state.op} {next_stage(state)})",
+            f"enter the next stage ({Step('stage enter', state.op, name=next_stage(state))})",
         )
     if stage not in CONFIG_STAGES:
         return refuse(
             "R5",
             f"the {stage} stage changes the algorithm only, not the config",
             f"current stage: {stage}",
-            f"tune-ledger try {state.op} --algorithm TEXT",
+            _algorithm_step(state),
         )
     return None
+
+
+def _algorithm_step(state: State) -> str:
+    """How an algorithm change is made: edit the impl, then `try` it with its file (R5)."""
+    impl = f"custom/{state.op}/{state.op}_impl.py"
+    return f"edit {impl}, then {Step('try', state.op, algorithm=TEXT, impl=impl)}"
 
 
 def point_blocker(state: State) -> Refusal | None:
@@ -67,7 +74,7 @@ def point_blocker(state: State) -> Refusal | None:
             "R7",
             "every attempt in stages 1-3 belongs to an open optimization point",
             "no point is open",
-            f"tune-ledger point open {state.op} NAME",
+            str(Step("point open", state.op, name=NAME)),
         )
     return None
 
@@ -84,7 +91,7 @@ def open_blocker(state: State) -> Refusal | None:
             "R7",
             "optimization points belong to stages 1-3",
             f"current stage: {stage}",
-            f"tune-ledger try {state.op} --algorithm TEXT",
+            _algorithm_step(state),
         )
     return _first(
         config_stage_blocker(state, "point"),
@@ -95,7 +102,7 @@ def open_blocker(state: State) -> Refusal | None:
             "R7",
             "one optimization point at a time",
             f"point {state.open_point} is open",
-            f"close it first (tune-ledger point close {state.op} {state.open_point} --reason TEXT)",
+            f"close it first ({Step('point close', state.op, name=state.open_point, reason=TEXT)})",
         ),
     )
 
@@ -127,7 +134,7 @@ def close_blocker(state: State) -> Refusal | None:
             "R7",
             "no optimization point is open",
             "no point is open",
-            f"open one (tune-ledger point open {state.op} NAME)",
+            f"open one ({Step('point open', state.op, name=NAME)})",
         )
     return pending_blocker(state)
 
@@ -181,7 +188,8 @@ def candidate_blocker(state: State) -> Refusal | None:
             "R7",
             f"the candidate phase of point {point.name} is over",
             f"{point.mutations} mutation(s) started in point {point.name}",
-            "mutate the best config one parameter at a time (tune-ledger try --set)",
+            f"mutate the best config one parameter at a time "
+            f"({Step('try', state.op, change=Fill('PARAM=JSON'))})",
         )
     return None
 
@@ -310,11 +318,13 @@ def algorithm_blocker(state: State) -> Refusal | None:
     """Why no algorithm change may start now (R5, R6), or None."""
     stage = active_stage(state)
     if stage != "algorithm":
+        candidate = Step("candidate", state.op, config=Fill("JSON"), prior=TEXT)
+        mutation = Step("try", state.op, change=Fill("PARAM=JSON"))
         return refuse(
             "R5",
             "algorithm changes belong to the algorithm stage only",
             f"current stage: {stage or 'none'}",
-            "stages 1-3 change the config (tune-ledger candidate / try --set)",
+            f"stages 1-3 change the config ({candidate} or {mutation})",
         )
     return pending_blocker(state)
 
@@ -338,7 +348,7 @@ def decide_algorithm(state: State, command: TryAlgorithm) -> Result:
     recorded, warnings = _recorded_override(state, None, override, description)
     if not command.impl_digest:
         warnings.append(
-            "no digest of the changed implementation was given (--impl): "
+            f"no digest of the changed implementation was given ({arg('impl')}): "
             "audit cannot tie the measurement to the code (R5)"
         )
     return accept(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ledger.domain.hints import Step
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.schema.events import BASE_SKILLS, SKILLS, TUNE_SKILLS, SkillLoaded, SkillUnloaded
@@ -46,7 +47,8 @@ def load_blocker(state: State, name: str) -> Refusal | None:
             "R3",
             f"{name} needs the Performance target sheet first",
             "no target sheet is recorded",
-            f"write it: tune-ledger target {state.op} ...",
+            f"write it: {Step('target', state.op, from_spec=True)} (or give baseline, shape, "
+            "target and target_source)",
         )
     stage = TUNE_SKILLS[name]
     current = active_stage(state)

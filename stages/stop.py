@@ -3,6 +3,7 @@ the result is handed back with a report, and the user may lift a utilization sto
 
 from __future__ import annotations
 
+from ledger.domain.hints import TEXT, Step, named
 from ledger.domain.state import State
 from ledger.schema.events import (
     AttemptAbandoned,
@@ -72,8 +73,8 @@ def end_steps(state: State) -> list[str]:
     if state.stopped is None or state.handback is not None:
         return []
     op = state.op
-    steps = [] if state.stop_report is not None else [f"tune-ledger report {op}"]
-    steps.append(f"tune-ledger handback {op} --summary TEXT")
+    steps = [] if state.stop_report is not None else [str(Step("report", op))]
+    steps.append(str(Step("handback", op, summary=TEXT)))
     if state.stopped == "budget":
         steps.append(
             "or, if a person decides to go on: "
@@ -87,11 +88,28 @@ def end_steps(state: State) -> list[str]:
     return steps
 
 
+# What still works after a stop, besides ending it (R10): notes, policies, and the reads.
+_STILL = ("note", "policy", "status", "log", "audit")
+
+
+def after_stop(state: State) -> list[str]:
+    """The steps allowed after a stop (status `allowed`, R10): the report, the hand-back once
+    a report was generated since the stop, the user's lifting of a utilization stop, notes,
+    policies and the reads."""
+    open_end = state.handback is None
+    names = ["report"]
+    if open_end and state.stop_report is not None:
+        names.append("handback")
+    if open_end and state.stopped == "utilization":
+        names.append("resume-campaign")
+    return [*names, *_STILL]
+
+
 def _after_stop_hint(state: State) -> str:
     """What a stopped campaign still needs, as the next step of a refusal (R10)."""
     steps = end_steps(state)
     if not steps:
-        return "nothing to tune: status, log, report, audit, note and policy still work"
+        return f"nothing to tune: {', '.join(named(n) for n in after_stop(state))} still work"
     first = [s for s in steps if not s.startswith("or, ")]
     rest = [s for s in steps if s.startswith("or, ")]
     return (
@@ -109,8 +127,8 @@ def decide_handback(state: State, command: HandBack) -> Result:
             "R10",
             "nothing to hand back: the campaign has not stopped",
             f"stage {state.stage or '-'} is in progress and no stop condition holds",
-            f"tune on (tune-ledger status {op} lists the steps allowed now), or stop it: "
-            f"tune-ledger stop {op} --reason TEXT",
+            f"tune on ({Step('status', op)} lists the steps allowed now), or stop it: "
+            f"{Step('stop', op, reason=TEXT)}",
         )
     if state.handback is not None:
         return refuse(
@@ -125,7 +143,7 @@ def decide_handback(state: State, command: HandBack) -> Result:
             "R10",
             "a hand-back carries the tuning report of the campaign as it ended",
             f"no report was generated since the campaign stopped ({state.stopped})",
-            f"tune-ledger report {op}, then tune-ledger handback {op} --summary TEXT",
+            f"{Step('report', op)}, then {Step('handback', op, summary=TEXT)}",
         )
     return accept(
         CampaignHandedBack(stop=state.stopped, report=state.stop_report, summary=command.summary)
@@ -144,7 +162,7 @@ def decide_resume(state: State, command: ResumeCampaign) -> Result:
             "R10",
             "nothing to resume: the campaign has not stopped",
             f"stage {state.stage or '-'} is in progress",
-            f"tune on: tune-ledger status {op} lists the steps allowed now",
+            f"tune on: {Step('status', op)} lists the steps allowed now",
         )
     if state.handback is not None or state.stopped != "utilization":
         detail = f": {state.stop_detail}" if state.stop_detail else ""

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, NamedTuple, get_args
 
+from ledger.domain.hints import Fill, Step
 from ledger.domain.samples import median
 from ledger.domain.state import Relaxation, State
 from ledger.errors import BadInput
@@ -124,13 +125,18 @@ def cube_limit(state: State, cube_m: int | None) -> CubeLimit | None:
     return cube_row(cube_m) if cube_m is not None else None
 
 
+def _relax_step(op: str | None) -> Step:
+    return Step("relax", op, what=Fill("vec|cube"), limit=Fill("LIMIT"), basis=Fill("BASIS"),
+                evidence=[Fill("ATTEMPT")])  # fmt: skip
+
+
 def _beyond(what: str, detail: str, op: str | None) -> Refusal:
     return refuse(
         "R3",
         f"{what} is beyond the tile-shape upper limit: {detail}",
         detail,
-        "choose tiles within the limits, or relax the limit on measured attempts (tune-ledger "
-        f"relax {op} --what vec|cube --limit ... --basis ... --evidence ATTEMPT)",
+        "choose tiles within the limits, or relax the limit on measured attempts "
+        f"({_relax_step(op)})",
     )
 
 

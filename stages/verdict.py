@@ -8,13 +8,13 @@ from the attempt id, a recorded value, so audit re-derives the verdict exactly.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from attrs import frozen
 
 from ledger.domain import devices
+from ledger.domain.hints import TEXT, Fill, Step
 from ledger.domain.keys import measured_key
 from ledger.domain.samples import median
 from ledger.domain.state import Attempt, Best, State
@@ -123,7 +123,7 @@ def pending_attempt(state: State, attempt_id: str) -> Attempt | Refusal:
     attempt = state.attempts.get(attempt_id)
     if attempt is None:
         raise BadInput(
-            f"unknown attempt {attempt_id!r}", hint="see tune-ledger log OP for attempt ids"
+            f"unknown attempt {attempt_id!r}", hint=f"see {Step('log', state.op)} for attempt ids"
         )
     if attempt.status != "pending":
         return refuse(
@@ -155,8 +155,8 @@ def decide_verify(state: State, command: Verify) -> Result:
             raise BadInput(
                 f"{problem}; nothing was written and attempt {attempt.id} stays pending",
                 rule="R11",
-                hint="measure the attempt's own config: `tune-ledger measure "
-                f"{state.op} {attempt.id}` builds the command from it",
+                hint="measure the attempt's own config: "
+                f"{Step('measure', state.op, attempt=attempt.id)} builds the command from it",
             )
     unmeasured = _unmeasured_verdict(state, attempt.id, command)
     if unmeasured is not None:
@@ -234,9 +234,10 @@ def decide_verify(state: State, command: Verify) -> Result:
                 "R11",
                 f"a {verdict.verdict} may not rest on values only reported by hand",
                 f"policy require_measured is on and {reported}",
-                f"let the ledger measure it: `tune-ledger measure {state.op} {attempt.id}` (or "
-                "`verify --run CMD`); to decide on reported values, a person sets "
-                f"`tune-ledger policy {state.op} require_measured false --reason TEXT`",
+                f"let the ledger measure it: {Step('measure', state.op, attempt=attempt.id)} (or "
+                f"{Step('verify', state.op, attempt=attempt.id, run=Fill('CMD'))}); to decide "
+                "on reported values, a person sets "
+                f"{Step('policy', state.op, key='require_measured', value='false', reason=TEXT)}",
             )
     closed = exhaustion(state, attempt, adopted, failure)
     if closed is not None:
@@ -300,11 +301,12 @@ def _verifier_refusal(
         f"the verifier changed: attempt {attempt} was measured with verifier {ours[:12]}, "
         f"the best ({which}) with {theirs[:12]}; a verdict never compares the two",
         f"the best's measurement was made by another verifier ({theirs[:12]})",
-        f"re-measure the best with the verifier as it stands (`tune-ledger abandon {state.op} "
-        f"{attempt} --reason TEXT`, then `tune-ledger candidate {state.op} --config "
-        f"'{json.dumps(best.config, sort_keys=True)}' --prior {remeasure.VERIFIER_PRIOR}` and "
-        f"`tune-ledger measure {state.op}`), then measure this change again; or restore the "
-        "verifier the best was measured with (SPEC.md's `verifier` and the files it names)",
+        "re-measure the best with the verifier as it stands "
+        f"(`{Step('abandon', state.op, attempt=attempt, reason=TEXT)}`, then "
+        f"`{Step('candidate', state.op, config=best.config, prior=remeasure.VERIFIER_PRIOR)}` "
+        f"and `{Step('measure', state.op, attempt=Fill('ATTEMPT'))}`), then measure this change "
+        "again; or restore the verifier the best was measured with (SPEC.md's `verifier` and "
+        "the files it names)",
     )
 
 
@@ -343,11 +345,12 @@ def _device_refusal(
         f"attempt {attempt_id} was measured on {here}, the best it would be compared with "
         f"({which}) on {there} ({differ})",
         f"measure attempt {attempt_id} on {there} (nothing was written, it stays pending: "
-        f"`tune-ledger measure {state.op}` there; `--devices` pins the verifier to an NPU), or "
-        f"carry the campaign to {here}: re-measure the best there first (`tune-ledger abandon "
-        f"{state.op} {attempt_id} --reason TEXT`, then `tune-ledger candidate {state.op} "
-        f"--config '{json.dumps(best.config, sort_keys=True)}' --prior {remeasure.DEVICE_PRIOR}` "
-        f"and `tune-ledger measure {state.op}` on {here}), then measure this change again",
+        f"`{Step('measure', state.op, attempt=attempt_id)}` there; the autopilot's `--devices` "
+        f"pins the verifier to an NPU), or carry the campaign to {here}: re-measure the best "
+        f"there first (`{Step('abandon', state.op, attempt=attempt_id, reason=TEXT)}`, then "
+        f"`{Step('candidate', state.op, config=best.config, prior=remeasure.DEVICE_PRIOR)}` and "
+        f"`{Step('measure', state.op, attempt=Fill('ATTEMPT'))}` on {here}), then measure this "
+        "change again",
     )
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
+from ledger.domain import hints
 from ledger.domain.replay import attempt_id, evolve, replay
 from ledger.domain.state import State
 from ledger.log.record import Draft, Event, Provenance, seal
@@ -56,10 +59,11 @@ class Driver:
         return result
 
     def refusal(self, command: object) -> Refusal:
-        """The Refusal for `command` (fails the test when it is accepted); nothing is appended."""
+        """The Refusal for `command` (fails the test when it is accepted); nothing is appended.
+        Its way forward reads as the CLI prints it (tests/test_mcp_hints.py reads it over MCP)."""
         result = decide(self.state, command)
         assert isinstance(result, Refusal), f"accepted: {result}"
-        return result
+        return attrs.evolve(result, next_step=hints.render_text(result.next_step, "cli"))
 
     def append(self, payloads: Sequence[Payload]) -> tuple[Event, ...]:
         """Seal `payloads` as one batch after the log's head and evolve the state."""

@@ -147,7 +147,7 @@ def test_a_stop_with_tuning_steps_finished_after_it(tmp_path: Path) -> None:
     )
     _resolve_and_commit(repo, "keep")
     status = json.loads(tl(repo, "--json", "status", OP).stdout)
-    assert (status["stopped"], status["allowed"]) == ("user", [])
+    assert (status["stopped"], status["allowed"][:2]) == ("user", ["report", "note"])
 
 
 def _two_bests(repo: Path) -> tuple[str, str]:
@@ -197,7 +197,7 @@ def test_two_adopted_bests_re_measured_by_the_commands_check_gives(tmp_path: Pat
         assert started.returncode == 0, started.stdout + started.stderr
         attempt = json.loads(started.stdout)["attempt"]
         check = tl(repo, "check", "--all").stdout
-        assert f"measure attempt {attempt}: `tune-ledger measure {OP}`" in check
+        assert f"measure attempt {attempt}: `tune-ledger measure {OP} {attempt}`" in check
         measured = command.group(1).rsplit("remeasure:", 1)[1]
         _must_pass(
             repo,

@@ -18,6 +18,7 @@ from pathlib import Path
 import golden_ledger
 import pytest
 
+from ledger.domain import hints
 from ledger.domain.replay import replay
 from ledger.log import codec
 from ledger.log.store import FileStore
@@ -60,7 +61,8 @@ def _status_json(data: bytes, tmp: Path) -> str:
     path = tmp / "events.jsonl"
     path.write_bytes(data)
     state = replay(FileStore(path).read().events)
-    return codec.canonical_json(views.status(state)) + "\n"
+    # As the CLI prints it: its ways forward rendered as command lines (ledger/domain/hints.py).
+    return codec.canonical_json(hints.render(views.status(state), "cli")) + "\n"
 
 
 def _schemas(path: Path) -> dict[str, int]:

@@ -75,7 +75,9 @@ def test_a_knob_outside_the_open_point_is_refused_with_r7(cli: Cli) -> None:
         "knob unroll_list is outside point vec_tile_shape",
         "point vec_tile_shape tunes vec_tile_shape",
         f"close it (tune-ledger point close {OP} vec_tile_shape --reason TEXT), then open a "
-        f"point for unroll_list (tune-ledger point open {OP} unroll_list)",
+        f"point for unroll_list (tune-ledger point open {OP} unroll_list), or a multi-knob "
+        f"point that tunes them together (tune-ledger point open {OP} NAME --knob "
+        "vec_tile_shape --knob unroll_list)",
     )
 
 
@@ -99,7 +101,7 @@ def test_a_point_whose_name_is_no_knob_is_refused(cli: Cli) -> None:
     assert (out["rule"], out["error"], out["next"]) == (
         "R7",
         "point F-2 names no knob of the op manifest",
-        f"open it for named knobs (tune-ledger point open {OP} F-2 --knob K)",
+        f"open it for named knobs (tune-ledger point open {OP} F-2 --knob KNOB)",
     )
     out = refused(cli, 3, "point", "open", OP, "F-2", "--knob", "stitch")
     assert out["rule"] == "R5"
@@ -232,8 +234,8 @@ def test_after_a_rollback_the_implementation_must_be_the_best_again(cli: Cli) ->
         "R6",
         "a new attempt starts from the best: the implementation on disk is not the best's",
         f"{where} has digest {now}, the best was measured with {best}",
-        f"restore {where} to implementation {best} (`git restore {where}` or "
-        f"`git checkout -- {where}` when git tracks it), then run the command again",
+        f"restore {where} to implementation {best} (tune-ledger kernel restore {OP} when the "
+        f"ledger kept it, or `git restore {where}`), then run the command again",
     )
     impl.write_text(original, "utf-8")
     cli.ok("try", OP, "--set", "stitch=32")

@@ -65,10 +65,12 @@ def tool_call(argv: list[str], schemas: dict[str, Any]) -> tuple[str, dict[str, 
         key = {"set": "change"}.get(word[2:], word[2:]).replace("-", "_")
         kind = json.dumps(properties[key])
         value: Any = words.pop(0)
-        if '"array"' in kind:
+        if '"integer"' in kind and value.isdigit():
+            arguments[key] = int(value)
+        elif '"array"' in kind:
             arguments.setdefault(key, []).append(value)
         else:
-            arguments[key] = int(value) if '"integer"' in kind else value
+            arguments[key] = value
     return name, arguments
 
 
@@ -192,7 +194,7 @@ def test_a_refusal_names_its_rule_and_memory_is_a_resource(tmp_path: Path) -> No
     is_error, error = seen["refused"]
     assert is_error
     assert error["rule"] == "R1" and error["code"] == 3
-    assert error["allowed"] == ["evidence compare", "evidence layout"]
+    assert error["allowed"] == ["evidence_compare", "evidence_layout"]  # its tools' names
     assert error["next"] and error["blocking"]
     assert seen["memory"] == (tmp_path / "custom/demo/MEMORY.md").read_text()
     assert "custom/demo/" in seen["prompt"]

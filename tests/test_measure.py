@@ -418,7 +418,7 @@ def test_status_and_resume_name_the_exact_measure_command(cli: Cli, measured_att
 def test_without_a_verifier_resume_says_what_to_measure(cli: Cli, attempt: str) -> None:
     """No manifest verifier: the next step is verify, with the config to measure spelt out."""
     step = cli.ok("resume", OP)["next"][0]
-    assert step.startswith(f"tune-ledger verify {OP} {attempt} --run 'VERIFIER'")
+    assert step.startswith(f"tune-ledger verify {OP} {attempt} --run VERIFIER")
     assert '{"vec_tile_shape":[1,8,1,32]}' in step
 
 

@@ -13,6 +13,7 @@ from factories import draft
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ledger.domain import hints
 from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.errors import BadInput, RuleRefusal
@@ -67,8 +68,8 @@ def _audit_clean(ledger: OpLedger) -> dict[str, object]:
 
 def _check(ledger: OpLedger) -> list[str]:
     order = merge.order_findings(ledger.store, OP)
-    return order or [
-        *conflict_view.findings(ledger.load().state),
+    return order or [  # as the CLI prints them (ledger/domain/hints.py)
+        *map(hints.render_text, conflict_view.findings(ledger.load().state)),
         *audit.check_memory_file(ledger),
     ]
 
@@ -292,7 +293,7 @@ def test_new_steps_are_refused_until_the_conflict_is_resolved(
     with pytest.raises(RuleRefusal) as refused:
         merged.execute(cmd.TryMutation(param="vec_tile_shape", value=vec(8)))
     assert refused.value.rule == "merge"
-    assert "tune-ledger resolve" in (refused.value.hint or "")
+    assert "tune-ledger resolve" in hints.render_text(refused.value.hint or "")
     merged.execute(verify(a, 95.0))
     merged.execute(verify(b, 96.0))
     assert _open(merged) == ()
@@ -479,10 +480,10 @@ def test_re_measuring_both_bests_says_what_to_run_and_closes_with_both_verdicts(
     second = fast if first == slow else slow
 
     def _steps(best: str) -> str:
-        config = json.dumps(state.attempts[best].config, sort_keys=True)
+        config = json.dumps(state.attempts[best].config, sort_keys=True, separators=(",", ":"))
         return (
             f"re-measure attempt {best}'s config: `tune-ledger candidate {OP} --config "
-            f"'{config}' --prior remeasure:{best}`, then `tune-ledger measure {OP}` (or "
+            f"'{config}' --prior remeasure:{best}`, then `tune-ledger measure {OP} ATTEMPT` (or "
             f"`tune-ledger verify {OP} ATTEMPT --output NAME=true|false --layout-exit N "
             "--time TIME`)"
         )
@@ -493,7 +494,7 @@ def test_re_measuring_both_bests_says_what_to_run_and_closes_with_both_verdicts(
     )
     with pytest.raises(RuleRefusal) as refused:  # anything else waits
         merged.execute(cmd.TryMutation(param="vec_tile_shape", value=vec(8)))
-    assert (refused.value.rule, refused.value.hint) == (
+    assert (refused.value.rule, hints.render_text(refused.value.hint or "")) == (
         "merge",
         f"{_steps(first)}; then {_steps(second)}",
     )
@@ -568,11 +569,11 @@ def test_resume_names_the_next_re_measurement_then_the_conflicts_command(
     """An interrupted agent learns from `resume` what closes the conflict, not only that one
     is open."""
     merged, slow, fast = _two_bests(tmp_path)
-    assert views.resume(merged.load().state)["next"] == [
+    assert hints.render(views.resume(merged.load().state)["next"]) == [
         f"tune-ledger conflicts {OP} (then resolve each conflict as it says)"
     ]
     _resolve(merged, "1", "remeasure")
-    (step,) = views.resume(merged.load().state)["next"]
+    (step,) = hints.render(views.resume(merged.load().state)["next"])
     assert step.startswith("re-measure attempt ")
     assert f"--prior remeasure:{slow}`" in step and f"--prior remeasure:{fast}`" in step
 

@@ -38,7 +38,8 @@ def test_every_tuning_step_is_refused_after_a_user_stop(command: object) -> None
     assert events[0].data == {"reason": "user", "detail": "the user has seen enough"}
     refusal = driver.refusal(command)
     assert (refusal.rule, refusal.kind, refusal.to_error().code) == ("R10", "stopped", 6)
-    assert refusal.allowed == ()
+    # What still works is listed (issue 28.4): the report first, no hand-back before it.
+    assert refusal.allowed == ("report", "note", "policy", "status", "log", "audit")
 
 
 def test_notes_reports_and_policy_still_work_after_a_stop() -> None:
@@ -48,7 +49,17 @@ def test_notes_reports_and_policy_still_work_after_a_stop() -> None:
     driver.run(cmd.RecordReport(path="report.md", digest="abc"))
     driver.run(cmd.SetPolicy(key="alternates", value=2))
     assert driver.types()[-3:] == ["note.added", "report.generated", "policy.set"]
-    assert allowed(driver.state) == []
+    assert allowed(driver.state) == [
+        "report",
+        "handback",
+        "note",
+        "policy",
+        "status",
+        "log",
+        "audit",
+    ]
+    driver.run(cmd.HandBack(summary="done"))
+    assert allowed(driver.state) == ["report", "note", "policy", "status", "log", "audit"]
 
 
 def test_a_stop_abandons_the_pending_attempt() -> None:
@@ -159,7 +170,7 @@ def test_after_the_report_the_hand_back_is_an_event() -> None:
         "stopped",
         "the result was already handed back to the orchestrator",
         f"handed back with {REPORT_PATH}",
-        "nothing to tune: status, log, report, audit, note and policy still work",
+        "nothing to tune: report, note, policy, status, log, audit still work",
     )
 
 

@@ -151,7 +151,8 @@ def test_three_ideas_without_gain_let_the_algorithm_stage_exit() -> None:
         "no exit condition of algorithm holds",
         "the target is not met; 2 of 3 consecutive algorithm attempts without gain "
         "(policy algorithm_patience)",
-        "try another idea (tune-ledger try softmax --algorithm TEXT --impl PATH); or hand "
+        "try another idea (edit custom/softmax/softmax_impl.py, then tune-ledger try softmax "
+        "--algorithm TEXT --impl custom/softmax/softmax_impl.py); or hand "
         "back with the report (tune-ledger report softmax, then tune-ledger stage exit "
         "softmax algorithm --hand-back); or the user says stop (tune-ledger stage exit "
         "softmax algorithm --user-stop)",

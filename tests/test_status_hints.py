@@ -44,8 +44,8 @@ def test_the_r1_gate_says_activate_when_both_pieces_of_evidence_pass() -> None:
     driver = initialized()
     refusal = driver.refusal(cmd.LoadSkill(name="pypto-op-perf-tune"))
     assert refusal.next_step == (
-        "record passing evidence for the current implementation (tune-ledger evidence "
-        "compare softmax, tune-ledger evidence layout softmax), then tune-ledger activate softmax"
+        "record passing evidence for the current implementation: tune-ledger evidence "
+        "compare softmax, tune-ledger evidence layout softmax, then tune-ledger activate softmax"
     )
     driver.run(compare())
     driver.run(layout())

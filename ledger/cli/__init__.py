@@ -21,6 +21,7 @@ import click
 
 from ledger import __version__
 from ledger.cli.base import Ctx, KeptLedgers, StrictGroup, open_ledgers, pass_ctx
+from ledger.domain import hints
 from ledger.errors import EXIT_CODES, BadInput, LedgerError, StorageError
 from ledger.log import codec
 
@@ -138,9 +139,9 @@ def cli(context: click.Context, root: str, as_json: bool, key: str | None) -> No
 
 def _fail(as_json: bool, error: LedgerError) -> NoReturn:
     if as_json:
-        click.echo(codec.canonical_json(error.to_json()))
+        click.echo(codec.canonical_json(hints.render(error.to_json())))
     else:
-        click.echo(error.human(), err=True)
+        click.echo(hints.render_text(error.human()), err=True)
     raise SystemExit(error.code)
 
 

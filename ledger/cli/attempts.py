@@ -22,6 +22,7 @@ from ledger.cli.base import (
     run_workflow,
 )
 from ledger.domain import inputs
+from ledger.domain.hints import Fill, arg
 from ledger.domain.replay import attempt_id
 from ledger.errors import BadInput
 from ledger.projections import views
@@ -118,8 +119,9 @@ def try_(
     """Start one change: a single-parameter mutation or an algorithm change (R5, R6)."""
     if (assignment is None) == (algorithm is None):
         raise BadInput(
-            "give exactly one of --set PARAM=VALUE or --algorithm TEXT",
-            hint="e.g. --set vec_tile_shape=[1,32,1,256]",
+            f"give exactly one of {arg('change', Fill('PARAM=VALUE'))} or "
+            f"{arg('algorithm', Fill('TEXT'))}",
+            hint=f"e.g. {arg('change', 'vec_tile_shape=[1,32,1,256]')}",
         )
     if assignment is not None:
         param, text = inputs.split_assignment(assignment, "--set")
@@ -209,8 +211,9 @@ def verify(
     timeout_s = inputs.parse_seconds(timeout, "--timeout")
     if timeout_s is not None and not run_cmd:
         raise BadInput(
-            "--timeout applies to --run only",
-            hint="drop --timeout, or let the ledger run the verifier with --run CMD",
+            f"{arg('timeout')} applies to {arg('run')} only",
+            hint=f"drop {arg('timeout')}, or let the ledger run the verifier with "
+            f"{arg('run', Fill('CMD'))}",
         )
     manual = not (run_cmd or perf_dir or from_json)
     if split:
@@ -224,8 +227,9 @@ def verify(
     if manual:
         if layout_exit is None:
             raise BadInput(
-                "give --layout-exit N (the layout check's exit code)",
-                hint="or --run CMD, --from-json FILE, --perf-dir DIR",
+                f"give {arg('layout_exit', Fill('N'))} (the layout check's exit code)",
+                hint=f"or {arg('run', Fill('CMD'))}, {arg('from_json', Fill('FILE'))}, "
+                f"{arg('perf_dir', Fill('DIR'))}",
             )
         checks = inputs.parse_outputs(outputs, max_diffs)
         samples = inputs.parse_times(times)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ledger.domain import hints
 from ledger.errors import BadInput
 from ledger.log import codec
 
@@ -135,21 +136,18 @@ class Ctx:
         return shlex.join(["tune-ledger", *self.argv])
 
     def emit(self, data: dict[str, Any], human: str) -> None:
-        """Print one JSON object (with --json) or human text."""
+        """Print one JSON object (with --json) or human text, its hints in the caller's terms
+        (ledger/domain/hints.py)."""
         if self.as_json:
-            click.echo(codec.canonical_json(data))
+            click.echo(codec.canonical_json(hints.render(data)))
         else:
-            click.echo(human)
-
-    def echo_rendered(self, rendered: dict[str, str]) -> None:
-        """Print a view rendered both ways beforehand: its "json" (with --json) or "text"."""
-        click.echo(rendered["json"] if self.as_json else rendered["text"])
+            click.echo(hints.render_text(human))
 
     def warn(self, warnings: Sequence[str]) -> None:
         """Warnings of a read-only command: on stderr for humans (JSON carries them inline)."""
         if not self.as_json:
             for warning in warnings:
-                click.echo(f"warning: {warning}", err=True)
+                click.echo(f"warning: {hints.render_text(warning)}", err=True)
 
 
 pass_ctx = click.make_pass_decorator(Ctx)

@@ -25,6 +25,7 @@ from ledger.cli.base import (
     run_workflow,
 )
 from ledger.domain import inputs
+from ledger.domain.hints import Fill, arg
 from ledger.errors import BadInput
 from ledger.schema.events import SKILLS, STAGES, Origin
 from ledger.shell.api import OpLedger, StepResult
@@ -111,9 +112,10 @@ def evidence_compare(
     one_source(output=bool(outputs), from_json=from_json, run=run_cmd, from_spec=from_spec)
     if not (outputs or from_json or run_cmd or from_spec):
         raise BadInput(
-            "no outputs given: give --from-spec, --run CMD, --from-json FILE or --output "
-            "NAME=true|false",
-            hint="--from-spec runs SPEC.md's verifier on its baseline config (R11: measured)",
+            f"no outputs given: give {arg('from_spec')}, {arg('run', Fill('CMD'))}, "
+            f"{arg('from_json', Fill('FILE'))} or {arg('output', [Fill('NAME=true|false')])}",
+            hint=f"{arg('from_spec')} runs SPEC.md's verifier on its baseline config (R11: "
+            "measured)",
         )
 
     def build(ledger: OpLedger) -> Any:
@@ -178,9 +180,10 @@ def evidence_layout(
     """Record a layout check's exit code (R1)."""
     if [exit_code is not None, run_cmd is not None, from_spec].count(True) != 1:
         raise BadInput(
-            "give exactly one of --from-spec, --run CMD or --exit-code N",
-            hint="--from-spec runs the op's layout_check.py on SPEC.md's baseline config; the "
-            "ledger records the real exit code (R11)",
+            f"give exactly one of {arg('from_spec')}, {arg('run', Fill('CMD'))} or "
+            f"{arg('exit_code', Fill('N'))}",
+            hint=f"{arg('from_spec')} runs the op's layout_check.py on SPEC.md's baseline config; "
+            "the ledger records the real exit code (R11)",
         )
 
     def build(ledger: OpLedger) -> Any:

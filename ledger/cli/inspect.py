@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ledger.cli.base import OP, Ctx, count_option, event_data, load_state, pass_ctx, run_step
+from ledger.domain import hints
 from ledger.errors import BadInput, LedgerDamaged
 from ledger.schema.vocabulary import FAILURES, STAGES
 
@@ -119,7 +120,7 @@ def check(ctx: Ctx, op: str | None, all_ops: bool) -> None:
     findings = [finding for name in names for finding in _check_one(ctx.op(name), name)]
     if findings:
         if not ctx.as_json:
-            click.echo("\n".join(findings))
+            click.echo(hints.render_text("\n".join(findings)))
         raise LedgerDamaged(
             findings[0],
             blocking=f"{len(findings)} problem(s)",
@@ -196,7 +197,7 @@ def audit(ctx: Ctx, op: str | None, all_ops: bool, strict: bool, remeasure: int 
     human = "\n".join(views.audit_text(r) for r in reports) if reports else "no ops to audit"
     if findings or unresolved:
         if not ctx.as_json:
-            click.echo(human)
+            click.echo(hints.render_text(human))
         raise LedgerDamaged(
             (findings or unresolved)[0],
             blocking=f"{len(findings)} finding(s), {len(unresolved)} unresolved merge "

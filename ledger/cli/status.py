@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ledger.cli.base import OP, Ctx, load_state, pass_ctx
+from ledger.domain import hints
 from ledger.log import safe_files
 from ledger.log.files import ledger_path
 
@@ -94,15 +95,14 @@ def _impl_warning(folder: Path, op: str, data: dict[str, Any]) -> str | None:
         else ("the best was measured with")
     )
     algorithm = (
-        f", or record the change: tune-ledger try {op} --algorithm TEXT --impl {where}"
+        f", or record the change: {hints.Step('try', op, algorithm=hints.TEXT, impl=where)}"
         if data.get("stage") == "algorithm" and not data.get("pending")
         else ""
     )
     # The ledger kept that kernel (ledger/shell/kernels.py): one command brings it back, also
     # after a rolled-back algorithm attempt whose file was never committed.
     how = (
-        f"`tune-ledger kernel restore {op}"
-        + (f" --attempt {data['pending']}`" if data.get("pending") else "`")
+        f"`{hints.Step('kernel restore', op, attempt=data.get('pending'))}`"
         if (folder / "kernels" / f"{expected}.py").is_file()
         else f"`git restore {where}` or `git checkout -- {where}` when git tracks it"
     )

@@ -25,6 +25,7 @@ from ledger.cli.base import (
     run_workflow,
 )
 from ledger.domain import inputs
+from ledger.domain.hints import Fill, arg
 from ledger.domain.samples import median
 from ledger.domain.units import parse_time_us
 from ledger.errors import BadInput
@@ -157,7 +158,8 @@ def target(
             f"Missing option {', '.join(repr(m) for m in missing)}: give "
             f"{'it' if len(missing) == 1 else 'them'}, or --from-spec to take the sheet from "
             "SPEC.md's manifest",
-            hint="e.g. --shape [32,32,1,256] --target 5us --target-source spec",
+            hint=f"e.g. {arg('shape', '[32,32,1,256]')} {arg('target', '5us')} "
+            f"{arg('target_source', 'spec')}",
         )
     shape_text = inputs.parse_shape(shape or "", "--shape")
     config_value = inputs.parse_json_object(config, "--config")
@@ -167,8 +169,9 @@ def target(
     bubble_pct = inputs.parse_percent(bubble, "--bubble")
     if baseline is None and not (run_cmd or from_json):
         raise BadInput(
-            "give the baseline: --baseline TIME, --run CMD or --from-json FILE",
-            hint="e.g. --baseline 71.1us (the measured time on the P0 shape)",
+            f"give the baseline: {arg('baseline', Fill('TIME'))}, {arg('run', Fill('CMD'))} or "
+            f"{arg('from_json', Fill('FILE'))}",
+            hint=f"e.g. {arg('baseline', '71.1us')} (the measured time on the P0 shape)",
         )
     baseline_us = None if baseline is None else parse_time_us(baseline, "--baseline")
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ledger.domain.hints import Fill, arg
 from ledger.domain.units import parse_time_us
 from ledger.errors import BadInput
 from ledger.log import codec, safe_files
@@ -79,7 +80,7 @@ def parse_bool(text: str, what: str) -> bool:
     except KeyError:
         raise BadInput(
             f"{what} must be true or false, got {text!r}",
-            hint="e.g. --output y=true (also 1/0, yes/no)",
+            hint=f"e.g. {arg('output', ['y=true'])} (also 1/0, yes/no)",
         ) from None
 
 
@@ -122,7 +123,7 @@ def parse_outputs(assignments: Iterable[str], max_diffs: Iterable[str]) -> tuple
         if name in closes:
             raise BadInput(
                 f"output {name!r} is given twice",
-                hint="give each output once: --output NAME=true|false",
+                hint=f"give each output once: {arg('output', [Fill('NAME=true|false')])}",
             )
         closes[name] = parse_bool(value, f"--output {name}")
     diffs: dict[str, float] = {}
@@ -131,11 +132,14 @@ def parse_outputs(assignments: Iterable[str], max_diffs: Iterable[str]) -> tuple
         if name not in closes:
             raise BadInput(
                 f"--max-diff names {name!r}, which no --output gives",
-                hint=f"add --output {name}=true|false, or fix the name",
+                hint=f"add {arg('output', [f'{name}=true|false'])}, or fix the name",
             )
         diffs[name] = parse_float(value, f"--max-diff {name}")
     if not closes:
-        raise BadInput("no outputs given", hint="give --output NAME=true|false for every output")
+        raise BadInput(
+            "no outputs given",
+            hint=f"give {arg('output', [Fill('NAME=true|false')])} for every output",
+        )
     return tuple(
         OutputCheck(name=n, all_close=c, max_diff=diffs.get(n)) for n, c in sorted(closes.items())
     )
@@ -168,9 +172,12 @@ def outputs_from_document(doc: Any, source: str) -> tuple[OutputCheck, ...]:
 
 def parse_times(texts: Iterable[str]) -> tuple[float, ...]:
     """Parse repeated --time values into µs."""
-    times = tuple(parse_time_us(t, "--time") for t in texts)
+    times = tuple(parse_time_us(t, arg("time")) for t in texts)
     if not times:
-        raise BadInput("no --time given", hint="give --time TIME (repeat it for several samples)")
+        raise BadInput(
+            f"no {arg('time')} given",
+            hint=f"give {arg('time', [Fill('TIME')])} (one per sample for several samples)",
+        )
     return times
 
 
@@ -195,7 +202,8 @@ def file_digest(path: Path, root: Path | None = None) -> str:
     except OSError as e:
         raise BadInput(
             f"cannot read the implementation {path}: {e.strerror}",
-            hint="pass --impl PATH to the kernel file under tuning",
+            hint=f"pass {arg('impl', Fill('PATH'))}, the kernel file under tuning (relative to the "
+            "root)",
         ) from e
 
 

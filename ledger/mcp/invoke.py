@@ -9,9 +9,11 @@ the last one instead of replaying the whole ledger.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import threading
+from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -20,13 +22,16 @@ from mcp.types import CallToolResult, TextContent
 
 from ledger.cli import main
 from ledger.cli.base import KeptLedgers, open_ledgers
+from ledger.domain import hints
 
 
 class Invoker:
     """Runs CLI commands with `--root ROOT --json`, one at a time, on kept OpLedgers."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
+        # Absolute: each command runs inside the root (`run_raw`), so that a relative path a
+        # tool is given (impl, from_json, perf_dir…) means the same file `status` names.
+        self.root = root.absolute()
         self.ledgers = KeptLedgers()
         # One command at a time: the commands print through the process's sys.stdout, which
         # is redirected for each, and one writer per op keeps the kept states simple. Re-entrant:
@@ -42,6 +47,11 @@ class Invoker:
         """`run`, and the object as the CLI printed it (sorted keys, no spaces)."""
         code, printed = self.run_raw(["--root", str(self.root), "--json", *argv])
         data, text = _one_object(printed, code)
+        # In the caller's terms (ledger/domain/hints.py): the CLI printed its hints for MCP
+        # already; what it printed from a view rendered beforehand is rendered here.
+        rendered = hints.render(data, "mcp")
+        if rendered != data:
+            data, text = rendered, ""
         if code != 0 and "code" not in data:
             data["code"] = code
             text = ""
@@ -60,16 +70,30 @@ class Invoker:
     def run_raw(self, argv: list[str]) -> tuple[int, str]:
         """Run `tune-ledger ARGV` in this process; its exit code and what it printed."""
         out, err = io.StringIO(), io.StringIO()
-        with self.lock, redirect_stdout(out), redirect_stderr(err):
+        with self.lock, redirect_stdout(out), redirect_stderr(err), _inside(self.root):
             token = open_ledgers.set(self.ledgers)
+            caller = hints.CALLER.set("mcp")  # hints name tools and arguments (issue 28.1)
             try:
                 main(argv)
                 code = 0
             except SystemExit as e:
                 code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             finally:
+                hints.CALLER.reset(caller)
                 open_ledgers.reset(token)
         return code, out.getvalue()
+
+
+@contextlib.contextmanager
+def _inside(root: Path) -> Iterator[None]:
+    """Run in the root (paths relative to it, issue 28.3), back where the server was after.
+    The working folder is the process's: the invoker's lock keeps one command at a time, and
+    nothing else in the server resolves a relative path."""
+    if not root.is_dir():  # no such root: the command refuses it by its --root, as the CLI does
+        yield
+        return
+    with contextlib.chdir(root):
+        yield
 
 
 def _compact(data: dict[str, Any]) -> str:

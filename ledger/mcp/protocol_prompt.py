@@ -5,7 +5,8 @@ from __future__ import annotations
 PROTOCOL = """\
 You tune the PyPTO kernel custom/{op}/ through the tune-ledger tools. The ledger is the only
 truth: every step is a tool call, and a refused call tells you why (its `rule`, the `blocking`
-fact, the `next` action and the `allowed` steps). Never work around a refusal; do what `next` says.
+fact, the `next` action as tool calls and the `allowed` tools). Never work around a refusal;
+do what `next` says. Paths are relative to the server's root (the folder holding custom/).
 
 0. Start or resume: call `resume` (op="{op}"). If the op has no ledger, call `init`.
    Read the resource memory://{op} (MEMORY.md) and spec://{op} (SPEC.md) before deciding.
@@ -22,6 +23,10 @@ fact, the `next` action and the `allowed` steps). Never work around a refusal; d
    In each: `point_open` one point at a time (R7); `priors` proposes candidates with their
    provenance; `candidate` for each (a full config and its prior); then `try` single-parameter
    changes (`change` = PARAM=JSON) of the best (R5: one change at a time; R6: one pending).
+   Knobs that only gain together: one point for all of them (`point_open` with `knob` = the
+   list). Algorithm stage: edit custom/{op}/{op}_impl.py, then `try` with `algorithm` (the
+   change in words) and `impl`="custom/{op}/{op}_impl.py"; after a rollback or no-gain put
+   the best's kernel back (`kernel_restore`, or git restore) before the next attempt.
 5. Every attempt ends with `measure` (the ledger runs SPEC's verifier) or `verify` (you give
    outputs, layout exit and times), or `fail` with its category. The ledger gives the verdict
    (R8): adopt, no-gain, rollback, target-reached. Never retry a failed or measured config

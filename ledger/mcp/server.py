@@ -22,16 +22,20 @@ passes: `resume_campaign`, `policy` lowering a guard, and `relax` without eviden
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
-from mcp.types import Resource
+from mcp.types import CallToolResult, Resource, TextContent
+from pydantic import ValidationError
 
 from ledger import __version__
+from ledger.errors import BadInput
 from ledger.mcp import stdio_lines
 from ledger.mcp.invoke import Invoker
 from ledger.mcp.protocol_prompt import protocol
@@ -79,6 +83,18 @@ class LedgerServer(MCPServer[Any]):
             ]
         return listed
 
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """The tool's result; arguments that do not match its schema are the CLI's JSON error
+        object (code 2, the field, what was expected), never the validator's text."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if not isinstance(e.__cause__, ValidationError):
+                raise
+            tool = self._tool_manager.get_tool(name)
+            schema = tool.parameters if tool is not None else {}
+            return argument_error(name, e.__cause__, schema)
+
     async def run_stdio_async(self) -> None:
         """Serve over stdio, handing the SDK lines read and written on the event loop
         (ledger/mcp/stdio_lines.py says why) when stdin and stdout are pipes or sockets."""
@@ -95,6 +111,62 @@ class LedgerServer(MCPServer[Any]):
 # Tools that may run for minutes (a verifier, a kernel check) or read every ledger (audit,
 # priors, report): always on a worker thread, so the server keeps answering meanwhile.
 _ON_A_THREAD = frozenset({"measure", "audit", "check", "check_op", "priors", "report"})
+
+
+def argument_error(tool: str, error: ValidationError, schema: dict[str, Any]) -> CallToolResult:
+    """A tool call whose arguments fail the schema, as the JSON error object of a bad input
+    (exit 2): the first field and what it expects (from the tool's input schema), every field
+    in `fields`."""
+    properties = schema.get("properties", {})
+    problems: list[dict[str, str]] = []
+    for problem in error.errors(include_url=False, include_input=False):
+        field = str(problem["loc"][0]) if problem["loc"] else "(arguments)"
+        if field in (p["field"] for p in problems):
+            continue
+        expected = "a value is required" if problem["type"] == "missing" else None
+        if expected is None and field in properties:
+            expected = describe(properties[field], schema.get("$defs", {}))
+        problems.append({"field": field, "expected": expected or "a value of its schema"})
+    first = problems[0]
+    data = BadInput(
+        f"argument {first['field']!r} of tool {tool!r} expects {first['expected']}",
+        hint=f"call {tool} again with {first['field']} as its schema describes (tools/list)",
+        details={"field": first["field"], "expected": first["expected"], "fields": problems},
+    ).to_json()
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=data, is_error=True
+    )
+
+
+_TYPES = {"string": "a string", "integer": "an integer", "number": "a number",
+          "boolean": "true or false", "object": "a JSON object", "null": "null"}  # fmt: skip
+
+
+def describe(schema: dict[str, Any], defs: dict[str, Any]) -> str:
+    """A JSON schema in words: `a string`, `an integer >= 1`, `one of "vec", "cube"`…"""
+    if "$ref" in schema:
+        return describe(defs.get(schema["$ref"].rsplit("/", 1)[-1], {}), defs)
+    if "enum" in schema:
+        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if options:
+        kinds = [
+            f"({text})" if text.startswith("a list") and len(options) > 2 else text
+            for text in (describe(o, defs) for o in options if o.get("type") != "null")
+        ]
+        return " or ".join(dict.fromkeys(kinds)) + (
+            " (or null)" if any(o.get("type") == "null" for o in options) else ""
+        )
+    kind = schema.get("type")
+    if kind == "array":
+        return "a list, each item " + describe(schema.get("items", {}), defs)
+    text = _TYPES.get(str(kind), "a value")
+    bounds = [f"{sign} {schema[key]}" for key, sign in (("minimum", ">="), ("maximum", "<="),
+              ("exclusiveMinimum", ">"), ("exclusiveMaximum", "<")) if key in schema]  # fmt: skip
+    return " ".join([text, " and ".join(bounds)]) if bounds else text
 
 
 def _served(name: str, function: Callable[..., Any], invoker: Invoker) -> Callable[..., Any]:

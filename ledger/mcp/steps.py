@@ -4,6 +4,7 @@ object (rule, error, blocking, next, allowed, code)."""
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from mcp.types import CallToolResult
@@ -51,6 +52,10 @@ FromSpec = Annotated[
     ),
 ]
 Result = CallToolResult
+# The skills of R2 (ledger.schema.events.SKILLS; tests/test_mcp_arguments.py compares them).
+Skill = Literal[
+    "pypto-op-perf-tune", "perf-analyzer", "tune-frontend", "tune-swimlane", "tune-incore"
+]
 
 
 class StepTools:
@@ -191,10 +196,10 @@ class StepTools:
             Field(description="Which tile-shape limit: vec (per axis) or cube (the shape table)."),
         ],
         limit: Annotated[
-            str,
+            int | list[Any],
             Field(
-                description="The new limit: an int for vec (per axis), a JSON cube tile list for "
-                "cube."
+                description="The new limit: an integer for vec (per axis), the cube tile list "
+                "for cube (e.g. [[128, 128, 128]])."
             ),
         ],
         basis: Annotated[
@@ -216,15 +221,16 @@ class StepTools:
     ) -> Result:
         """Relax a tile-shape limit on measured evidence: the attempts of this op whose
         profiling data justifies it (R3). Relaxing without evidence is a person's decision."""
-        argv = options(what=what, limit=limit, basis=basis, evidence=evidence)
+        value = json.dumps(limit) if isinstance(limit, list) else limit
+        argv = options(what=what, limit=value, basis=basis, evidence=evidence)
         return self._run(idempotency_key, ["relax"], [op], argv)
 
     def skill_load(
         self,
         op: Op,
         name: Annotated[
-            str,
-            Field(description="The skill, e.g. pypto-op-perf-tune, perf-analyzer, tune-frontend."),
+            Skill,
+            Field(description="The skill: a base skill, or a stage's tune skill (inside it)."),
         ],
         idempotency_key: Key = None,
     ) -> Result:
@@ -234,7 +240,7 @@ class StepTools:
     def skill_unload(
         self,
         op: Op,
-        name: Annotated[str, Field(description="A loaded skill.")],
+        name: Annotated[Skill, Field(description="A loaded skill.")],
         idempotency_key: Key = None,
     ) -> Result:
         """Unload a skill, freeing its place in the budget (R2)."""
@@ -363,8 +369,11 @@ class StepTools:
             int | None, Field(description="The layout check's exit code.")
         ] = None,
         time: Annotated[
-            list[str] | None,
-            Field(description="Measured times, one per sample (`25.17us`; bare = ms)."),
+            list[str | float] | str | float | None,
+            Field(
+                description="The measured time, or a list of one per sample (`25.17us`, "
+                "`0.03ms`; a bare number = ms)."
+            ),
         ] = None,
         util: Percent = None,
         bubble: Percent = None,
@@ -433,7 +442,10 @@ class StepTools:
             ),
         ],
         value: Annotated[
-            str, Field(description='Its new value as JSON, e.g. `0.02` or `["incore"]`.')
+            str | float | bool | list[Any],
+            Field(
+                description='Its new value, e.g. `0.02` or `["incore"]` (a string is read as JSON).'
+            ),
         ],
         reason: Annotated[str | None, Field(description="Why the policy changes.")] = None,
         idempotency_key: Key = None,
@@ -443,7 +455,8 @@ class StepTools:
         guard (require_measured false, a larger noise_threshold, a lower
         bootstrap_confidence, a larger budget or one off) is a person's decision: refused
         (code 3) with the CLI command a person runs."""
-        return self._run(idempotency_key, ["policy"], [op, key, value], options(reason=reason))
+        text = value if isinstance(value, str) else json.dumps(value)
+        return self._run(idempotency_key, ["policy"], [op, key, text], options(reason=reason))
 
     def resume_campaign(self, op: Op, reason: Reason, idempotency_key: Key = None) -> Result:
         """Lifting a utilization or budget stop (R10) is a person's decision: always refused

@@ -7,6 +7,7 @@ from typing import Any
 
 from attrs import frozen
 
+from ledger.domain.hints import Fill, arg
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.schema.vocabulary import CONFIG_STAGES
@@ -97,7 +98,8 @@ def resolve_focus(
     raise BadInput(
         f"no config keys to propose values for ({where}; candidates belong to "
         f"stages {', '.join(CONFIG_STAGES)})",
-        hint="open a point of stages 1-3, or give --point NAME, --stage STAGE or --keys k1,k2",
+        hint=f"open a point of stages 1-3, or give {arg('point', Fill('NAME'))}, "
+        f"{arg('stage', Fill('STAGE'))} or {arg('keys', 'k1,k2')}",
     )
 
 

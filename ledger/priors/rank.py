@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 from attrs import frozen
 
+from ledger.domain.hints import Step
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.priors.candidates import build_candidates, screen
@@ -91,7 +92,7 @@ def propose(
     if best is None:
         raise BadInput(
             "no best config yet: candidates start from the best config",
-            hint="write the target sheet first (tune-ledger target ... --config)",
+            hint=f"write the target sheet first ({Step('target', state.op, from_spec=True)})",
         )
     keys, key_notes = applicable_keys(focus, best.config)
     wanted, count_notes = candidate_count(state, count)

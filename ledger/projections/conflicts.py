@@ -6,9 +6,9 @@ that resolves it, naming it by its id.
 from __future__ import annotations
 
 import json
-import shlex
 from typing import Any
 
+from ledger.domain.hints import TEXT, Fill, Step
 from ledger.domain.state import State
 from ledger.schema.conflicts import Conflict
 from stages.conflicts import REMEASURE, conflicts, options
@@ -80,11 +80,9 @@ def command(state: State, conflict: Conflict) -> str:
     if conflict.kind == REMEASURE:
         from stages import remeasure  # only here: rendering MEMORY.md loads no decider
 
-        return remeasure.next_step(state) or f"tune-ledger status {op}"
-    return (
-        f"tune-ledger resolve {op} --conflict {shlex.quote(conflict.id)} --resolution "
-        f"RESOLUTION --reason TEXT, RESOLUTION one of: {', '.join(options(state, conflict))}"
-    )
+        return remeasure.next_step(state) or str(Step("status", op))
+    resolve = Step("resolve", op, conflict=conflict.id, resolution=Fill("RESOLUTION"), reason=TEXT)
+    return f"{resolve}, RESOLUTION one of: {', '.join(options(state, conflict))}"
 
 
 def texts(state: State) -> list[str]:

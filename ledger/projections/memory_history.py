@@ -116,7 +116,7 @@ def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
     parts.append(
         with_legend(
             md_table(
-                ["#", "attempt", "stage", "point", "change", "time (vs best then)"],
+                ["adoption #", "attempt", "stage", "point", "change", "time (vs best then)"],
                 rows,
                 align="rlllll",
             )
@@ -185,7 +185,15 @@ def render_history(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
         parts.append(
             with_legend(
                 md_table(
-                    ["#", "attempt", "stage", "point", "change", "result", "time (vs best then)"],
+                    [
+                        "attempt #",
+                        "attempt",
+                        "stage",
+                        "point",
+                        "change",
+                        "result",
+                        "time (vs best then)",
+                    ],
                     [list(_history_cells(s)) for s in recent],
                     align="rllllll",
                 )

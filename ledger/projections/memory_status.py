@@ -31,12 +31,14 @@ from ledger.projections.formatting import (
     md_table,
     md_text,
     plural,
+    short_digest,
     with_legend,
 )
 from ledger.projections.memory_layout import heading, join_blocks
 from ledger.projections.timeline import Step, config_diff
 from ledger.schema.events import STAGES
 from stages.alternates import alternate_candidates
+from stages.binding import best_impl_digest
 from stages.policy import policy_overrides, policy_value
 from stages.skills import MAX_BASE, MAX_TUNE
 
@@ -61,6 +63,7 @@ def render_status(state: State, policy: Mapping[str, Any], op: str = "OP") -> st
     ]
     if state.best is not None:
         lines.append(f"- Best config: {md_json(state.best.config, CONFIG, in_table=False)}")
+        lines.append(f"- Best kernel: {best_kernel_text(state)}")
     lines.extend(
         f"- Policy {md_code(o['key'], 40)} = {md_json(o['value'], 120, in_table=False)} "
         f"(default {md_json(o['default'], 120, in_table=False)}): "
@@ -137,6 +140,45 @@ def _best_text(state: State) -> str:
         if value is not None
     ]
     return text + "".join(f"; {metric}" for metric in metrics)
+
+
+def best_kernel_text(state: State) -> str:
+    """The kernel the best was measured with and its accuracy evidence: the best's own
+    measurement, and the E2E compare when one was recorded for this kernel (R1, R8)."""
+    best = state.best
+    if best is None:
+        return "none yet"
+    kernel = best_impl_digest(state)
+    changed = next(
+        (a for a in reversed([state.attempts[i] for i in state.adopted]) if a.impl_digest),
+        None,
+    )
+    origin = (
+        f"from algorithm change {md_code(changed.id)}"
+        if changed is not None
+        else "the activated kernel"
+    )
+    text = f"{md_code(short_digest(kernel))} ({origin})"
+    m = best.measurement
+    if best.attempt:
+        outputs = "all outputs all_close" if m.all_close else "**outputs NOT all_close**"
+        text += f"; its measurement: {outputs}, layout exit {m.layout_exit} ({m.origin_level})"
+    compare = state.compare
+    if compare is not None and compare.impl_digest == kernel:
+        diffs = ", ".join(
+            f"{md_text(str(o.get('name')), 40)} "
+            + ("all_close" if o.get("all_close") else "NOT all_close")
+            + (
+                f" (max diff {o['max_diff']:g})"
+                if isinstance(o.get("max_diff"), int | float)
+                else ""
+            )
+            for o in compare.outputs
+        )
+        text += f"; E2E compare of this kernel: {diffs or 'recorded'} ({compare.origin_level})"
+    else:
+        text += "; no E2E compare recorded for this kernel"
+    return text
 
 
 def _target_text(state: State) -> str:

@@ -106,14 +106,14 @@ def _render_target_sheet(state: State, op: str) -> str:
         )
         parts.append(
             md_table(
-                ["#", "tile", "new limit", "basis", "evidence (measured)", "event"],
+                ["relaxation #", "tile", "new limit", "basis", "evidence (measured)", "event"],
                 [
                     [
                         str(i),
                         md_text(r.what),
                         md_json(r.limit, 60),
                         md_text(r.basis, 200),
-                        _evidence(state, r),
+                        relaxation_evidence(state, r),
                         md_code(short_id(r.event)),
                     ]
                     for i, r in enumerate(state.relaxations, 1)
@@ -124,7 +124,7 @@ def _render_target_sheet(state: State, op: str) -> str:
     return join_blocks(parts)
 
 
-def _evidence(state: State, relaxation: Relaxation) -> str:
+def relaxation_evidence(state: State, relaxation: Relaxation) -> str:
     """Each evidence attempt with its median time and profile metrics; without any, who
     decided it (a person's decision, DESIGN §3.3)."""
     if not relaxation.evidence:

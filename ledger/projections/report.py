@@ -33,13 +33,15 @@ from ledger.projections.formatting import (
     md_table,
     md_text,
     plural,
+    short_digest,
     short_id,
     with_legend,
 )
-from ledger.projections.memory_target import TARGET_SOURCES
+from ledger.projections.memory_target import TARGET_SOURCES, relaxation_evidence
 from ledger.projections.person_decisions import person_lines
 from ledger.projections.report_chart import render_chart
 from ledger.projections.timeline import Step, best_after, is_failed, outcome, steps
+from stages.binding import best_impl_digest
 from stages.policy import lowered_guards
 
 REPORT_FAILED_ROWS = 200
@@ -77,6 +79,8 @@ def render_report(
         "## Per stage\n\n" + _stage_table(state, walk),
         "## Optimization points\n\n" + points_table(state, policy),
         "## Adopted changes\n\n" + _adopted_table(state, walk),
+        "## Relaxations\n\n" + _relaxations(state),
+        "## Kernel changes\n\n" + _kernel_changes(state, walk),
         "## Failed and rolled-back attempts\n\n" + _failed_tables(walk, op),
     ]
     markdown = "\n".join(part.rstrip("\n") + "\n" for part in parts)
@@ -257,7 +261,7 @@ def _adopted_table(state: State, walk: Sequence[Step]) -> str:
     return with_legend(
         md_table(
             [
-                "#",
+                "adoption #",
                 "attempt",
                 "stage",
                 "point",
@@ -269,6 +273,56 @@ def _adopted_table(state: State, walk: Sequence[Step]) -> str:
             align="rllllll",
         )
     )
+
+
+def _relaxations(state: State) -> str:
+    """Every tile-limit relaxation with its basis and evidence (R3): a best beyond the seed's
+    limits says so."""
+    if not state.relaxations:
+        return "None: every config stayed within the tile-shape limits of R3.\n"
+    return md_table(
+        ["relaxation #", "tile", "new limit", "basis", "evidence (measured)", "event"],
+        [
+            [
+                str(i),
+                md_text(r.what),
+                md_json(r.limit, 60),
+                md_text(r.basis, 200),
+                relaxation_evidence(state, r),
+                md_code(short_id(r.event)),
+            ]
+            for i, r in enumerate(state.relaxations, 1)
+        ],
+        align="rlllll",
+    )
+
+
+def _kernel_changes(state: State, walk: Sequence[Step]) -> str:
+    """The algorithm changes, each with the digest of the kernel it ran, and the kernel the
+    best needs (R5, R6): a best measured on a changed kernel is only reproduced with it."""
+    kernel = best_impl_digest(state)
+    changes = [s for s in walk if s.attempt.kind == "algorithm"]
+    adopted = [s.attempt for s in changes if s.attempt.id in state.adopted]
+    needs = (
+        f"The best needs kernel {md_code(short_digest(kernel))}, from algorithm change "
+        f"{md_code(adopted[-1].id)}."
+        if adopted and adopted[-1].impl_digest == kernel
+        else f"The best runs the activated kernel {md_code(short_digest(kernel))}."
+    )
+    if not changes:
+        return f"None. {needs}\n"
+    rows = [
+        [
+            str(s.attempt.seq),
+            md_code(s.attempt.id),
+            md_code(short_digest(s.attempt.impl_digest)),
+            md_text(s.attempt.description or "-", 200),
+            outcome(s.attempt),
+        ]
+        for s in changes
+    ]
+    table = md_table(["attempt #", "attempt", "kernel", "change", "outcome"], rows, align="rllll")
+    return f"{needs}\n\n{table}"
 
 
 def _failed_tables(walk: Sequence[Step], op: str) -> str:
@@ -284,7 +338,7 @@ def _failed_tables(walk: Sequence[Step], op: str) -> str:
             "--verdict rollback`.\n\n"
         )
     text += md_table(
-        ["#", "attempt", "stage", "point", "change", "outcome", "reason"],
+        ["attempt #", "attempt", "stage", "point", "change", "outcome", "reason"],
         [
             [
                 str(s.attempt.seq),

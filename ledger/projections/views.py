@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ledger.domain import devices
+from ledger.domain.hints import NAME, TEXT, Fill, Step, arg
 from ledger.domain.state import Attempt, State
 from ledger.errors import BadInput
 from ledger.log.codec import canonical_json
@@ -34,11 +35,11 @@ def resolve_attempt(state: State, text: str) -> str:
     if not matches:
         raise BadInput(
             f"unknown attempt {text!r}",
-            hint="see `tune-ledger log OP` for attempt ids, or use `pending`",
+            hint=f"see {Step('log', state.op)} for attempt ids, or use `pending`",
         )
     raise BadInput(
         f"attempt id {text!r} is ambiguous: {', '.join(sorted(matches))}",
-        hint="give more characters of the id (see `tune-ledger log OP`)",
+        hint=f"give more characters of the id (see {Step('log', state.op)})",
     )
 
 
@@ -120,7 +121,8 @@ def status(state: State) -> dict[str, Any]:
     return {
         "op": state.op,
         "activated": state.activated,
-        "handed_back": state.handed_back,
+        # R1's hand-back (activation failed), apart from a campaign's end (`campaign_end`)
+        "activation_handed_back": state.handed_back,
         "target_sheet": sheet is not None,
         "baseline_us": sheet.baseline_us if sheet else None,
         "target_us": sheet.target_us if sheet else None,
@@ -262,16 +264,14 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
     steps: list[str] = []
     if pending is not None:
         steps.append(measure_command(state, pending))
-        steps.append(
-            f"or, if it cannot be measured: tune-ledger abandon {op} {pending.id} "
-            "--reason 'interrupted'"
-        )
+        abandon = Step("abandon", op, attempt=pending.id, reason="interrupted")
+        steps.append(f"or, if it cannot be measured: {abandon}")
     elif conflicts(state):  # a merge left the campaign in conflict (DESIGN §8)
         from stages import remeasure
 
         steps.append(
             remeasure.next_step(state)
-            or f"tune-ledger conflicts {op} (then resolve each conflict as it says)"
+            or f"{Step('conflicts', op)} (then resolve each conflict as it says)"
         )
     return {
         "reload_skills": list(state.skills),
@@ -284,32 +284,58 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
         }
         if point
         else None,
+        "guide": guide(op),
+        # A stopped campaign's way forward is its end (R10), nothing once handed back.
         "next": steps
-        or campaign_end.end_steps(state)
-        or [_next_step(name, op) for name in allowed],
+        or (campaign_end.end_steps(state) if state.stopped else None)
+        or ([] if state.stopped else [_next_step(name, op) for name in allowed]),
     }
+
+
+def guide(op: str | None) -> list[str]:
+    """How to make and undo an algorithm change and when to open a multi-knob point (R5, R7),
+    in the caller's terms: what `resume` teaches an agent that starts cold (issue 28.6)."""
+    impl = f"custom/{op}/{op}_impl.py"
+    knobs = [Fill("KNOB_A"), Fill("KNOB_B")]
+    return [
+        f"an algorithm change (algorithm stage only): edit {impl}, then "
+        f"{Step('try', op, algorithm=TEXT, impl=impl)} and measure it; after a rollback or "
+        f"no-gain, put the best's kernel back ({Step('kernel restore', op)}, or git restore "
+        f"{impl}) before the next attempt",
+        "knobs that only gain together: open one point for all of them "
+        f"({Step('point open', op, name=NAME, knob=knobs)}); its candidates set them together "
+        f"and its mutations may change any of them, where a point opened without {arg('knob')} "
+        "changes only the knob it is named after",
+    ]
 
 
 # Steps whose first source to try needs no knowledge of the verifier (an op with a manifest).
 _EVIDENCE_NEXT = {
-    "evidence compare": "--from-spec (or --run CMD, --output NAME=true|false)",
-    "evidence layout": "--from-spec (or --run CMD, --exit-code N)",
+    "evidence compare": ("run", Fill("CMD"), "output", [Fill("NAME=true|false")]),
+    "evidence layout": ("run", Fill("CMD"), "exit_code", Fill("N")),
 }
 
 
 def _next_step(name: str, op: str | None) -> str:
-    return f"tune-ledger {name} {op} {_EVIDENCE_NEXT.get(name, '...')}"
+    """An allowed step as a way forward: the evidence with its sources, any other step with
+    its name (its arguments are in the tool's schema, or `--help`)."""
+    if name in _EVIDENCE_NEXT:
+        run, cmd, other, value = _EVIDENCE_NEXT[name]
+        return f"{Step(name, op, from_spec=True)} (or {arg(run, cmd)}, or {arg(other, value)})"
+    return str(Step(name, op))
 
 
 def measure_command(state: State, attempt: Attempt) -> str:
     """The exact command that measures a pending attempt: the ledger's own `measure` when the
     recorded manifest declares a verifier, else `verify` with the values to fill in (R11)."""
     if state.manifest is not None and state.manifest.has_verifier:
-        return f"tune-ledger measure {state.op} {attempt.id}"
+        return str(Step("measure", state.op, attempt=attempt.id))
+    by_hand = [arg("output", [Fill("NAME=true|false")]), arg("layout_exit", Fill("N")),
+               arg("time", [Fill("TIME")])]  # fmt: skip
     return (
-        f"tune-ledger verify {state.op} {attempt.id} --run 'VERIFIER'  (a command that "
-        f"measures config {canonical_json(attempt.config)}; or --output NAME=true|false "
-        "--layout-exit N --time TIME to report it by hand)"
+        f"{Step('verify', state.op, attempt=attempt.id, run=Fill('VERIFIER'))}  (a command "
+        f"that measures config {canonical_json(attempt.config)}; or {' '.join(by_hand)} to "
+        "report it by hand)"
     )
 
 
@@ -327,11 +353,14 @@ def resume_text(data: dict[str, Any]) -> str:
             f" {p['mutations']} mutations"
         )
     lines.extend(f"  next: {step}" for step in data["next"])
+    lines.extend(f"  guide: {line}" for line in data.get("guide", ()))
     return "\n".join(lines)
 
 
 def attempt_result(events: Sequence[Event]) -> dict[str, Any]:
-    """`verify`/`fail` output: the verdict, failure, medians and whether the campaign stopped."""
+    """`verify`/`fail` output: the verdict, failure, medians and whether the campaign stopped;
+    `best_before_us` is the best the attempt was compared with, `best_us` the best after the
+    verdict (the attempt's time when it was adopted)."""
     result: dict[str, Any] = {
         "verdict": None,
         "failure": None,
@@ -345,7 +374,10 @@ def attempt_result(events: Sequence[Event]) -> dict[str, Any]:
                 verdict=data["verdict"],
                 failure=data["failure"],
                 method=data["method"],
-                best_us=data["best_median_us"],
+                best_before_us=data["best_median_us"],
+                best_us=data["attempt_median_us"]
+                if data["verdict"] in ("adopt", "target-reached")
+                else data["best_median_us"],
                 time_us=data["attempt_median_us"],
                 ratio=data["ratio"],
                 low=data["low"],
@@ -367,7 +399,10 @@ def describe_result(attempt: str, result: dict[str, Any]) -> str:
     if result["failure"]:
         text += f" (failure: {result['failure']})"
     if result.get("time_us") is not None:
-        text += f", {fmt_time_us(result['time_us'])} vs best {fmt_time_us(result['best_us'])}"
+        text += (
+            f", {fmt_time_us(result['time_us'])} vs best before "
+            f"{fmt_time_us(result['best_before_us'])}; best now {fmt_time_us(result['best_us'])}"
+        )
     if result["point_closed"]:
         text += f"; point {result['point_closed']} exhausted and closed"
     if result["stopped"]:
