@@ -7,13 +7,16 @@ readable ops clean; the same calls always give the same bytes (the golden test n
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
-from driver import Driver, candidate, compare, layout, vec, verify
+import attrs
+from driver import Driver, candidate, compare, layout, sheet, vec, verify
 from test_report_golden import campaign as three_stage_campaign
 
 from ledger.log.record import to_line
-from ledger.schema.events import Origin
+from ledger.schema.events import Origin, OutputCheck
+from ledger.schema.values import Device
 from ledger.shell.api import OpLedger
 from stages import commands as cmd
 from tools.bench.dashboard import EVENTS_PER_ATTEMPT
@@ -84,6 +87,87 @@ def small_campaign(op: str) -> Driver:
     return driver
 
 
+DEVICE = Device(run_mode="npu", soc="Ascend910B3", id="3", cann="8.0.RC3", driver="24.1.rc2")
+MEASURED = Origin(level="measured", tool="stand-in verifier")
+# The kernels of the `layernorm` op's adopted chain: activated, then two algorithm changes (the
+# last one's text an attempt at HTML injection, which its diff on the page must show as text).
+KERNELS = (
+    "def kernel(x):\n    # two passes\n    m = mean(x)\n    return (x - m) / std(x)\n",
+    "def kernel(x):\n    # one pass (Welford)\n    m, v = welford(x)\n    return (x - m) / v\n",
+    "def kernel(x):\n    # one pass, fused scale\n    m, v = welford(x)\n"
+    f"    return (x - m) * rsqrt(v)  # {HOSTILE}\n",
+)
+
+
+def digest(text: str) -> str:
+    """A kernel's name in the store: the sha256 of its bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def measured(driver: Driver, attempt: str, time_us: float) -> None:
+    """Verify `attempt` as measured by the ledger's verifier on DEVICE."""
+    driver.run(
+        cmd.Verify(
+            attempt=attempt,
+            outputs=(OutputCheck(name="y", all_close=True),),
+            layout_exit=0,
+            times_us=(time_us,),
+            origin=MEASURED,
+            device=DEVICE,
+        )
+    )
+
+
+def decided_campaign() -> Driver:
+    """`layernorm`: what issues 27 and 29 record, for the dashboard's hooks: every measurement
+    on DEVICE, a relaxation resting on a measured attempt and one a person signed without
+    evidence, a guard a person lowered, and two adopted algorithm changes (three kernels)."""
+    driver = Driver()
+    driver.run(cmd.Init(op="layernorm"))
+    driver.run(compare(digest(KERNELS[0])))
+    driver.run(layout(digest(KERNELS[0])))
+    driver.run(cmd.Activate(impl_digest=digest(KERNELS[0])))
+    driver.run(cmd.LoadSkill(name="pypto-op-perf-tune"))
+    driver.run(attrs.evolve(sheet(baseline=40.0, target=10.0), device=DEVICE))
+    driver.run(cmd.EnterStage(stage="frontend"))
+    driver.run(cmd.LoadSkill(name="tune-frontend"))
+    driver.run(cmd.OpenPoint(name="F-1"))
+    wide = driver.start(candidate(prior="wider rows", vec_tile_shape=vec(48)))
+    measured(driver, wide, 30.0)
+    driver.run(cmd.Relax(what="vec", limit=128, basis="UB holds 128", evidence=(wide,)))
+    driver.run(
+        cmd.Relax(
+            what="cube",
+            limit=[[128, 128], [256, 256], [128, 128]],
+            basis="vendor note",
+            person="Ada",
+        )
+    )
+    driver.run(cmd.SetPolicy(key="noise_threshold", value=0.2, reason="noisy host", person="Bo"))
+    driver.run(cmd.ClosePoint(name="F-1", reason="widths measured"))
+    driver.run(cmd.ExitStage(stage="frontend", reason="points closed"))
+    driver.run(cmd.UnloadSkill(name="tune-frontend"))
+    for stage in ("swimlane", "incore"):
+        driver.run(cmd.EnterStage(stage=stage))
+        driver.run(cmd.ExitStage(stage=stage, reason="no knob here", by_user=True))
+    driver.run(cmd.RecordReport(path="custom/layernorm/layernorm_tuning_report.md", digest="r1"))
+    driver.run(cmd.EnterStage(stage="algorithm"))
+    for text, time_us in ((KERNELS[1], 20.0), (KERNELS[2], 12.0)):
+        attempt = driver.start(
+            cmd.TryAlgorithm(description="fewer passes", impl_digest=digest(text))
+        )
+        measured(driver, attempt, time_us)
+    return driver
+
+
+def write_kernels(root: Path, op: str, texts: tuple[str, ...]) -> None:
+    """Keep `texts` in `op`'s kernel store, as `OpLedger.execute` keeps them."""
+    folder = root / "custom" / op / "kernels"
+    folder.mkdir(parents=True, exist_ok=True)
+    for text in texts:
+        (folder / f"{digest(text)}.py").write_bytes(text.encode("utf-8"))
+
+
 def write_op(root: Path, op: str, driver: Driver) -> Path:
     """Write `driver`'s events as `op`'s ledger under `root` and render its MEMORY.md."""
     folder = root / "custom" / op
@@ -102,9 +186,12 @@ def edit_line(ledger: Path, number: int) -> None:
 
 
 def write_repository(root: Path) -> None:
-    """Three ops: `softmax` (three stages, a clipped time, a failure), `hostile` (every text
-    an attempt at HTML injection) and `broken` (an edited line: the ledger is damaged)."""
+    """Four ops: `softmax` (three stages, a clipped time, a failure), `hostile` (every text
+    an attempt at HTML injection), `layernorm` (devices, person decisions, relaxation
+    evidence, kept kernels) and `broken` (an edited line: the ledger is damaged)."""
     write_op(root, "softmax", three_stage_campaign())
+    write_op(root, "layernorm", decided_campaign())
+    write_kernels(root, "layernorm", KERNELS)
     write_op(root, "hostile", hostile_campaign())
     edit_line(write_op(root, "broken", small_campaign("broken")), 5)
 

@@ -1,8 +1,8 @@
 """`tune-ledger dashboard`: the site's bytes, damaged ops, the exit code, and where it writes.
 
-Golden files of a small repository (tests/dashboard_ops.py: three stages, hostile text, a
-damaged ledger) pin the whole site. Regenerate after an intended change, then review the
-diff and open the pages:
+Golden files of a small repository (tests/dashboard_ops.py: three stages, hostile text, what
+issues 27 and 29 record with kept kernels, a damaged ledger) pin the whole site. Regenerate
+after an intended change, then review the diff and open the pages:
 
     UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_dashboard.py
 """
@@ -18,10 +18,20 @@ from pathlib import Path
 
 import pytest
 from cli_harness import run_main
-from dashboard_ops import HOSTILE, edit_line, small_campaign, write_op, write_repository
+from dashboard_ops import (
+    HOSTILE,
+    KERNELS,
+    decided_campaign,
+    digest,
+    edit_line,
+    small_campaign,
+    write_op,
+    write_repository,
+)
 
 from ledger.errors import BadInput
 from ledger.projections import conflicts as conflict_view
+from ledger.projections import dashboard_model as model
 from ledger.shell import audit
 from ledger.shell import dashboard as site
 from ledger.shell.api import OpLedger
@@ -60,6 +70,7 @@ def test_the_site_matches_its_golden_files(tmp_path: Path) -> None:
         "index.html",
         "ops/broken.html",
         "ops/hostile.html",
+        "ops/layernorm.html",
         "ops/softmax.html",
     ]
     assert built(tmp_path) == golden
@@ -279,3 +290,131 @@ def test_an_open_merge_conflict_is_on_the_row_in_the_words_status_uses(tmp_path:
     assert expected and view.summary.conflicts == expected
     page = text_of((tmp_path / "out" / "ops" / "merged.html").read_text("utf-8"))
     assert expected[0] in html.unescape(page) and "Conflict(" not in page
+
+
+# --- what issues 27 and 29 record (tests/dashboard_ops.py's `layernorm`) --------------------
+
+
+def test_person_decisions_are_the_ones_memory_and_audit_list(tmp_path: Path) -> None:
+    """The row counts and names the persons; the page lists each decision in the words of
+    MEMORY.md's "Person decisions" (one projection) and the guards lowered now."""
+    write_repository(tmp_path)
+    result = site.build(tmp_path, tmp_path / "out")
+    summary = next(v.summary for v in result.views if v.op == "layernorm")
+    assert summary is not None
+    memory = (tmp_path / "custom" / "layernorm" / "MEMORY.md").read_text("utf-8")
+    audited = audit.audited(OpLedger(tmp_path, "layernorm")).report["person_decisions"]
+    assert [f"{p.text} (event `{p.event[:12]}`)" for p in summary.person_decisions] == audited
+    assert all(f"- {line}" in memory for line in audited) and len(audited) == 2
+    assert [p.person for p in summary.person_decisions] == ["Ada", "Bo"]
+    index = (tmp_path / "out" / "index.html").read_text("utf-8")
+    assert "<td>2: Ada, Bo</td>" in index
+    page = html.unescape((tmp_path / "out" / "ops" / "layernorm.html").read_text("utf-8"))
+    assert "policy noise_threshold 0.01 -> 0.2: Bo, because noisy host" in page
+    assert "Guards lowered now: noise_threshold 0.2" in page
+    assert "none: signed by Ada" in page  # the relaxation she signed without evidence
+
+
+def test_the_device_of_the_best_the_baseline_and_each_attempt(tmp_path: Path) -> None:
+    """The index names the device the best was measured on (as the report's "Best measured
+    on"), the page the baseline's and each measured attempt's; an op whose measurements name
+    none says "unknown", not a guess."""
+    write_repository(tmp_path)
+    result = site.build(tmp_path, tmp_path / "out")
+    rows = {v.op: v.summary for v in result.views if v.summary is not None}
+    label = "npu Ascend910B3 #3 (CANN 8.0.RC3, driver 24.1.rc2)"
+    assert rows["layernorm"].device == label and rows["softmax"].device == "unknown"
+    page = (tmp_path / "out" / "ops" / "layernorm.html").read_text("utf-8")
+    assert f'<th scope="row">baseline device</th><td>{label}</td>' in page
+    attempts = page.split('<table id="attempts">')[1]
+    assert attempts.count(f"<td>{label}</td>") == 3  # every measured attempt
+    assert f"<td>{label}</td>" in (tmp_path / "out" / "index.html").read_text("utf-8")
+
+
+def test_a_relaxations_evidence_links_to_its_attempts_row(tmp_path: Path) -> None:
+    """`relax --evidence` attempts are listed with their number and time, each linking to the
+    row of the attempts table that carries its id."""
+    write_repository(tmp_path)
+    site.build(tmp_path, tmp_path / "out")
+    state = audit.audited(OpLedger(tmp_path, "layernorm")).state
+    assert state is not None
+    relaxation = state.relaxations[0]
+    (evidence,) = relaxation.evidence
+    page = (tmp_path / "out" / "ops" / "layernorm.html").read_text("utf-8")
+    assert (
+        f'<a href="#attempt-{evidence}">attempt 1</a> (<code>{evidence}</code>, 30.00 µs)' in page
+    )
+    assert page.count(f'id="attempt-{evidence}"') == 1
+    assert model.relaxation_evidence(state, relaxation.event) == (
+        model.EvidenceRef(evidence, 1, 30.0),
+    )
+    assert model.relaxation_evidence(state, state.relaxations[1].event) is None
+
+
+def test_kernel_versions_of_the_adopted_chain_with_their_diffs(tmp_path: Path) -> None:
+    """The activated kernel and each adopted algorithm change's, linked to its kept file,
+    with the unified diff between consecutive ones (as `kernel diff` prints it) in a
+    <details>; ledger text in a kernel stays text."""
+    write_repository(tmp_path)
+    result = site.build(tmp_path, tmp_path / "out")
+    state = audit.audited(OpLedger(tmp_path, "layernorm")).state
+    assert state is not None and result.clean is False  # `broken` only
+    page = (tmp_path / "out" / "ops" / "layernorm.html").read_text("utf-8")
+    digests = [digest(text) for text in KERNELS]
+    assert [d for _a, d in model.kernel_chain(state)] == digests
+    assert page.count("<details><summary>Diff ") == 2
+    assert f"Diff {digests[1][:12]} → {digests[2][:12]}" in page
+    diff = html.unescape(page.split("<details>")[2].split("</details>")[0])
+    assert "-    # one pass (Welford)\n+    # one pass, fused scale\n" in diff
+    assert HOSTILE in diff and HOSTILE not in page
+    for d in digests:
+        assert f'href="../../custom/layernorm/kernels/{d}.py"' in page
+
+
+def test_a_kernel_not_kept_or_edited_shows_no_diff(tmp_path: Path) -> None:
+    """A kept file that is missing, or whose bytes are not its name's, gives no text: the
+    version says "not kept" and the diffs next to it are not drawn (audit names the edit)."""
+    write_repository(tmp_path)
+    kept = tmp_path / "custom" / "layernorm" / "kernels"
+    (kept / f"{digest(KERNELS[0])}.py").unlink()
+    (kept / f"{digest(KERNELS[2])}.py").write_text("edited\n", "utf-8")
+    result = site.build(tmp_path, tmp_path / "out")
+    view = next(v for v in result.views if v.op == "layernorm")
+    assert view.health == "findings" and "the kept kernel was edited" in view.problems[0]
+    page = (tmp_path / "out" / "ops" / "layernorm.html").read_text("utf-8")
+    assert page.count("not kept: restore it from git") == 2 and "<details>" not in page
+
+
+def test_a_long_kernel_diff_is_cut_and_says_so() -> None:
+    """A diff longer than DIFF_LINES is cut there, with the number of lines left out."""
+    state = decided_campaign().replayed()
+    old = "".join(f"a{n}\n" for n in range(model.DIFF_LINES))
+    new = "".join(f"b{n}\n" for n in range(model.DIFF_LINES))
+    texts = {digest(KERNELS[0]): old, digest(KERNELS[1]): new}
+    versions = model.kernel_versions(state, texts)
+    assert versions is not None
+    first = versions[1]
+    assert first.diff is not None and first.diff.count("\n") == model.DIFF_LINES
+    assert first.diff_cut == 2 * model.DIFF_LINES + 3 - model.DIFF_LINES
+    assert versions[2].diff is None and versions[2].kept is False
+
+
+def test_the_provenance_mix_shows_every_level(tmp_path: Path) -> None:
+    """Every origin level audit counts is on the row, zeros included, in audit's order."""
+    write_repository(tmp_path)
+    result = site.build(tmp_path, tmp_path / "out")
+    summary = next(v.summary for v in result.views if v.op == "layernorm")
+    assert summary is not None
+    assert summary.provenance == (
+        ("measured", 3),
+        ("unbound", 0),
+        ("ran", 0),
+        ("artefact", 0),
+        ("reported", 3),
+    )
+    index = (tmp_path / "out" / "index.html").read_text("utf-8")
+    assert "<td>measured 3, unbound 0, ran 0, artefact 0, reported 3</td>" in index
+    assert model.provenance_mix({"provenance": {"reported": 1, "rumour": 2}})[-2:] == (
+        ("reported", 1),
+        ("rumour", 2),
+    )

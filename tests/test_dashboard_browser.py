@@ -299,3 +299,27 @@ def test_accessible_basics(repository: Path, visit: Visit, page_name: str) -> No
     assert len(texts) > 10
     low = {(name, tuple(fg), tuple(bg)) for name, fg, bg in texts if ratio(fg, bg) < 4.5}
     assert low == set()
+
+
+def test_kernel_diffs_open_and_evidence_leads_to_its_attempt(
+    repository: Path, visit: Visit
+) -> None:
+    """On an op with kept kernels, each diff opens from its <details> and shows the kernel's
+    text as written (a hostile line included, running nothing); a relaxation's evidence link
+    scrolls to its attempt's row."""
+    page = visit.open(repository / site.DEFAULT_OUT / "ops" / "layernorm.html")
+    summaries = page.locator("details summary")
+    assert summaries.count() == 2
+    summaries.nth(1).click()
+    diff = page.locator("details pre.diff").nth(1)
+    assert diff.is_visible() and HOSTILE in diff.inner_text()
+    assert not page.locator("details pre.diff").nth(0).is_visible()
+    visit.screenshot("op-layernorm-kernel-diff")
+    link = page.locator("h3:text-is('Relaxations') + table a").first
+    link.click()
+    target = page.locator("tr:target")
+    assert target.count() == 1 and target.get_attribute("id") == link.get_attribute(
+        "href"
+    ).removeprefix("#")
+    visit.screenshot("op-layernorm-evidence")
+    assert visit.dialogs == [] and page.locator("img").count() == 0

@@ -141,16 +141,19 @@ def test_the_chart_is_an_image_with_a_name() -> None:
     assert '<title id="chart-title">softmax: time per attempt' in page
 
 
-def test_what_later_issues_add_shows_a_dash_until_the_state_holds_it() -> None:
-    """Person decisions, the device and kernel versions are "—", not invented values."""
+def test_a_state_without_what_issues_27_and_29_record_shows_none_of_it() -> None:
+    """A ledger with no person's decision, no device and no kept kernel says so: no decision,
+    device "unknown", its activated kernel "not kept", no diff; nothing is invented."""
     state = three_stage_campaign().replayed()
     summary = model.op_view("softmax", state, CLEAN_REPORT, None).summary
     assert summary is not None
-    assert (summary.person_decisions, summary.device) == (None, None)
-    assert model.op_page(model.op_view("s", state, CLEAN_REPORT, None), state, {}).kernels is None
+    assert (summary.person_decisions, summary.device) == ((), "unknown")
+    kernels = model.op_page(model.op_view("s", state, CLEAN_REPORT, None), state, {}).kernels
+    assert kernels == (model.KernelVersion("impl-digest-1", None, None, False, None),)
     page = softmax_page()
-    assert '<th scope="row">device</th><td>—</td>' in page
-    assert "<h2>Kernel versions</h2>\n<p>—</p>" in page
+    assert '<th scope="row">best measured on</th><td>unknown</td>' in page
+    assert "not kept: restore it from git" in page and "<details>" not in page
+    assert "None: every step followed the protocol&#x27;s guards." in page
 
 
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)

@@ -52,6 +52,10 @@ tr.damaged a {{ color: {TEXT_COLORS["damaged link"][0]}; }}
 tr.damaged .problem {{ color: {TEXT_COLORS["damaged mark"][0]}; }}
 .chart {{ overflow-x: auto; margin: 8px 0; }}
 .chart svg circle:hover, .chart svg path:hover {{ stroke: #000000; stroke-width: 2; }}
+pre.diff {{ overflow-x: auto; border: 1px solid {BORDER}; padding: 6px 8px; margin: 4px 0;
+  font-size: 0.9em; }}
+details {{ margin: 6px 0; }}
+tr:target td {{ outline: 2px solid {TEXT_COLORS["link"][0]}; }}
 .filter {{ margin: 8px 0; }}
 .filter input, .filter select {{ font-size: 1em; padding: 2px 4px; }}
 [hidden] {{ display: none; }}

@@ -8,6 +8,7 @@ ledgers are input from strangers; only the chart arrives as markup, escaped by i
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from html import escape
 from urllib.parse import quote
@@ -16,8 +17,11 @@ from ledger.projections import dashboard_assets as assets
 from ledger.projections.dashboard_model import (
     OUTCOME_ORDER,
     AttemptRow,
+    EvidenceRef,
+    KernelVersion,
     OpPage,
     OpView,
+    PersonRow,
     RelaxationRow,
     StageSpan,
     Summary,
@@ -128,9 +132,9 @@ def _index_row(view: OpView) -> str:
         t(fmt_speedup(s.speedup)) if s.speedup is not None else NONE,
         _target_cell(s),
         _outcomes(s),
-        _pairs(s.provenance),
+        _levels(s.provenance),
         t(len(s.conflicts)) if s.conflicts else "0",
-        t(len(s.person_decisions)) if s.person_decisions is not None else NONE,
+        _person_count(s.person_decisions),
         t(s.device) if s.device is not None else NONE,
     ]
     tds = "".join(f"<td>{c}</td>" for c in cells)
@@ -165,6 +169,19 @@ def _outcomes(s: Summary) -> str:
 def _pairs(pairs: Sequence[tuple[str, int]]) -> str:
     shown = [f"{name} {count}" for name, count in pairs if count]
     return t(", ".join(shown)) if shown else NONE
+
+
+def _levels(pairs: Sequence[tuple[str, int]]) -> str:
+    """The provenance mix: every level audit counts, zeros included (a zero is news too)."""
+    return t(", ".join(f"{name} {count}" for name, count in pairs)) if pairs else NONE
+
+
+def _person_count(rows: Sequence[PersonRow]) -> str:
+    """How many decisions a person took, and who (each name once, in ledger order)."""
+    if not rows:
+        return "0"
+    names = ", ".join(dict.fromkeys(row.person for row in rows))
+    return t(f"{len(rows)}: {names}")
 
 
 def _filter(table_id: str, label: str, outcomes: Sequence[str] | None) -> str:
@@ -207,7 +224,7 @@ def render_op_page(page: OpPage, to_root: str) -> str:
         _audit_section(view),
     ]
     if view.summary is not None:
-        body += _data_sections(page, view.summary)
+        body += _data_sections(page, view.summary, up)
     body += ["<h2>Files</h2>", files, "</main>"]
     return assets.document(f"{view.op}: tune-ledger dashboard", "\n".join(body), script=True)
 
@@ -224,7 +241,7 @@ def _audit_section(view: OpView) -> str:
     )
 
 
-def _data_sections(page: OpPage, s: Summary) -> list[str]:
+def _data_sections(page: OpPage, s: Summary, up: str) -> list[str]:
     summary = _fields(
         [
             ("status", t(s.status) + (f": {t(s.status_detail)}" if s.status_detail else "")),
@@ -234,10 +251,10 @@ def _data_sections(page: OpPage, s: Summary) -> list[str]:
             ("target", _target_cell(s)),
             ("attempts", _outcomes(s)),
             ("events", t(s.events)),
-            ("provenance", _pairs(s.provenance)),
+            ("provenance", _levels(s.provenance)),
             ("merge conflicts", t("; ".join(s.conflicts)) if s.conflicts else "none"),
-            ("person decisions", t("; ".join(s.person_decisions)) if s.person_decisions else NONE),
-            ("device", t(s.device) if s.device is not None else NONE),
+            ("person decisions", _person_count(s.person_decisions)),
+            ("best measured on", t(s.device) if s.device is not None else NONE),
         ]
     )
     chart = (
@@ -260,9 +277,11 @@ def _data_sections(page: OpPage, s: Summary) -> list[str]:
         "<h2>Target sheet</h2>",
         _target_sheet(page.target),
         "<h2>Kernel versions</h2>",
-        _list(page.kernels, NONE) if page.kernels is not None else f"<p>{NONE}</p>",
+        _kernels(page.kernels, page.view.op, up),
         "<h2>Timeline</h2>",
         _timeline(page.timeline, s),
+        "<h2>Person decisions</h2>",
+        _person_decisions(s),
         "<h2>Decisions</h2>",
         _list(page.decisions, "None recorded."),
         "<h2>Notes</h2>",
@@ -273,14 +292,24 @@ def _data_sections(page: OpPage, s: Summary) -> list[str]:
     ]
 
 
+def anchor(attempt: str) -> str:
+    """The id of an attempt's row in the attempts table (evidence links to it)."""
+    return f"attempt-{attempt}"
+
+
 def _attempt_table(table_id: str | None, rows: Sequence[AttemptRow], empty: str) -> str:
     if not rows and table_id is None:
         return f'<p class="muted">{t(empty)}</p>'
     headers = ("#", "attempt", "stage", "point", "change", "time", "vs best then", "outcome")
-    return _table(table_id, (*headers, "provenance", "detail"), [_attempt_tr(r) for r in rows])
+    anchored = table_id == "attempts"  # only the full table's rows carry ids (unique)
+    return _table(
+        table_id,
+        (*headers, "provenance", "device", "detail"),
+        [_attempt_tr(r, anchored) for r in rows],
+    )
 
 
-def _attempt_tr(row: AttemptRow) -> str:
+def _attempt_tr(row: AttemptRow, anchored: bool = False) -> str:
     vs = (
         t(fmt_pct(change_pct(row.time_us, row.best_us), signed=True))
         if row.time_us is not None and row.best_us
@@ -296,9 +325,56 @@ def _attempt_tr(row: AttemptRow) -> str:
         f'<td class="num">{vs}</td>',
         f"<td>{t(row.outcome)}</td>",
         f"<td>{t(row.provenance) if row.provenance else NONE}</td>",
+        f"<td>{t(row.device) if row.device else NONE}</td>",
         f"<td>{t(row.detail) if row.detail else ''}</td>",
     ]
-    return f'<tr data-outcome="{t(row.outcome)}">{"".join(cells)}</tr>'
+    ident = f' id="{t(anchor(row.id))}"' if anchored else ""
+    return f'<tr{ident} data-outcome="{t(row.outcome)}">{"".join(cells)}</tr>'
+
+
+def _kernels(versions: Sequence[KernelVersion] | None, op: str, up: str) -> str:
+    """The adopted chain's kernels, each with the unified diff from the one before in a
+    `<details>` (closed: a diff can be long); a kept kernel links to its file (`up` leads from
+    the page to the root)."""
+    if versions is None:
+        return f'<p class="muted">{NONE} (no kernel bound yet: the op is not activated)</p>'
+    headers = ("#", "kernel", "from", "kept")
+    rows = []
+    for number, v in enumerate(versions, 1):
+        source = (
+            "activated (the baseline's)" if v.attempt is None else f"attempt {v.seq} ({v.attempt})"
+        )
+        path = f"custom/{op}/kernels/{v.digest}.py"
+        kept = (
+            _link(up + quote(path), path)
+            if v.kept
+            else "not kept: restore it from git (audit names a kept file that does not match)"
+        )
+        rows.append(
+            f'<tr><td class="num">{number}</td><td><code>{t(v.digest[:12])}</code></td>'
+            f"<td>{t(source)}</td><td>{kept}</td></tr>"
+        )
+    parts = [_table(None, headers, rows)]
+    for before, v in itertools.pairwise(versions):
+        title = f"{before.digest[:12]} → {v.digest[:12]}"
+        if v.diff is None:
+            parts.append(f'<p class="muted">Diff {t(title)}: {NONE} (a side is not kept)</p>')
+            continue
+        cut = f"\n… {v.diff_cut} more line(s): see `tune-ledger kernel diff`" if v.diff_cut else ""
+        parts.append(
+            f"<details><summary>Diff {t(title)}</summary>"
+            f'<pre class="diff">{t(v.diff + cut)}</pre></details>'
+        )
+    return "\n".join(parts)
+
+
+def _person_decisions(s: Summary) -> str:
+    """Each guard a person lowered, as MEMORY.md and the report word it, and those lowered now."""
+    items = [f"{row.text} (event {row.event[:12]})" for row in s.person_decisions]
+    text = _list(items, "None: every step followed the protocol's guards.")
+    if s.lowered:
+        text += f"\n<p>Guards lowered now: {t('; '.join(s.lowered))}.</p>"
+    return text
 
 
 def _points(page: OpPage) -> str:
@@ -326,6 +402,7 @@ def _target_sheet(sheet: TargetView | None) -> str:
             ("P0 shape", f"<code>{t(sheet.shape)}</code>"),
             ("metric", t(sheet.metric)),
             ("measured with", t(sheet.tool) if sheet.tool else NONE),
+            ("baseline device", t(sheet.device)),
             ("vec tile limit", t(sheet.vec_limit)),
             ("cube tile limit", t(sheet.cube_limit)),
         ]
@@ -338,10 +415,24 @@ def _target_sheet(sheet: TargetView | None) -> str:
 
 
 def _relaxation_tr(number: int, r: RelaxationRow) -> str:
-    evidence = t(", ".join(r.evidence)) if r.evidence else NONE
+    if r.evidence:
+        evidence = ", ".join(_evidence_link(e) for e in r.evidence)
+    else:
+        evidence = t(f"none: signed by {r.person}") if r.person else NONE
     return (
         f'<tr><td class="num">{number}</td><td>{t(r.what)}</td><td><code>{t(r.limit)}</code></td>'
         f"<td>{t(r.basis)}</td><td>{evidence}</td><td><code>{t(r.event[:12])}</code></td></tr>"
+    )
+
+
+def _evidence_link(ref: EvidenceRef) -> str:
+    """An evidence attempt linked to its row, or its id alone when it is no attempt here."""
+    if ref.seq is None:
+        return f"<code>{t(ref.attempt)}</code> (no attempt of this op)"
+    time = f", {t(fmt_time_us(ref.time_us))}" if ref.time_us is not None else ""
+    return (
+        f'<a href="#{t(anchor(ref.attempt))}">attempt {ref.seq}</a> '
+        f"(<code>{t(ref.attempt)}</code>{time})"
     )
 
 

@@ -2,23 +2,32 @@
 
 Pure: it reads the state `audit` replayed and the audit's report (ledger/shell/audit.py), so
 every number on the dashboard is one audit also stands behind. Times stay numbers here; the
-renderer (dashboard_html.py) formats and escapes them. What later issues add to the state
-(person decisions, the device, kernel versions, the evidence behind a relaxation) each comes
-from one small function below that answers None until the state holds it, shown as "—".
+renderer (dashboard_html.py) formats and escapes them. Person decisions, the device of each
+measurement, the kernel versions of the adopted chain and the evidence behind a relaxation each
+come from one small function below. The kept kernels' text is the one thing not in the state:
+the shell reads those files and passes their text in as data (`op_page(kernel_texts=...)`), so
+this module never reads a file.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attrs import frozen
 
+from ledger.domain import devices
 from ledger.domain.state import Attempt, State
 from ledger.log.codec import canonical_json
 from ledger.projections import conflicts as conflict_view
+from ledger.projections.person_decisions import person_text
 from ledger.projections.report_chart import ChartSize, chart_svg
 from ledger.projections.timeline import Step, best_after, config_diff, is_failed, outcome, steps
+from ledger.schema.vocabulary import ORIGIN_LEVELS
+from stages.person import person_decisions as recorded_decisions
+from stages.person import person_label
+from stages.policy import lowered_guards
 from stages.target import VEC_LIMIT, cube_table_row, latest_relaxation
 
 # The order in which outcomes are counted (as MEMORY.md and the report count them).
@@ -37,6 +46,7 @@ OUTCOME_ORDER = (
     "pending",
 )
 PAGE_CHART = ChartSize(1200, 560)  # the report's chart is 900 x 440
+DIFF_LINES = 2000  # a diff between two kernels is cut after this many lines (said so)
 
 
 @frozen
@@ -54,6 +64,7 @@ class AttemptRow:
     outcome: str
     provenance: str | None  # the measurement's origin level
     detail: str  # a failure's detail or an abandon reason
+    device: str | None = None  # where it was measured (devices.label); None: not measured
 
 
 @frozen
@@ -70,6 +81,16 @@ class PointRow:
 
 
 @frozen
+class EvidenceRef:
+    """A measured attempt a relaxation rests on: its id as recorded, and its number when it is
+    an attempt of this op (the page links it to the attempt's row)."""
+
+    attempt: str
+    seq: int | None
+    time_us: float | None
+
+
+@frozen
 class RelaxationRow:
     """A tile-limit relaxation with its basis and the evidence behind it (R3)."""
 
@@ -77,7 +98,30 @@ class RelaxationRow:
     limit: str  # canonical JSON
     basis: str
     event: str
-    evidence: tuple[str, ...] | None
+    evidence: tuple[EvidenceRef, ...] | None  # None: relaxed without measured evidence
+    person: str | None = None  # who relaxed without evidence (person_label), else None
+
+
+@frozen
+class PersonRow:
+    """A person's decision (DESIGN §3.3), in the words MEMORY.md and the report use."""
+
+    text: str  # what, by whom, and why (person_decisions.person_text)
+    person: str  # the name, or "person unknown (...)" for decisions recorded before issue 27
+    event: str
+
+
+@frozen
+class KernelVersion:
+    """One kernel of the adopted chain: the activation's, then each adopted algorithm change's,
+    with the unified diff from the one before when both were kept."""
+
+    digest: str
+    attempt: str | None  # None: the kernel activated (the baseline's)
+    seq: int | None
+    kept: bool  # its text was read from custom/<op>/kernels/<digest>.py and matched its name
+    diff: str | None  # from the previous version; None: first, or a side not kept
+    diff_cut: int = 0  # lines of the diff left out (DIFF_LINES)
 
 
 @frozen
@@ -90,6 +134,7 @@ class TargetView:
     shape: str
     metric: str
     tool: str | None
+    device: str  # where the baseline was measured (devices.label: "unknown" when not recorded)
     target_source: str
     source_ref: str | None
     provenance: str
@@ -128,8 +173,9 @@ class Summary:
     outcomes: tuple[tuple[str, int], ...]
     provenance: tuple[tuple[str, int], ...]
     conflicts: tuple[str, ...]
-    person_decisions: tuple[str, ...] | None
-    device: str | None
+    person_decisions: tuple[PersonRow, ...]
+    device: str | None  # where the best was measured; None: no best yet
+    lowered: tuple[str, ...] = ()  # the guards that stand lowered now (stages/policy.py)
 
 
 @frozen
@@ -161,7 +207,7 @@ class OpPage:
     attempts: tuple[AttemptRow, ...]
     decisions: tuple[str, ...]  # audit's: stops lifted, hand-backs, retry overrides, R11
     notes: tuple[str, ...]
-    kernels: tuple[str, ...] | None
+    kernels: tuple[KernelVersion, ...] | None
 
 
 def op_view(
@@ -186,8 +232,15 @@ def op_view(
     return OpView(op, health, problems, exit_code, None, _summary(state, report), memory, ledger)
 
 
-def op_page(view: OpView, state: State | None, report: Mapping[str, Any]) -> OpPage:
-    """The op's page data from the same state and report as its row."""
+def op_page(
+    view: OpView,
+    state: State | None,
+    report: Mapping[str, Any],
+    kernel_texts: Mapping[str, str] | None = None,
+) -> OpPage:
+    """The op's page data from the same state and report as its row; `kernel_texts` are the
+    kept kernels' text by digest, as the shell read and checked them (`kernel_chain` names the
+    digests wanted; one missing is shown as not kept)."""
     if state is None or view.summary is None:
         return OpPage(view, None, None, (), (), (), (), (), (), (), None)
     walk = steps(state)
@@ -210,41 +263,103 @@ def op_page(view: OpView, state: State | None, report: Mapping[str, Any]) -> OpP
         attempts=rows,
         decisions=decisions,
         notes=tuple(state.notes),
-        kernels=kernel_versions(state),
+        kernels=kernel_versions(state, kernel_texts or {}),
     )
 
 
-# --- what later issues fill in -------------------------------------------------------------
+# --- what issues 27 and 29 added to the state --------------------------------------------
 
 
-def person_decisions(state: State) -> tuple[str, ...] | None:
-    """Each guard a person lowered, by name and with a reason (issue 27); None until the
-    state records who decided (today's resumed stops and accepted rollbacks name no one)."""
-    return None
+def person_decisions(state: State) -> tuple[PersonRow, ...]:
+    """Each guard a person lowered, by name and with a reason (DESIGN §3.3), from the same
+    projection as MEMORY.md's "Person decisions" and the report's."""
+    return tuple(
+        PersonRow(text=person_text(d), person=person_label(d.person), event=d.event)
+        for d in recorded_decisions(state)
+    )
 
 
 def device(state: State) -> str | None:
-    """The device the best was measured on (issue 29 records it); None until then."""
-    return None
+    """The device the best was measured on (issue 29), as the report names it ("unknown" when
+    the measurement recorded none); None when there is no best yet."""
+    return devices.label(state.best.measurement.device) if state.best is not None else None
 
 
-def kernel_versions(state: State) -> tuple[str, ...] | None:
-    """The adopted kernels, stored content-addressed in the op folder, with their diffs
-    (issue 27); None until the state holds them."""
-    return None
+def kernel_chain(state: State) -> tuple[tuple[str | None, str], ...]:
+    """(attempt, digest) of each kernel the adopted chain went through: the one activated
+    (attempt None), then each adopted attempt that brought a kernel of its own, in order
+    (a candidate or mutation runs the best's kernel: no new version)."""
+    chain: list[tuple[str | None, str]] = []
+    if state.activation_digest is not None:
+        chain.append((None, state.activation_digest))
+    for attempt_id in state.adopted:
+        digest = state.attempts[attempt_id].impl_digest
+        if digest is not None and (not chain or chain[-1][1] != digest):
+            chain.append((attempt_id, digest))
+    return tuple(chain)
 
 
-def relaxation_evidence(state: State, event: str) -> tuple[str, ...] | None:
-    """The measured attempts a relaxation rests on (issue 27: `relax --evidence`); None until
-    relaxations record them (today only the basis text)."""
-    return None
+def kernel_versions(state: State, texts: Mapping[str, str]) -> tuple[KernelVersion, ...] | None:
+    """The adopted chain's kernels with the unified diff between consecutive kept ones;
+    `texts` holds each kept kernel's text by digest (read by the shell). None: no kernel bound
+    yet (not activated)."""
+    chain = kernel_chain(state)
+    if not chain:
+        return None
+    versions: list[KernelVersion] = []
+    before: tuple[str, str] | None = None  # (label, digest) of the previous version
+    for attempt_id, digest in chain:
+        label = attempt_id or "activated"
+        diff, cut = None, 0
+        if before is not None and before[1] in texts and digest in texts:
+            diff, cut = _diff(texts[before[1]], texts[digest], before, (label, digest))
+        seq = state.attempts[attempt_id].seq if attempt_id is not None else None
+        versions.append(KernelVersion(digest, attempt_id, seq, digest in texts, diff, cut))
+        before = (label, digest)
+    return tuple(versions)
+
+
+def _diff(a: str, b: str, a_name: tuple[str, str], b_name: tuple[str, str]) -> tuple[str, int]:
+    """The unified diff of two kernels' text, as `kernel diff` prints it, cut at DIFF_LINES."""
+    lines = list(
+        difflib.unified_diff(
+            a.splitlines(keepends=True),
+            b.splitlines(keepends=True),
+            fromfile=f"{a_name[0]} ({a_name[1][:12]})",
+            tofile=f"{b_name[0]} ({b_name[1][:12]})",
+        )
+    )
+    shown = [line if line.endswith("\n") else line + "\n" for line in lines[:DIFF_LINES]]
+    return "".join(shown), max(0, len(lines) - DIFF_LINES)
+
+
+def relaxation_evidence(state: State, event: str) -> tuple[EvidenceRef, ...] | None:
+    """The measured attempts a relaxation rests on (`relax --evidence`), each with its number
+    when it is an attempt of this op; None when it names none (a person relaxed without)."""
+    relaxation = next((r for r in state.relaxations if r.event == event), None)
+    if relaxation is None or not relaxation.evidence:
+        return None
+    refs = []
+    for attempt_id in relaxation.evidence:
+        attempt = state.attempts.get(attempt_id)
+        m = attempt.measurement if attempt is not None else None
+        refs.append(
+            EvidenceRef(
+                attempt=attempt_id,
+                seq=attempt.seq if attempt is not None else None,
+                time_us=m.median_us if m is not None else None,
+            )
+        )
+    return tuple(refs)
 
 
 def provenance_mix(report: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
-    """How many measurements and evidence each origin level holds, as audit counts them, in
-    audit's order (today measured, unbound, artefact, reported)."""
+    """How many measurements and evidence each origin level holds, as audit counts them: every
+    level (measured, unbound, ran, artefact, reported), zeros included, then any other level a
+    report names."""
     counts = report.get("provenance") or {}
-    return tuple((str(level), int(count)) for level, count in counts.items())
+    extra = [str(level) for level in counts if level not in ORIGIN_LEVELS]
+    return tuple((level, int(counts.get(level, 0))) for level in (*ORIGIN_LEVELS, *extra))
 
 
 def conflict_texts(state: State) -> tuple[str, ...]:
@@ -279,6 +394,7 @@ def _summary(state: State, report: Mapping[str, Any]) -> Summary:
         conflicts=conflict_texts(state),
         person_decisions=person_decisions(state),
         device=device(state),
+        lowered=tuple(lowered_guards(state)),
     )
 
 
@@ -320,6 +436,7 @@ def _attempt_row(step: Step) -> AttemptRow:
         outcome=outcome(attempt),
         provenance=m.origin_level if m else None,
         detail=attempt.detail,
+        device=devices.label(m.device) if m else None,
     )
 
 
@@ -350,6 +467,7 @@ def _target(state: State) -> TargetView | None:
         shape=sheet.shape,
         metric=sheet.metric,
         tool=sheet.tool,
+        device=devices.label(sheet.device),
         target_source=sheet.target_source,
         source_ref=sheet.source_ref,
         provenance=sheet.origin_level,
@@ -362,6 +480,7 @@ def _target(state: State) -> TargetView | None:
                 basis=r.basis,
                 event=r.event,
                 evidence=relaxation_evidence(state, r.event),
+                person=person_label(r.person) if not r.evidence else None,
             )
             for r in state.relaxations
         ),

@@ -5,17 +5,20 @@ stand lowered now."""
 from __future__ import annotations
 
 from ledger.domain.state import State
-from stages.person import person_decisions, person_label
+from stages.person import PersonDecision, person_decisions, person_label
 from stages.policy import lowered_guards
 
 
 def person_lines(state: State) -> list[str]:
     """One Markdown bullet per person's decision, in ledger order (empty: none recorded)."""
-    return [
-        f"- {d.what}: {person_label(d.person)}, because {_one_line(d.reason) or '(no reason)'} "
-        f"(event `{d.event[:12]}`)"
-        for d in person_decisions(state)
-    ]
+    return [f"- {person_text(d)} (event `{d.event[:12]}`)" for d in person_decisions(state)]
+
+
+def person_text(decision: PersonDecision) -> str:
+    """One person's decision as plain text: what was decided, by whom, and why (the dashboard
+    shows the same words as MEMORY.md and the report)."""
+    reason = _one_line(decision.reason) or "(no reason)"
+    return f"{decision.what}: {person_label(decision.person)}, because {reason}"
 
 
 def person_block(state: State) -> str:

@@ -17,12 +17,14 @@ from pathlib import Path
 
 from attrs import frozen
 
-from ledger.errors import BadInput
+from ledger.domain.state import State
+from ledger.errors import BadInput, LedgerError
 from ledger.log.safe_files import replace_file
 from ledger.projections import dashboard_html as html
 from ledger.projections import dashboard_model as model
 from ledger.projections.dashboard_assets import GENERATOR
-from ledger.shell import audit
+from ledger.projections.kernels import DIGEST
+from ledger.shell import audit, kernels
 from ledger.shell.api import OpLedger, list_ops
 
 DEFAULT_OUT = "tune-ledger-dashboard"  # under the root; named for what wrote it
@@ -71,8 +73,23 @@ def _render_op(root: Path, name: str, to_root: str) -> tuple[model.OpView, str |
     error = (result.error.code, result.error.rule) if result.error is not None else None
     report = {**result.report, "findings": [_relative(f, root) for f in result.report["findings"]]}
     view = model.op_view(name, result.state, report, error)
-    page = model.op_page(view, result.state, report)
+    texts = _kernel_texts(ledger, result.state) if result.state is not None else {}
+    page = model.op_page(view, result.state, report, texts)
     return view, html.render_op_page(page, to_root)
+
+
+def _kernel_texts(ledger: OpLedger, state: State) -> dict[str, str]:
+    """The text of each kept kernel of the adopted chain, checked against its name (a kernel
+    not kept, or whose file does not match, is left out: audit reports the mismatch)."""
+    texts = {}
+    for _attempt, digest in model.kernel_chain(state):
+        if not DIGEST.fullmatch(digest):
+            continue  # no kept file can have this name
+        try:
+            texts[digest] = kernels.kept(ledger, digest).decode("utf-8", errors="replace")
+        except (LedgerError, OSError):
+            continue
+    return texts
 
 
 def _relative(message: str, root: Path) -> str:
