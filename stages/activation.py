@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger.domain.hints import Step
 from ledger.domain.state import Evidence, State
 from ledger.schema.events import ActivationFailed, ActivationPassed, CompareEvidence, LayoutEvidence
-from stages.commands import Activate, RecordCompare, RecordLayout
 from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.policy import measured_only
 from stages.refusal import Refusal
+
+if TYPE_CHECKING:  # annotations only: a read asks the blockers, not the commands
+    from stages.commands import Activate, RecordCompare, RecordLayout
 
 _NEXT = (
     "hand back to pypto-op-orchestrator: fix accuracy, record passing evidence for the "

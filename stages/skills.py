@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger.domain.hints import Step
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.schema.events import BASE_SKILLS, SKILLS, TUNE_SKILLS, SkillLoaded, SkillUnloaded
 from ledger.schema.vocabulary import MAX_BASE_SKILLS, MAX_TUNE_SKILLS
-from stages.commands import LoadSkill, UnloadSkill
 from stages.outcome import Result, accept, refuse
 from stages.pipeline import active_stage
 from stages.refusal import Refusal
+
+if TYPE_CHECKING:  # annotations only: a read asks the blockers, not the commands
+    from stages.commands import LoadSkill, UnloadSkill
 
 MAX_BASE = MAX_BASE_SKILLS
 MAX_TUNE = MAX_TUNE_SKILLS
