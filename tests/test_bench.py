@@ -95,6 +95,19 @@ def test_the_append_floor_writes_the_very_bytes_the_store_appended(
     assert (root / "custom" / ledgers.OP / "floor.bin").read_bytes() == written
 
 
+def test_a_process_is_timed_by_wall_and_cpu_and_must_succeed() -> None:
+    """`process_times` gives a process's wall and CPU time (user + sys); a failing process is
+    an error, not a sample."""
+    import sys
+
+    from tools.bench.timing import process_times
+
+    wall, cpu = process_times([sys.executable, "-c", "sum(range(3 * 10**6))"])
+    assert cpu > 0 and wall > 0
+    with pytest.raises(RuntimeError, match="exited 3"):
+        process_times([sys.executable, "-c", "raise SystemExit(3)"])
+
+
 @pytest.mark.slow
 def test_every_guardrail_but_the_campaigns_runs_on_small_ledgers(
     cache: Path, tmp_path: Path
@@ -121,6 +134,8 @@ def test_every_guardrail_but_the_campaigns_runs_on_small_ledgers(
         assert guardrail.value and guardrail.reference, guardrail.name
         assert min(guardrail.reference) > 0, guardrail.name
         json.dumps(guardrail.report())
+        if guardrail.name.endswith("_vs_click"):  # CPU time beside wall time
+            assert guardrail.extra["cpu_best_ratio"] > 0, guardrail.name
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tools.bench.ledgers import OP, best_us, copy_of
-from tools.bench.timing import Guardrail, process
+from tools.bench.timing import Guardrail, process_times
 
 CLICK = [sys.executable, "-c", "import click"]
 READS = {"status": ("status", OP), "resume": ("resume", OP), "log": ("log", OP, "--limit", "5")}
@@ -56,20 +56,32 @@ def _write_args(name: str, tag: int, best_us: float) -> tuple[str, ...]:
     return ("abandon", OP, "pending", "--reason", f"bench {tag}")
 
 
-def _rounds(root: Path, repeats: int, log: Callable[[str], None]) -> dict[str, list[float]]:
-    """Seconds per process of every command, and of the click process run after each."""
+def _rounds(
+    root: Path, repeats: int, log: Callable[[str], None]
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Seconds per process of every command, and of the click process run after each: wall
+    times, and CPU times."""
     best, prefix = best_us(root), cli(root)
     samples: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
     for number in range(repeats + 1):
         argvs = [(name, args) for name, args in READS.items()]
         argvs += [(name, _write_args(name, number * 10 + n, best)) for n, name in enumerate(WRITES)]
         for name, args in argvs:
-            took, click = process([*prefix, *args]), process(CLICK)
+            took, took_cpu = process_times([*prefix, *args])
+            click, click_cpu = process_times(CLICK)
             if number:
                 samples.setdefault(name, []).append(took)
                 samples.setdefault("click", []).append(click)
+                cpu.setdefault(name, []).append(took_cpu)
+                cpu.setdefault("click", []).append(click_cpu)
         log(f"  round {number} of {repeats} done")
-    return samples
+    return samples, cpu
+
+
+def _best_ratio(cpu: dict[str, list[float]], name: str) -> float:
+    """The command's least CPU time over the click process's least, in the same rounds."""
+    return round(min(cpu[name]) / min(cpu["click"]), 4)
 
 
 def bench_commands(
@@ -78,9 +90,10 @@ def bench_commands(
     """Every counted command at both sizes against click, and its growth."""
     small, large = sizes
     at: dict[int, dict[str, list[float]]] = {}
+    cpu_at: dict[int, dict[str, list[float]]] = {}
     for events in sizes:
         log(f"commands as processes, {events} events")
-        at[events] = _rounds(copy_of(events, scratch), repeats, log)
+        at[events], cpu_at[events] = _rounds(copy_of(events, scratch), repeats, log)
     found = []
     for name in [*READS, *dict.fromkeys(WRITES)]:
         limit = READ_LIMIT if name in READS else WRITE_LIMIT
@@ -90,6 +103,8 @@ def bench_commands(
             value_is=f"tune-ledger --json {name} ..., start to exit",
             reference_is='python -c "import click", run after each command',
             value=at[small][name], reference=at[small]["click"], limit=limit,
+            # CPU time (user + sys), best of the rounds: what load from other jobs moves least
+            extra={"cpu_best_ratio": _best_ratio(cpu_at[small], name)},
         ))  # fmt: skip
         found.append(Guardrail(
             name=f"{name}_growth",
