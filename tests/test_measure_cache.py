@@ -200,6 +200,9 @@ def test_the_ledgers_own_files_are_not_part_of_the_key(tmp_path: Path, verifier:
         "__pycache__/sm_impl.cpython-311.pyc",
         "lib/__pycache__/tiling.cpython-311.pyc",
         ".tune-ledger-cache/views.json",
+        # a kept kernel: the ledger's copy of what it measured (the compare's run is then
+        # still the baseline's, as the agent's session bench counts on)
+        "kernels/" + "0" * 64 + ".py",
     ):
         (op_dir / name).parent.mkdir(parents=True, exist_ok=True)
         (op_dir / name).write_text("written by the ledger or by Python\n", "utf-8")

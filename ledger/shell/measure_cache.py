@@ -49,7 +49,7 @@ from ledger.log import codec, safe_files
 from ledger.log.files import LEDGER_NAME, MEMORY_NAME, lock_path
 from ledger.log.quarantine import QUARANTINE_SUFFIX
 from ledger.schema.values import CachedRun
-from ledger.shell import provenance, runner
+from ledger.shell import kernels, provenance, runner
 from ledger.shell.manifest_file import SPEC_NAME, read_spec
 
 ENV = "TUNE_LEDGER_MEASURE_CACHE"
@@ -66,7 +66,9 @@ DETERMINISTIC_FAILURES = ("compile", "accuracy", "layout")
 PROBE_TIMEOUT_S = 60.0
 # Not the kernel's: byte code, anywhere; the disposable caches beside the ledger.
 _NOT_THE_KERNELS = frozenset({"__pycache__"})
-_OWN_FOLDERS = frozenset({".tune-ledger-cache"})  # of older releases
+# The ledger's kept kernels (copies of what was measured, never imported) and the cache folder
+# of older releases: keying on them would miss the cache after every kernel the ledger keeps.
+_OWN_FOLDERS = frozenset({kernels.FOLDER, ".tune-ledger-cache"})
 # The temporary file of an atomic replace (safe_files.replace_file), seen mid-write.
 _TEMPORARY = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")
 
