@@ -64,6 +64,9 @@ def tool_call(argv: list[str], schemas: dict[str, Any]) -> tuple[str, dict[str, 
             continue
         key = {"set": "change"}.get(word[2:], word[2:]).replace("-", "_")
         kind = json.dumps(properties[key])
+        if '"boolean"' in kind:  # a flag (`audit --strict`): no value follows
+            arguments[key] = True
+            continue
         value: Any = words.pop(0)
         if '"integer"' in kind and value.isdigit():
             arguments[key] = int(value)

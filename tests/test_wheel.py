@@ -24,6 +24,8 @@ pytest.importorskip("mcp")
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from ledger.cli import agent_setup
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -155,9 +157,14 @@ def test_agent_setup_and_new_op_write_their_files_from_the_installed_wheel(
         assert done.returncode == 0, done.stdout + done.stderr
         source = REPO / "tools" / "agents" / client
         files = sorted(p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file())
-        assert sorted(json.loads(done.stdout)["written"]) == files
+        # Besides the shipped files: the client's settings, with the permission rules merged in
+        # (Claude Code's .claude/settings.json; opencode's is its shipped opencode.json).
+        settings = agent_setup.SETTINGS[client]
+        assert sorted(json.loads(done.stdout)["written"]) == sorted({*files, settings})
         for name in files:
-            assert (tmp_path / name).read_bytes() == (source / name).read_bytes(), name
+            if name != settings:
+                assert (tmp_path / name).read_bytes() == (source / name).read_bytes(), name
+        assert "permission" in (tmp_path / settings).read_text("utf-8")
     made = _run(["tune-ledger", "--json", "new-op", "probe"], tmp_path, env)
     assert made.returncode == 0, made.stdout + made.stderr
     op_dir = tmp_path / "custom" / "probe"
@@ -231,23 +238,12 @@ def test_a_kernel_repository_scaffolds_and_measures_with_the_wheel(
     text = spec.read_text()
     spec.write_text(text.replace('"--verify-passes", "last"', '"--verify-passes", "graph"'))
     assert tune_ledger("check-op", "probe")["violations"] == []
-    tune_ledger("init", "probe")
     python = str(venv / "bin" / "python")
-    tune_ledger(
-        "evidence",
-        "compare",
-        "probe",
-        "--run",
-        f"{python} -m tune_ledger_tools.pypto.run --op-dir custom/probe --config '{{}}' "
-        "--verify-passes graph --json",
-    )
-    tune_ledger(
-        "evidence",
-        "layout",
-        "probe",
-        "--run",
-        f"{python} custom/probe/layout_check.py --before-tuning",
-    )
+    tune_ledger("init", "probe")
+    # SPEC.md declares the verifier, so only its own runs activate (issue 27: an ad-hoc --run
+    # is refused): the ledger runs the verifier and the layout check the scaffold wrote.
+    tune_ledger("evidence", "compare", "probe", "--from-spec", "--python", python)
+    tune_ledger("evidence", "layout", "probe", "--from-spec", "--python", python)
     tune_ledger("activate", "probe")
     sheet = tune_ledger("target", "probe", "--from-spec", "--python", python)
     assert sheet["baseline_us"] > 0 and sheet["target_us"] == 2.0
@@ -258,6 +254,7 @@ def test_a_kernel_repository_scaffolds_and_measures_with_the_wheel(
     assert report["ops"][0]["provenance"] == {
         "artefact": 0,
         "measured": 3,
+        "ran": 0,
         "reported": 0,
         "unbound": 0,
     }
