@@ -43,8 +43,8 @@ def _unmeasured_evidence(state: State, kind: str, level: str) -> Refusal | None:
         "R1",
         f"only measured evidence activates: this {kind} evidence is {how} (provenance {level})",
         "SPEC.md declares a verifier, so policy require_measured is on",
-        f"let the ledger run the op's own check: `tune-ledger evidence {kind} {state.op} "
-        "--from-spec`",
+        "let the ledger run the op's own check: "
+        f"{Step(f'evidence {kind}', state.op, from_spec=True)}",
     )
 
 
@@ -121,7 +121,7 @@ def activation_problems(state: State, digest: str) -> list[str]:
             if evidence is not None and evidence.origin_level != "measured":
                 problems.append(
                     f"the {kind} evidence is {evidence.origin_level}, not measured: record it "
-                    f"with `tune-ledger evidence {kind} {state.op} --from-spec`"
+                    f"with {Step(f'evidence {kind}', state.op, from_spec=True)}"
                 )
     return problems
 

@@ -107,7 +107,8 @@ def decide_device_remeasure(state: State, command: ProposeCandidate) -> Result:
             "R4",
             "the best is measured again inside a stage",
             f"no stage is in progress ({'stage ' + stage + ' was exited' if stage else 'none'})",
-            f"enter the next stage (`tune-ledger stage enter {state.op} STAGE`), then re-measure",
+            f"enter the next stage ({Step('stage enter', state.op, name=Fill('STAGE'))}), "
+            "then re-measure",
         )
     best = state.best
     assert best is not None  # is_device_remeasure checked it

@@ -207,7 +207,7 @@ def decide_target(state: State, command: SetTarget) -> Result:
             f"the target sheet's baseline must be measured by the op's verifier, not "
             f"{command.origin.level}",
             "SPEC.md declares a verifier, so policy require_measured is on",
-            f"let the ledger measure the baseline: `tune-ledger target {state.op} --from-spec`",
+            f"let the ledger measure the baseline: {Step('target', state.op, from_spec=True)}",
         )
     config = validate_config(command.config, "the baseline config")
     sheet = build(

@@ -279,10 +279,10 @@ def _unmeasured_verdict(state: State, attempt: str, command: Verify) -> Refusal 
         f"only measured times give a verdict: attempt {attempt}'s times {how} (provenance {level})",
         "SPEC.md declares a verifier, so policy require_measured is on",
         "make the verifier print the config and impl_digest it ran (SPEC.md `verifier`), "
-        f"then `tune-ledger measure {state.op} {attempt}`"
+        f"then {Step('measure', state.op, attempt=attempt)}"
         if level == "unbound"
-        else f"let the ledger run the declared verifier: `tune-ledger measure {state.op} "
-        f"{attempt}`",
+        else "let the ledger run the declared verifier: "
+        f"{Step('measure', state.op, attempt=attempt)}",
     )
 
 
