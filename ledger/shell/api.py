@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from attrs import frozen
 
+from ledger.domain.hints import Step
 from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.domain.units import check_op_name
@@ -102,7 +103,7 @@ class OpLedger:
         if not self.exists():
             raise BadInput(
                 f"unknown op {self.op!r}: {self.path} does not exist",
-                hint=f"run `tune-ledger init {self.op}` first (or check --root)",
+                hint=f"run {Step('init', self.op)} first (or check --root)",
             )
 
     def load(self) -> Loaded:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ledger.domain.hints import Fill, Step
 from ledger.errors import BadInput, LedgerDamaged
 from ledger.log import safe_files
 from ledger.log.record import Event
@@ -172,8 +173,8 @@ def kernel_of(ledger: OpLedger, attempt: str | None) -> tuple[str, str]:
     if digest is None:
         raise BadInput(
             f"attempt {attempt_id} is bound to no kernel",
-            hint="see `tune-ledger log OP --attempt ID`; only measured attempts and evidence "
-            "name the kernel they ran",
+            hint=f"see {Step('log', Fill('OP'), attempt=attempt_id)}; only measured attempts "
+            "and evidence name the kernel they ran",
         )
     return attempt_id, digest
 

@@ -33,6 +33,7 @@ from attrs import frozen
 from ledger import processes
 from ledger.domain import devices
 from ledger.domain.configs import canonical_config
+from ledger.domain.hints import Fill, Step
 from ledger.domain.manifest import Fallback, Manifest, Verifier
 from ledger.domain.state import State
 from ledger.errors import BadInput
@@ -45,8 +46,8 @@ from stages.binding import attempt_binding_problem, binding_problem, expected_im
 
 BASELINE = "baseline"  # the label of a plan that measures the target sheet's baseline
 _FIX = (
-    "fix the verifier (SPEC.md `verifier`), check it with `tune-ledger measure OP --dry-run`, "
-    "then measure again"
+    "fix the verifier (SPEC.md `verifier`), check it with "
+    f"{Step('measure', Fill('OP'), dry_run=True)}, then measure again"
 )
 
 
@@ -510,5 +511,5 @@ def refuse_unbound(state: State, command: cmd.Verify | cmd.Fail, defaults: dict[
             f"{problem}; nothing was written and attempt {attempt.id} stays pending",
             rule="R11",
             hint="fix the verifier so that it runs the config it is given "
-            f"(`tune-ledger measure {state.op} --dry-run` shows the command)",
+            f"({Step('measure', state.op, dry_run=True)} shows the command)",
         )

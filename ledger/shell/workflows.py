@@ -20,6 +20,7 @@ import attrs
 from attrs import frozen
 
 from ledger.domain import inputs
+from ledger.domain.hints import Step
 from ledger.domain.samples import median
 from ledger.errors import BadInput
 from ledger.log import codec
@@ -302,7 +303,7 @@ def _compare(
         manifest, EVIDENCE_LABEL, impl_digest, root=ledger.root, op=ledger.op, python=python,
         env=env, executor=executor,
     )  # fmt: skip
-    fix = "check the verifier with `tune-ledger measure OP --dry-run`, then record again"
+    fix = f"check the verifier with {Step('measure', ledger.op, dry_run=True)}, then record again"
     doc = harness.result_document(
         ran.run, runner.last_json_object(ran.run.output), fix, pending=None
     )
