@@ -126,8 +126,10 @@ def test_a_printed_command_runs_as_is_and_its_config_is_then_filtered(cli: Cli) 
     ]
     assert len(commands) >= 5
     words = shlex.split(commands[0])
-    assert words[:3] == ["tune-ledger", "--root", str(cli.root)]
-    started = cli.ok(*words[3:])  # the harness adds --root and --json itself
+    # As every hint: the command run from the root (or with --root); over MCP the same step is
+    # the `candidate` tool's call.
+    assert words[:3] == ["tune-ledger", "candidate", "softmax"]
+    started = cli.ok(*words[1:])  # the harness adds --root and --json itself
     attempt = started["attempt"]
     config = json.loads(words[words.index("--config") + 1])
     cli.ok(

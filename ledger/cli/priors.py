@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ledger.cli.base import OP, Ctx, count_option, pass_ctx
+from ledger.domain.hints import Step
 from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.priors.rank import proposal_json
@@ -17,13 +17,10 @@ from ledger.schema.vocabulary import CONFIG_STAGES
 from ledger.shell.priors_load import Gathered, gather
 
 
-def candidate_command(op: str, config: dict[str, Any], prior: str, root: Path) -> str:
-    """The ready-to-run `tune-ledger candidate` command for one candidate, shell-quoted."""
-    words = ["tune-ledger"]
-    if root != Path("."):
-        words += ["--root", str(root)]
-    words += ["candidate", op, "--config", codec.canonical_json(config), "--prior", prior]
-    return " ".join(shlex.quote(word) for word in words)
+def candidate_command(op: str, config: dict[str, Any], prior: str) -> str:
+    """The step that starts one candidate, rendered for the caller at the output's edge (a
+    shell-quoted `tune-ledger candidate` command, or the `candidate` tool's call over MCP)."""
+    return str(Step("candidate", op, config=config, prior=prior))
 
 
 def _scan_json(scan: ScanResult) -> dict[str, Any]:
@@ -40,7 +37,7 @@ def priors_json(op: str, gathered: Gathered, root: Path) -> dict[str, Any]:
     data = proposal_json(gathered.proposal)
     data["op"] = op
     for entry in data["candidates"]:
-        entry["command"] = candidate_command(op, entry["config"], entry["prior"], root)
+        entry["command"] = candidate_command(op, entry["config"], entry["prior"])
     data["scan"] = _scan_json(gathered.scan)
     data["ledgers"] = list(gathered.ledgers)
     data["builtin_sources"] = dict(gathered.builtin_sources)
