@@ -104,9 +104,16 @@ def allowed(state: State) -> list[str]:
     if mutation_blocker(state) is None or algorithm_blocker(state) is None:
         names.append("try")
     if state.pending is not None:
-        names.extend(["verify", "fail", "abandon"])
+        names.extend([*finishing(state)])
     names.append("stop")
     return names
+
+
+def finishing(state: State) -> tuple[str, ...]:
+    """What finishes the pending attempt: `measure` first where SPEC.md declares a verifier (the
+    ledger runs it), then a typed verify, a failure or giving it up."""
+    declared = state.manifest is not None and state.manifest.has_verifier
+    return ("measure", "verify", "fail", "abandon") if declared else ("verify", "fail", "abandon")
 
 
 @frozen

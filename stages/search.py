@@ -37,7 +37,13 @@ def pending_blocker(state: State) -> Refusal | None:
         "R6",
         "one change at a time: an attempt is pending",
         f"attempt {state.pending} is pending",
-        f"verify, fail or abandon attempt {state.pending} first",
+        f"finish attempt {state.pending} first: "
+        + (
+            f"{Step('measure', state.op, attempt=state.pending)}, or "
+            if state.manifest is not None and state.manifest.has_verifier
+            else ""
+        )
+        + "verify, fail or abandon it",
     )
 
 

@@ -378,3 +378,14 @@ def test_a_typed_time_or_echo_evidence_fails_strict_audit(tmp_path: Path) -> Non
     assert f"{OP}: require_measured false (R11)" in named
     assert any(s.startswith("echoed: activation of implementation") and "compare: ran" in s
                for s in named)  # fmt: skip
+
+
+def test_a_pending_attempt_under_a_verifier_is_finished_by_measure(cli: Cli) -> None:
+    """Where SPEC.md declares a verifier, `measure` is what finishes a pending attempt: status
+    lists it first, and a second change is refused naming it (an agent over MCP had guessed)."""
+    _measured_campaign(cli)
+    attempt = cli.ok("try", OP, "--set", "vec_tile_shape=[1,32,1,64]")["attempt"]
+    assert cli.ok("status", OP)["allowed"][-5:] == ["measure", "verify", "fail", "abandon", "stop"]
+    refused = cli("try", OP, "--set", "vec_tile_shape=[1,8,1,64]")
+    assert refused.code == 3 and refused.json["rule"] == "R6"
+    assert f"tune-ledger measure {OP} {attempt}" in refused.json["next"]

@@ -128,8 +128,11 @@ def argument_error(tool: str, error: ValidationError, schema: dict[str, Any]) ->
             expected = describe(properties[field], schema.get("$defs", {}))
         problems.append({"field": field, "expected": expected or "a value of its schema"})
     first = problems[0]
+    missing = first["expected"] == "a value is required"
     data = BadInput(
-        f"argument {first['field']!r} of tool {tool!r} expects {first['expected']}",
+        f"argument {first['field']!r} of tool {tool!r} is required"
+        if missing
+        else f"argument {first['field']!r} of tool {tool!r} expects {first['expected']}",
         hint=f"call {tool} again with {first['field']} as its schema describes (tools/list)",
         details={"field": first["field"], "expected": first["expected"], "fields": problems},
     ).to_json()

@@ -347,7 +347,7 @@ class StepTools:
     def measure(
         self,
         op: Op,
-        attempt: Attempt,
+        attempt: Attempt = "pending",  # as the CLI's `measure OP [ATTEMPT]`
         dry_run: Annotated[
             bool, Field(description="Only print the verifier command; run and write nothing.")
         ] = False,
