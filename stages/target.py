@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, NamedTuple, get_args
 
-from ledger.domain.hints import Fill, Step
+from ledger.domain.hints import TEXT, Fill, Step
 from ledger.domain.samples import median
 from ledger.domain.state import Relaxation, State
 from ledger.errors import BadInput
@@ -329,9 +329,18 @@ def _evidence_refusal(
         "R3",
         "a relaxation of a tile limit is based on profiling data: name the measured attempts "
         "it rests on",
-        "no --evidence was given",
-        f"measure an attempt at the current limit with the op's verifier (tune-ledger measure "
-        f"{op} ATTEMPT), then relax naming it: tune-ledger relax {op} --what {command.what} "
-        f"--limit LIMIT --basis TEXT --evidence ATTEMPT; relaxing without evidence is a "
-        f"person's decision (--person NAME)",
+        "no evidence attempt was named",
+        "measure an attempt at the current limit with the op's verifier "
+        f"({Step('measure', op, attempt=Fill('ATTEMPT'))}), then relax naming it: "
+        + str(
+            Step(
+                "relax",
+                op,
+                what=command.what,
+                limit=Fill("LIMIT"),
+                basis=TEXT,
+                evidence=[Fill("ATTEMPT")],
+            )
+        )
+        + "; relaxing without evidence is a person's decision (the CLI's --person NAME)",
     )
