@@ -299,8 +299,8 @@ def decide_mutation(state: State, command: TryMutation) -> Result:
     if point.mutations == 0 and point.candidates < int(policy["candidates_min"]):
         warnings.append(
             f"point {point.name} ends its candidate phase with {point.candidates} "
-            f"candidates, fewer than the {policy['candidates_min']} the policy "
-            "expects (R7)"
+            f"candidate{'' if point.candidates == 1 else 's'}, fewer than the "
+            f"{policy['candidates_min']} the policy expects (R7)"
         )
     recorded, note = _recorded_override(state, config, override)
     warnings.extend(note)
