@@ -104,24 +104,28 @@ def _render_target_sheet(state: State, op: str) -> str:
         parts.append(
             "Relaxations, each with its basis and the measured attempts it rests on (R3):\n"
         )
-        parts.append(
-            md_table(
-                ["relaxation #", "tile", "new limit", "basis", "evidence (measured)", "event"],
-                [
-                    [
-                        str(i),
-                        md_text(r.what),
-                        md_json(r.limit, 60),
-                        md_text(r.basis, 200),
-                        relaxation_evidence(state, r),
-                        md_code(short_id(r.event)),
-                    ]
-                    for i, r in enumerate(state.relaxations, 1)
-                ],
-                align="rlllll",
-            )
-        )
+        parts.append(relaxations_table(state))
     return join_blocks(parts)
+
+
+def relaxations_table(state: State) -> str:
+    """Every relaxation with its basis and the measured attempts it rests on (R3), numbered as
+    the target sheet and the report both show them."""
+    return md_table(
+        ["relaxation #", "tile", "new limit", "basis", "evidence (measured)", "event"],
+        [
+            [
+                str(i),
+                md_text(r.what),
+                md_json(r.limit, 60),
+                md_text(r.basis, 200),
+                relaxation_evidence(state, r),
+                md_code(short_id(r.event)),
+            ]
+            for i, r in enumerate(state.relaxations, 1)
+        ],
+        align="rlllll",
+    )
 
 
 def relaxation_evidence(state: State, relaxation: Relaxation) -> str:

@@ -37,7 +37,7 @@ from ledger.projections.formatting import (
     short_id,
     with_legend,
 )
-from ledger.projections.memory_target import TARGET_SOURCES, relaxation_evidence
+from ledger.projections.memory_target import TARGET_SOURCES, relaxations_table
 from ledger.projections.person_decisions import person_lines
 from ledger.projections.report_chart import render_chart
 from ledger.projections.timeline import Step, best_after, is_failed, outcome, steps
@@ -280,21 +280,7 @@ def _relaxations(state: State) -> str:
     limits says so."""
     if not state.relaxations:
         return "None: every config stayed within the tile-shape limits of R3.\n"
-    return md_table(
-        ["relaxation #", "tile", "new limit", "basis", "evidence (measured)", "event"],
-        [
-            [
-                str(i),
-                md_text(r.what),
-                md_json(r.limit, 60),
-                md_text(r.basis, 200),
-                relaxation_evidence(state, r),
-                md_code(short_id(r.event)),
-            ]
-            for i, r in enumerate(state.relaxations, 1)
-        ],
-        align="rlllll",
-    )
+    return relaxations_table(state)
 
 
 def _kernel_changes(state: State, walk: Sequence[Step]) -> str:
