@@ -56,3 +56,11 @@ def test_readme_session_runs_as_documented(tmp_path: Path) -> None:
         )
         assert done.returncode == expected, (command, done.stdout, done.stderr)
     assert lines[-1][0].startswith("tune-ledger audit")
+
+
+def test_the_readme_is_for_users_and_short() -> None:
+    """At most 300 lines (issue 26): what it is, the two commands, a session, commands, exit
+    codes, the agent set-up; performance engineering lives in tools/bench/README.md."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 300
+    assert not any("pickle" in line or "HMAC" in line for line in lines)
