@@ -322,7 +322,31 @@ def _next_step(name: str, op: str | None) -> str:
     if name in _EVIDENCE_NEXT:
         run, cmd, other, value = _EVIDENCE_NEXT[name]
         return f"{Step(name, op, from_spec=True)} (or {arg(run, cmd)}, or {arg(other, value)})"
-    return str(Step(name, op))
+    return str(Step(name, op, **_REQUIRED.get(name, {})))
+
+
+# What a step needs besides the op, as placeholders: a bare `relax(op=…)` left an agent to
+# guess its arguments from the schema.
+_REQUIRED: dict[str, dict[str, Any]] = {
+    "relax": {
+        "what": Fill("vec|cube"),
+        "limit": Fill("LIMIT"),
+        "basis": TEXT,
+        "evidence": [Fill("ATTEMPT")],
+    },
+    "skill load": {"name": Fill("SKILL")},
+    "skill unload": {"name": Fill("SKILL")},
+    "stage enter": {"name": Fill("STAGE")},
+    "stage exit": {"name": Fill("STAGE")},
+    "point open": {"name": Fill("KNOB")},
+    "point close": {"name": Fill("POINT"), "reason": TEXT},
+    "candidate": {"config": Fill("CONFIG"), "prior": TEXT},
+    "try": {"change": Fill("KEY=VALUE")},
+    "fail": {"attempt": "pending", "category": Fill("CATEGORY"), "detail": TEXT},
+    "abandon": {"attempt": "pending", "reason": TEXT},
+    "verify": {"attempt": "pending"},
+    "handback": {"summary": TEXT},
+}
 
 
 def measure_command(state: State, attempt: Attempt) -> str:
