@@ -12,6 +12,7 @@ from cli_harness import OP as OP_CLI
 from cli_harness import Cli, pending
 from driver import candidate, vec, verify
 
+from ledger.domain import hints
 from ledger.errors import BadInput, RuleRefusal
 from ledger.log.store import FileStore, MemoryStore, Store
 from ledger.shell.api import OpLedger
@@ -44,7 +45,9 @@ def test_an_op_without_events_does_not_exist(open_ledger: Open) -> None:
     with pytest.raises(BadInput, match="unknown op 'softmax'") as unknown:
         ledger.load()
     assert unknown.value.hint is not None
-    assert "tune-ledger init softmax" in unknown.value.hint
+    # The hint is a step, rendered for its caller at the output's edge (issue 28).
+    assert "tune-ledger init softmax" in hints.render_text(unknown.value.hint, "cli")
+    assert 'init(op="softmax")' in hints.render_text(unknown.value.hint, "mcp")
     ledger.execute(cmd.Init(op=OP))
     assert ledger.exists()
 

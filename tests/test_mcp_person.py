@@ -83,5 +83,7 @@ def test_relax_over_mcp_without_evidence_is_refused_as_r3(tmp_path: Path) -> Non
     ((is_error, error),) = answers
     assert is_error and error["code"] == 3 and error["rule"] == "R3"
     assert "based on profiling data" in error["error"]
-    assert f"tune-ledger measure {OP} ATTEMPT" in error["next"]
+    # In the caller's terms: the tools and their arguments (issue 28).
+    assert f'measure(op="{OP}", attempt=ATTEMPT)' in error["next"]
+    assert "evidence=[" in error["next"] and "tune-ledger" not in error["next"]
     assert not any(e["type"] == "limit.relaxed" for e in cli.events())

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import click
 
+from ledger.domain import hints
 from ledger.errors import LedgerError
 from ledger.shell import report_files
 
@@ -202,7 +203,7 @@ def campaign(
         click.echo("interrupted: run the same command again to resume from the ledger", err=True)
         raise SystemExit(130) from None
     except LedgerError as e:
-        click.echo(e.human(), err=True)
+        click.echo(hints.render_text(e.human(), "cli"), err=True)  # its steps as commands
         raise SystemExit(e.code) from None
     finally:
         pilot.close()
