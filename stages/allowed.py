@@ -1,11 +1,12 @@
 """What the state allows next (status `allowed`) and what was in flight (resume).
 
 `allowed` asks the same blocker functions the deciders use, so it cannot drift from them. It
-lists the protocol's next steps by their CLI names (the MCP server renders them as its tools'
-names, ledger/domain/hints.py); `note`, `policy` and `report` are allowed at any time after
-`init` and are listed only where the protocol needs them (`report` before the algorithm stage)
-and after a stop, when `allowed` lists everything that still works (R10: the report, the
-hand-back, lifting a utilization stop, notes, policies and the reads).
+lists every step allowed now by its CLI name (the MCP server renders them as its tools' names,
+ledger/domain/hints.py): the protocol's next steps (`protocol_steps`, what resume offers as
+next) in the protocol's order, then what works at any time while the campaign runs (notes,
+policies, the report, the reads). After a stop it lists everything that still works (R10: the
+report, the hand-back, lifting a utilization stop, notes, policies and the reads); while a
+merge conflict is open, only what finishes or re-measures.
 """
 
 from __future__ import annotations
@@ -57,7 +58,11 @@ COMMAND_NAMES: dict[str, str] = {
 }
 
 # Allowed whenever the op exists, even after a stop (R10); not listed by `allowed`.
-ALWAYS = ("note", "policy", "report")
+# What works at any time while the campaign runs: notes, policies, the report and the reads
+# (issue 28: `allowed` is complete, not only the protocol's next steps). Listed after those;
+# after a stop `after_stop` names its own, and a merge conflict gates to finishing it.
+ALWAYS = ("note", "policy", "report")  # the writes accepted at any time after init
+ANYTIME = (*ALWAYS, "status", "resume", "log", "audit")
 
 
 def command_name(command: object) -> str:
@@ -66,6 +71,15 @@ def command_name(command: object) -> str:
 
 
 def allowed(state: State) -> list[str]:
+    """The CLI names of every step allowed now: the protocol's next steps in its order, then,
+    while the campaign runs and no merge conflict gates it, what works at any time."""
+    steps = protocol_steps(state)
+    if state.op is None or state.stopped is not None or conflicts(state):
+        return steps
+    return [*steps, *(name for name in ANYTIME if name not in steps)]
+
+
+def protocol_steps(state: State) -> list[str]:
     """The CLI names of the protocol steps allowed next, in the order of the protocol."""
     if state.op is None:
         return ["init"]

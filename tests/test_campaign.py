@@ -7,7 +7,7 @@ from driver import IMPL, Driver, candidate, compare, initialized, layout, sheet,
 
 from ledger.errors import RetryRefusal, StoppedRefusal
 from stages import commands as cmd
-from stages.allowed import allowed, in_flight
+from stages.allowed import allowed, in_flight, protocol_steps
 from stages.alternates import alternates
 from stages.conflicts import conflicts
 
@@ -19,7 +19,7 @@ def _frontend(driver: Driver) -> None:
     driver.run(compare())
     driver.run(layout())
     driver.run(cmd.Activate(impl_digest=IMPL))
-    assert allowed(driver.state) == ["target", "relax", "skill load", "stop"]
+    assert protocol_steps(driver.state) == ["target", "relax", "skill load", "stop"]
     driver.run(cmd.LoadSkill(name="pypto-op-perf-tune"))
     driver.run(cmd.LoadSkill(name="perf-analyzer"))
     driver.run(sheet(baseline=100.0, target=50.0, samples=(99.0, 100.0, 101.0)))
@@ -96,7 +96,7 @@ def test_a_campaign_that_needs_the_algorithm_stage() -> None:
     driver.run(REPORT)
     assert "stage enter" in allowed(driver.state)
     driver.run(cmd.EnterStage(stage="algorithm"))
-    assert allowed(driver.state) == ["skill unload", "stage exit", "try", "stop"]
+    assert protocol_steps(driver.state) == ["skill unload", "stage exit", "try", "stop"]
 
     idea = cmd.TryAlgorithm(
         description="Compute max and sum in one pass (online softmax)", impl_digest="impl-online"

@@ -7,7 +7,7 @@ from driver import IMPL, Driver, activated, compare, initialized, layout, sheet
 
 from ledger.errors import BadInput, HandBack
 from stages import commands as cmd
-from stages.allowed import allowed
+from stages.allowed import ANYTIME, allowed, protocol_steps
 from stages.policy import DEFAULT_POLICY
 
 
@@ -119,15 +119,18 @@ def test_notes_and_policy_are_allowed_before_activation() -> None:
 
 def test_allowed_before_activation_offers_evidence_then_activate() -> None:
     driver = initialized()
-    assert allowed(driver.state) == ["evidence compare", "evidence layout"]
+    assert protocol_steps(driver.state) == ["evidence compare", "evidence layout"]
+    # and what works at any time follows them (issue 28: allowed is complete)
+    assert allowed(driver.state) == ["evidence compare", "evidence layout", *ANYTIME]
     driver.run(compare())
     driver.run(layout())
-    assert allowed(driver.state) == ["evidence compare", "evidence layout", "activate"]
+    assert protocol_steps(driver.state) == ["evidence compare", "evidence layout", "activate"]
 
 
 def test_a_refusal_names_the_allowed_next_steps() -> None:
     refusal = initialized().refusal(cmd.LoadSkill(name="perf-analyzer"))
-    assert refusal.allowed == ("evidence compare", "evidence layout")
+    assert refusal.allowed[:2] == ("evidence compare", "evidence layout")
+    assert "activate" not in refusal.allowed and "note" in refusal.allowed
     assert "activate" in refusal.next_step
 
 

@@ -385,7 +385,9 @@ def test_a_pending_attempt_under_a_verifier_is_finished_by_measure(cli: Cli) -> 
     lists it first, and a second change is refused naming it (an agent over MCP had guessed)."""
     _measured_campaign(cli)
     attempt = cli.ok("try", OP, "--set", "vec_tile_shape=[1,32,1,64]")["attempt"]
-    assert cli.ok("status", OP)["allowed"][-5:] == ["measure", "verify", "fail", "abandon", "stop"]
+    allowed = cli.ok("status", OP)["allowed"]
+    finishing = allowed[allowed.index("measure") :][:5]
+    assert finishing == ["measure", "verify", "fail", "abandon", "stop"]
     refused = cli("try", OP, "--set", "vec_tile_shape=[1,8,1,64]")
     assert refused.code == 3 and refused.json["rule"] == "R6"
     assert f"tune-ledger measure {OP} {attempt}" in refused.json["next"]

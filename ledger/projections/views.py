@@ -256,6 +256,7 @@ def resume(state: State) -> dict[str, Any]:
 
 def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
     """The fields `resume` adds to `status` (`allowed`: the status's allowed commands)."""
+    from stages.allowed import protocol_steps  # the next steps, not what works at any time
     from stages.conflicts import conflicts
 
     pending = state.attempts.get(state.pending) if state.pending else None
@@ -288,7 +289,7 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
         # A stopped campaign's way forward is its end (R10), nothing once handed back.
         "next": steps
         or (campaign_end.end_steps(state) if state.stopped else None)
-        or ([] if state.stopped else [_next_step(name, op) for name in allowed]),
+        or ([] if state.stopped else [_next_step(name, op) for name in protocol_steps(state)]),
     }
 
 
