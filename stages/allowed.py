@@ -18,6 +18,7 @@ from ledger.schema.events import SKILLS
 from stages.activation import evidence_ready
 from stages.conflicts import conflicts
 from stages.pipeline import active_stage, entry_blocker, exit_blocker, next_stage
+from stages.policy import declares_verifier
 from stages.search import (
     algorithm_blocker,
     candidate_blocker,
@@ -126,8 +127,8 @@ def protocol_steps(state: State) -> list[str]:
 def finishing(state: State) -> tuple[str, ...]:
     """What finishes the pending attempt: `measure` first where SPEC.md declares a verifier (the
     ledger runs it), then a typed verify, a failure or giving it up."""
-    declared = state.manifest is not None and state.manifest.has_verifier
-    return ("measure", "verify", "fail", "abandon") if declared else ("verify", "fail", "abandon")
+    by_hand = ("verify", "fail", "abandon")
+    return ("measure", *by_hand) if declares_verifier(state) else by_hand
 
 
 @frozen

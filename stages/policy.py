@@ -63,11 +63,17 @@ UTILIZATION_SCOPES = ("all-cores", "active-cores")
 REQUIRE_MEASURED = "require_measured"
 
 
+def declares_verifier(state: State) -> bool:
+    """True when the op's recorded manifest declares its verifier: the ledger can measure (and
+    `measure` is how a pending attempt is finished)."""
+    return state.manifest is not None and state.manifest.has_verifier
+
+
 def requires_measured(state: State) -> bool:
     """True when decisions may not rest on reported values (R11, policy require_measured)."""
     value = state.policy.get(REQUIRE_MEASURED, "auto")
     if value == "auto":
-        return state.manifest is not None and state.manifest.has_verifier
+        return declares_verifier(state)
     return bool(value)
 
 

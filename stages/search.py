@@ -18,7 +18,7 @@ from stages.changes import (
 )
 from stages.outcome import Result, accept, build, nonempty, plain, refuse
 from stages.pipeline import active_stage, next_stage
-from stages.policy import effective_policy, patience
+from stages.policy import declares_verifier, effective_policy, patience
 from stages.refusal import Refusal
 from stages.retry import config_retry, idea_retry, override_reason
 from stages.target import limit_refusal, validate_config
@@ -40,7 +40,7 @@ def pending_blocker(state: State) -> Refusal | None:
         f"finish attempt {state.pending} first: "
         + (
             f"{Step('measure', state.op, attempt=state.pending)}, or "
-            if state.manifest is not None and state.manifest.has_verifier
+            if declares_verifier(state)
             else ""
         )
         + "verify, fail or abandon it",

@@ -353,7 +353,9 @@ _REQUIRED: dict[str, dict[str, Any]] = {
 def measure_command(state: State, attempt: Attempt) -> str:
     """The exact command that measures a pending attempt: the ledger's own `measure` when the
     recorded manifest declares a verifier, else `verify` with the values to fill in (R11)."""
-    if state.manifest is not None and state.manifest.has_verifier:
+    from stages.policy import declares_verifier
+
+    if declares_verifier(state):
         return str(Step("measure", state.op, attempt=attempt.id))
     by_hand = [arg("output", [Fill("NAME=true|false")]), arg("layout_exit", Fill("N")),
                arg("time", [Fill("TIME")])]  # fmt: skip
