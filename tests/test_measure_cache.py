@@ -440,7 +440,7 @@ def test_a_second_real_pypto_measure_of_the_same_config_is_a_hit(tmp_path: Path)
     import shutil
     import time
 
-    from ledger.shell import measure
+    from ledger.shell import measure, measure_plan
     from ledger.shell.manifest_file import read_manifest
 
     repo = Path(__file__).resolve().parent.parent
@@ -454,7 +454,7 @@ def test_a_second_real_pypto_measure_of_the_same_config_is_a_hit(tmp_path: Path)
         spec.write_text(spec.read_text().replace('"last"', '"graph"'))  # a few seconds a run
         manifest = read_manifest(op_dir)
         config = {"vec_tile_shape": [1, 16, 1, 64], "unroll_list": [1]}
-        plan = measure.plan_config(
+        plan = measure_plan.plan_config(
             manifest, config, "x", None, root=tmp_path / name, op="softmax", python=sys.executable
         )
         started = time.monotonic()

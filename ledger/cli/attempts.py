@@ -337,11 +337,11 @@ def measure(ctx: Ctx, op: str, attempt: str, dry_run: bool, python: str) -> None
     verifier that cannot start or reports its own error writes nothing (exit 2).
     """
     if dry_run:
-        from ledger.shell import measure as measuring
+        from ledger.shell.measure_plan import dry_run as dry_run_of
         from ledger.shell.workflows import measure_plan
 
         plan = measure_plan(ctx.op(op), attempt, python=python)
-        ctx.emit(measuring.dry_run(plan), plan.command_line)
+        ctx.emit(dry_run_of(plan), plan.command_line)
         return
     run_workflow(
         ctx,
