@@ -35,7 +35,7 @@ from ledger.domain.manifest import Manifest
 from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.schema.values import CachedRun, Origin
-from ledger.shell import harness, measure_cache, runner
+from ledger.shell import harness, measure_cache, measure_key, runner
 from ledger.shell.manifest_file import verifier_digest
 from ledger.shell.measure_plan import Plan
 from stages import commands as cmd
@@ -152,7 +152,7 @@ def _run(
     material = (
         None
         if folder is None or manifest is None
-        else measure_cache.key_material(
+        else measure_key.key_material(
             manifest,
             plan.config,
             plan.argv,
@@ -166,7 +166,7 @@ def _run(
     if folder is None or material is None:
         return execute(plan, env, on_start, executor)
     cache = measure_cache.MeasurementCache(folder)
-    key = measure_cache.key_of(material)
+    key = measure_key.key_of(material)
     with cache.claim(key):
         entry = None if fresh else cache.lookup(key, material)
         if entry is not None and _on_device(entry.run, expected_device):
