@@ -14,7 +14,7 @@ from ledger.cli.base import (
     OP,
     Ctx,
     impl_digest,
-    on_disk,
+    impl_path,
     one_source,
     output_options,
     pass_ctx,
@@ -30,6 +30,15 @@ from ledger.schema.events import FAILURES, Origin
 from ledger.shell.api import OpLedger, StepResult
 from stages import commands as cmd
 from stages.stop import stopped_refusal
+
+
+def _on_disk(ledger: OpLedger) -> dict[str, str | None]:
+    """The digest of custom/OP/OP_impl.py as it is now (None when absent) and its name, for
+    the decider's check that a new attempt starts from the best implementation (R6)."""
+    path = impl_path(ledger, None)
+    name = f"custom/{ledger.op}/{path.name}"
+    digest = inputs.file_digest(path, ledger.root) if path.is_file() else None
+    return {"disk_digest": digest, "impl_file": name}
 
 
 def _started(op: str) -> Any:
@@ -90,7 +99,7 @@ def candidate(ctx: Ctx, op: str, config: str, prior: str, override_retry: str | 
         ctx,
         op,
         lambda ledger: cmd.ProposeCandidate(
-            config=value, prior=prior, override=override_retry, **on_disk(ledger)
+            config=value, prior=prior, override=override_retry, **_on_disk(ledger)
         ),
         _started(op),
     )
@@ -129,7 +138,7 @@ def try_(
 
         def build(ledger: OpLedger) -> Any:
             return cmd.TryMutation(
-                param=param, value=value, override=override_retry, **on_disk(ledger)
+                param=param, value=value, override=override_retry, **_on_disk(ledger)
             )
     else:
 

@@ -192,6 +192,14 @@ def file_document(path: str) -> Document:
     return Document(doc=doc, origin=origin_of_file(path, digest, doc), source=path)
 
 
+def given_document(from_json: str | None, run: str | None, root: Path, what: str) -> Document:
+    """The document read from the JSON file `from_json`, else the one the command `run`
+    printed, run in `root` (it must hold `what`)."""
+    if from_json:
+        return file_document(from_json)
+    return run_document(run_command(run or "", root), what)
+
+
 def dir_document(directory: str, root: Path | None = None) -> Document:
     """`DIR/measurement.json`, or a raw PyPTO output folder parsed by the adapter (provenance
     "artefact": the digest recorded is the measurement's)."""
