@@ -205,17 +205,14 @@ def execute(
             limits=processes.Limits(wall_s=plan.timeout_s),
             on_start=on_start,
         )
-    except FileNotFoundError as e:
+    except (FileNotFoundError, PermissionError) as e:
+        why = (
+            f"was not found ({e.strerror})"
+            if isinstance(e, FileNotFoundError)
+            else f"is not executable ({e})"
+        )
         raise harness.harness_error(
-            f"the verifier {plan.argv[0]!r} was not found ({e.strerror})",
-            VERIFIER_FIX,
-            pending=plan.pending,
-        ) from e
-    except PermissionError as e:
-        raise harness.harness_error(
-            f"the verifier {plan.argv[0]!r} is not executable ({e})",
-            VERIFIER_FIX,
-            pending=plan.pending,
+            f"the verifier {plan.argv[0]!r} {why}", VERIFIER_FIX, pending=plan.pending
         ) from e
     code = done.exit_code
     killed = code < 0 and not done.timed_out
