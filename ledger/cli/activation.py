@@ -19,7 +19,6 @@ from ledger.cli.base import (
     one_source,
     output_options,
     pass_ctx,
-    record_step,
     run_step,
     run_workflow,
 )
@@ -36,12 +35,14 @@ from stages import commands as cmd
 @pass_ctx
 def init(ctx: Ctx, op: str) -> None:
     """Create custom/OP/events.jsonl and MEMORY.md for a new op."""
-    record_step(
+    run_step(
         ctx,
         op,
-        cmd.Init(op=op),
-        {"created": True},
-        f"initialized {op}: next, record evidence (tune-ledger evidence compare/layout)",
+        lambda _ledger: cmd.Init(op=op),
+        lambda _outcome: (
+            {"created": True},
+            f"initialized {op}: next, record evidence (tune-ledger evidence compare/layout)",
+        ),
         must_exist=False,
     )
 
@@ -117,9 +118,9 @@ def evidence_compare(
     def build(ledger: OpLedger) -> Any:
         shown, digest = _implementation(ledger, impl)
         if from_json or run_cmd:
-            from ledger.shell import runner  # subprocess: only for evidence read or run
+            from ledger.shell import documents  # subprocess: only for evidence read or run
 
-            document = runner.given_document(from_json, run_cmd, ctx.root, "outputs")
+            document = documents.given_document(from_json, run_cmd, ctx.root, "outputs")
             checks = inputs.outputs_from_document(document.doc, document.source)
             origin = document.origin
         else:

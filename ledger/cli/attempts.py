@@ -14,7 +14,7 @@ from ledger.cli.base import (
     OP,
     Ctx,
     impl_digest,
-    impl_path,
+    on_disk,
     one_source,
     output_options,
     pass_ctx,
@@ -30,15 +30,6 @@ from ledger.schema.events import FAILURES, Origin
 from ledger.shell.api import OpLedger, StepResult
 from stages import commands as cmd
 from stages.stop import stopped_refusal
-
-
-def _on_disk(ledger: OpLedger) -> dict[str, str | None]:
-    """The digest of custom/OP/OP_impl.py as it is now (None when absent) and its name, for
-    the decider's check that a new attempt starts from the best implementation (R6)."""
-    path = impl_path(ledger, None)
-    name = f"custom/{ledger.op}/{path.name}"
-    digest = inputs.file_digest(path, ledger.root) if path.is_file() else None
-    return {"disk_digest": digest, "impl_file": name}
 
 
 def _started(op: str) -> Any:
@@ -99,7 +90,7 @@ def candidate(ctx: Ctx, op: str, config: str, prior: str, override_retry: str | 
         ctx,
         op,
         lambda ledger: cmd.ProposeCandidate(
-            config=value, prior=prior, override=override_retry, **_on_disk(ledger)
+            config=value, prior=prior, override=override_retry, **on_disk(ledger)
         ),
         _started(op),
     )
@@ -138,7 +129,7 @@ def try_(
 
         def build(ledger: OpLedger) -> Any:
             return cmd.TryMutation(
-                param=param, value=value, override=override_retry, **_on_disk(ledger)
+                param=param, value=value, override=override_retry, **on_disk(ledger)
             )
     else:
 
@@ -255,18 +246,18 @@ def verify(
 
             return harness.run_verifier(attempt_id, run_cmd, ctx.root, timeout_s)
         if perf_dir:
-            from ledger.shell import runner
+            from ledger.shell import documents, runner
 
-            document = runner.dir_document(perf_dir, ctx.root)
+            document = documents.dir_document(perf_dir, ctx.root)
             if split:
                 return runner.split_verify_command(
                     attempt_id, document, checks, int(layout_exit or 0)
                 )
             return runner.verify_command(attempt_id, document)
         if from_json:
-            from ledger.shell import runner
+            from ledger.shell import documents, runner
 
-            return runner.verify_command(attempt_id, runner.file_document(from_json))
+            return runner.verify_command(attempt_id, documents.file_document(from_json))
         return cmd.Verify(
             attempt=attempt_id,
             outputs=checks,

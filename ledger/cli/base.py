@@ -186,16 +186,6 @@ def run_step(
     report_events(ctx, op, outcome, extra, human)
 
 
-def record_step(
-    ctx: Ctx, op: str, command: Any, data: dict[str, Any], human: str, *, must_exist: bool = True
-) -> None:
-    """`run_step` for a command built from the arguments alone, printed as `data` and `human`
-    whatever it appended."""
-    run_step(
-        ctx, op, lambda _ledger: command, lambda _outcome: (data, human), must_exist=must_exist
-    )
-
-
 def run_workflow(
     ctx: Ctx, op: str, call: Callable[[OpLedger, Invocation], StepResult], present: Present
 ) -> None:
@@ -259,6 +249,17 @@ def impl_digest(ledger: OpLedger, impl: str | None) -> str:
     from ledger.domain.inputs import file_digest
 
     return file_digest(impl_path(ledger, impl), None if impl else ledger.root)
+
+
+def on_disk(ledger: OpLedger) -> dict[str, str | None]:
+    """The digest of custom/OP/OP_impl.py as it is now (None when absent) and its name, for
+    the decider's check that a new attempt starts from the best implementation (R6)."""
+    from ledger.domain.inputs import file_digest
+
+    path = impl_path(ledger, None)
+    name = f"custom/{ledger.op}/{path.name}"
+    digest = file_digest(path, ledger.root) if path.is_file() else None
+    return {"disk_digest": digest, "impl_file": name}
 
 
 def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:

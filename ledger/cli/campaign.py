@@ -15,7 +15,6 @@ from ledger.cli.base import (
     event_data,
     pass_ctx,
     person_option,
-    record_step,
     run_step,
 )
 from ledger.domain import inputs
@@ -26,6 +25,12 @@ from stages import commands as cmd
 
 SKILL = click.Choice(list(SKILLS))
 STAGE = click.Choice(list(STAGES))
+
+
+def _record(ctx: Ctx, op: str, command: Any, data: dict[str, Any], human: str) -> None:
+    """`run_step` for a command built from the arguments alone, printed as `data` and `human`
+    whatever it appended."""
+    run_step(ctx, op, lambda _ledger: command, lambda _outcome: (data, human))
 
 
 # --- skills, stages, points ---------------------------------------------------------------------
@@ -42,9 +47,7 @@ def skill() -> None:
 @pass_ctx
 def skill_load(ctx: Ctx, op: str, name: str) -> None:
     """Load a skill (R2): pypto-op-perf-tune, perf-analyzer, tune-frontend|swimlane|incore."""
-    record_step(
-        ctx, op, cmd.LoadSkill(name=name), {"skill": name, "loaded": True}, f"loaded {name}"
-    )
+    _record(ctx, op, cmd.LoadSkill(name=name), {"skill": name, "loaded": True}, f"loaded {name}")
 
 
 @skill.command("unload")
@@ -53,7 +56,7 @@ def skill_load(ctx: Ctx, op: str, name: str) -> None:
 @pass_ctx
 def skill_unload(ctx: Ctx, op: str, name: str) -> None:
     """Unload a skill (R2)."""
-    record_step(
+    _record(
         ctx, op, cmd.UnloadSkill(name=name), {"skill": name, "loaded": False}, f"unloaded {name}"
     )
 
@@ -69,7 +72,7 @@ def stage() -> None:
 @pass_ctx
 def stage_enter(ctx: Ctx, op: str, name: str) -> None:
     """Enter the next stage (R4): frontend, swimlane, incore, algorithm."""
-    record_step(ctx, op, cmd.EnterStage(stage=name), {"stage": name}, f"entered {name}")
+    _record(ctx, op, cmd.EnterStage(stage=name), {"stage": name}, f"entered {name}")
 
 
 @stage.command("exit")
@@ -118,9 +121,7 @@ def point() -> None:
 @pass_ctx
 def point_open(ctx: Ctx, op: str, name: str, knobs: tuple[str, ...]) -> None:
     """Open an optimization point in the current stage for named knobs (R5, R7)."""
-    record_step(
-        ctx, op, cmd.OpenPoint(name=name, knobs=knobs), {"point": name}, f"opened point {name}"
-    )
+    _record(ctx, op, cmd.OpenPoint(name=name, knobs=knobs), {"point": name}, f"opened point {name}")
 
 
 @point.command("close")
@@ -153,7 +154,7 @@ def point_close(ctx: Ctx, op: str, name: str, reason: str, not_applicable: bool)
 @pass_ctx
 def stop(ctx: Ctx, op: str, reason: str) -> None:
     """Stop the campaign at the user's request (R10); tuning steps are refused afterwards."""
-    record_step(
+    _record(
         ctx,
         op,
         cmd.Stop(reason=reason),
@@ -168,7 +169,7 @@ def stop(ctx: Ctx, op: str, reason: str) -> None:
 @pass_ctx
 def note(ctx: Ctx, op: str, text: str) -> None:
     """Record a free-text note in the ledger."""
-    record_step(ctx, op, cmd.AddNote(text=text), {}, "note recorded")
+    _record(ctx, op, cmd.AddNote(text=text), {}, "note recorded")
 
 
 # `policy`'s budget options (R10, stages/budget.py) and the policy key each sets.
