@@ -22,7 +22,7 @@ from ledger.errors import BadInput, Conflict, LedgerError
 from ledger.log.files import LEDGER_NAME, ledger_path
 from ledger.log.record import Draft, Event
 from ledger.log.store import AppendResult, FileStore, MemoryStore, Position, Store
-from ledger.shell import idempotency, portable, rollback
+from ledger.shell import portable, rollback
 
 # MEMORY.md's rendering is imported where a command writes it: a read (`priors`, `log`,
 # `status`) needs none of it.
@@ -162,7 +162,11 @@ class OpLedger:
                 "legacy=True re-decides an old event in audit; it cannot be appended",
                 hint="drop legacy; a person's decision names the person (person=NAME)",
             )
-        request = request or idempotency.request_digest(command)
+        if request is None:
+            # Idempotency (ledger/shell/idempotency.py) is imported when a key or request needs it.
+            from ledger.shell.idempotency import request_digest
+
+            request = request_digest(command)
         # Recorded as template plus values: no path of this machine (issue 27.7).
         command = portable.command(command, self.root)
         # The manifest is in force by its presence (issue 27): SPEC.md's, when it is not the
@@ -202,8 +206,9 @@ class OpLedger:
         # The trial folds into the kept state: drop it, so the next load reads the ledger.
         self._loaded = None
         manifest_file.refuse_under(loaded.state, recording, command, decide_step)
-        request = idempotency.request_digest(recording)
-        self._decide_and_append(recording, None, None, request, decide)
+        from ledger.shell.idempotency import request_digest
+
+        self._decide_and_append(recording, None, None, request_digest(recording), decide)
 
     def _decide_and_append(
         self,
@@ -251,7 +256,7 @@ class OpLedger:
 
         written_by = provenance.capture(command_line, self.root)
         if key is not None:
-            written_by = idempotency.with_key(written_by, key, request)
+            written_by = attrs.evolve(written_by, key=key, request=request)
         drafts = [Draft(payload=p, provenance=written_by) for p in payloads]
         if loaded is None:
             return self.store.append(drafts, expected_head=())
@@ -355,7 +360,9 @@ class OpLedger:
 
 
 def _replayed(loaded: Loaded, key: str, request: str) -> StepResult | None:
-    found = idempotency.earlier_events(loaded.state, key, request)
+    from ledger.shell.idempotency import earlier_events
+
+    found = earlier_events(loaded.state, key, request)
     if not found:
         return None
     return StepResult(events=found, warnings=(), state=loaded.state, replayed=True)

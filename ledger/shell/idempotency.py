@@ -5,9 +5,6 @@ bad input."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-from attrs import evolve
 
 from ledger.domain.state import State
 from ledger.errors import BadInput, HandBack
@@ -22,11 +19,6 @@ def request_digest(command: object) -> str:
     """A digest of a command's type and arguments, to match retried idempotency keys."""
     body = {"command": type(command).__name__, "args": converter().unstructure(command)}
     return codec.digest(codec.canonical_json(body).encode("utf-8"))[:32]
-
-
-def with_key(written_by: Any, key: str, request: str) -> Any:
-    """The provenance `written_by` of a command given idempotency key `key` for `request`."""
-    return evolve(written_by, key=key, request=request)
 
 
 def earlier_events(state: State, key: str, request: str) -> tuple[Event, ...]:
