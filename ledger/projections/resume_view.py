@@ -53,7 +53,7 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
         # A stopped campaign's way forward is its end (R10), nothing once handed back.
         "next": steps
         or (campaign_end.end_steps(state) if state.stopped else None)
-        or ([] if state.stopped else [_next_step(name, op) for name in protocol_steps(state)]),
+        or ([] if state.stopped else [_next_step(state, name) for name in protocol_steps(state)]),
     }
 
 
@@ -74,19 +74,26 @@ def guide(op: str | None) -> list[str]:
     ]
 
 
-# Steps whose first source to try needs no knowledge of the verifier (an op with a manifest).
+# The evidence steps' sources: SPEC.md's own check first; the others only where no verifier is
+# declared (where one is, only measured evidence activates, R1, and the others are refused).
 _EVIDENCE_NEXT = {
     "evidence compare": ("run", Fill("CMD"), "output", [Fill("NAME=true|false")]),
     "evidence layout": ("run", Fill("CMD"), "exit_code", Fill("N")),
 }
 
 
-def _next_step(name: str, op: str | None) -> str:
-    """An allowed step as a way forward: the evidence with its sources, any other step with
-    its name (its arguments are in the tool's schema, or `--help`)."""
+def _next_step(state: State, name: str) -> str:
+    """An allowed step as a way forward: the evidence with the sources it accepts, any other
+    step with what it needs (its other arguments are in the tool's schema, or `--help`)."""
+    from stages.policy import declares_verifier
+
+    op = state.op
     if name in _EVIDENCE_NEXT:
+        from_spec = Step(name, op, from_spec=True)
+        if declares_verifier(state):
+            return str(from_spec)
         run, cmd, other, value = _EVIDENCE_NEXT[name]
-        return f"{Step(name, op, from_spec=True)} (or {arg(run, cmd)}, or {arg(other, value)})"
+        return f"{from_spec} (or {arg(run, cmd)}, or {arg(other, value)})"
     return str(Step(name, op, **_REQUIRED.get(name, {})))
 
 
