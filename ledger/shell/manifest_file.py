@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.domain.manifest import Manifest, parse_manifest, read_front_matter
+from ledger.domain.front_matter import read_front_matter
+from ledger.domain.manifest import Manifest, parse_manifest
 from ledger.errors import BadInput, LedgerError
 from ledger.log import codec, safe_files
 
