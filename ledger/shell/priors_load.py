@@ -25,7 +25,8 @@ from ledger.priors.knowledge import Knowledge, builtin_priors, parse_knowledge
 from ledger.priors.prior import Prior
 from ledger.priors.profile import OpProfile, profile
 from ledger.priors.rank import Proposal, propose
-from ledger.priors.scan import ScanResult, scan_paths
+from ledger.priors.scan import scan_paths
+from ledger.priors.scan_result import ScanResult
 from ledger.priors.sources import OtherOp, ledger_priors, source_priors
 from ledger.shell.api import OpLedger
 from ledger.shell.manifest_file import read_front_matter_of, spec_path
