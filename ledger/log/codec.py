@@ -102,17 +102,9 @@ def encode_body(body: str) -> tuple[str, bytes]:
 
 def id_of_line(line: bytes) -> str | None:
     """The id a line (without its newline) claims if its bytes hash to it, else None."""
-    if not line.startswith(ID_PREFIX) or len(line) <= BODY_START:
-        return None
-    claimed = line[len(ID_PREFIX) : ID_END]
-    if line[ID_END:BODY_START] != b'",':
-        return None
     actual = hashlib.sha256(b"{" + line[BODY_START:]).hexdigest()[:ID_HEX]
-    try:
-        text = claimed.decode("ascii")
-    except UnicodeDecodeError:
-        return None
-    return text if text == actual else None
+    # The line must start with exactly `{"id":"<that id>",`: the hash covers everything after.
+    return actual if line.startswith(f'{{"id":"{actual}",'.encode()) else None
 
 
 def is_canonical_line(line: bytes) -> bool:

@@ -96,26 +96,29 @@ class Walker:
 
     def feed(self, lines: Sequence[bytes], start: int = 0) -> None:
         """Verify and record `lines[start:]` in order; raise BadLine at the first that fails."""
+        # Once a line: the walker's tables as locals (replay's hot loop).
+        check, lamports, heads, open_batches = self.check, self.lamports, self.heads, self.open
+        sink, events, pending = self.sink, self.events, self.pending
         for index in range(start, len(lines)):
             try:
-                event = self.check(lines[index])
+                event = check(lines[index])
             except BadLine as bad:
                 bad.index = index
                 raise
-            i, n = event.part
-            first = index if i == 0 else self.open.pop(event.parents[0]).first
+            event_id, lamport, parents, (i, n) = event[:4]
+            first = index if i == 0 else open_batches.pop(parents[0]).first
             if i < n - 1:
-                self.open[event.id] = OpenBatch(i, n, first)
-            self.lamports[event.id] = event.lamport
-            if event.lamport > self.max_lamport:
-                self.max_lamport = event.lamport
-            self.heads.difference_update(event.parents)
-            self.heads.add(event.id)
-            self.last = event.id
-            if self.sink is None:
-                self.events.append(event)
-            elif n == 1 and not self.pending and event.type != "ledger.repaired":
-                self.sink(event)  # a one-event batch, the usual case, goes straight on
+                open_batches[event_id] = OpenBatch(i, n, first)
+            lamports[event_id] = lamport
+            if lamport > self.max_lamport:
+                self.max_lamport = lamport
+            heads.difference_update(parents)
+            heads.add(event_id)
+            self.last = event_id
+            if sink is None:
+                events.append(event)
+            elif n == 1 and not pending and event.type != "ledger.repaired":
+                sink(event)  # a one-event batch, the usual case, goes straight on
             else:
                 self._deliver(event)
 
