@@ -158,12 +158,13 @@ class _Scanner(ast.NodeVisitor):
             )
             return
         values: dict[str, Any] = {"cube_tile_shape": shape}
-        values.update(self._keywords(node, call, (kw for kw in node.keywords), via))
+        values.update(self._keywords(call, node.keywords, via))
         self.found(node, call, values, via)
 
     def _keywords(
-        self, node: ast.Call, call: str, keywords: Iterable[ast.keyword], via: list[str]
+        self, call: str, keywords: Iterable[ast.keyword], via: list[str]
     ) -> dict[str, Any]:
+        """The literal keyword arguments among `keywords`; each other one is reported."""
         values: dict[str, Any] = {}
         for keyword in keywords:
             if keyword.arg is None:
@@ -183,15 +184,9 @@ class _Scanner(ast.NodeVisitor):
         return values
 
     def loop(self, node: ast.Call, call: str) -> None:
-        for keyword in node.keywords:
-            if keyword.arg != "unroll_list":
-                continue
-            try:
-                value, via = self.module.literal(keyword.value)
-            except NotLiteral as e:
-                self.skip(keyword.value, call, f"unroll_list= not read: {e}")
-                return
-            self.found(node, call, {"unroll_list": value}, via)
+        via: list[str] = []
+        unroll = (keyword for keyword in node.keywords if keyword.arg == "unroll_list")
+        self.found(node, call, self._keywords(call, unroll, via), via)
 
     def jit(self, node: ast.Call, call: str) -> None:
         via: list[str] = []
@@ -206,7 +201,7 @@ class _Scanner(ast.NodeVisitor):
         values: dict[str, Any] = {}
         for arg in node.args:
             values.update(self._options(arg, call, "pass options", via))
-        values.update(self._keywords(node, call, node.keywords, via))
+        values.update(self._keywords(call, node.keywords, via))
         self.found(node, call, values, via)
 
     def _options(self, node: ast.AST, call: str, what: str, via: list[str]) -> dict[str, Any]:
