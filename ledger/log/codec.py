@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -121,11 +120,3 @@ def is_canonical_line(line: bytes) -> bool:
     except (TypeError, ValueError):
         return False
     return again == line + b"\n" and again_id == event_id
-
-
-def check_finite(value: float, what: str) -> float:
-    """Return `value` as a float, refusing NaN and infinities (R11)."""
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(f"{what} must be a finite number, got {value!r}")
-    return number

@@ -135,15 +135,6 @@ class Walker:
             self.max_lamport = max(self.max_lamport, events[-1].lamport)
         self.verified = verified
 
-    def diagnose(self, index: int, line: bytes) -> BadLine:
-        """Why `line` (the `index`-th, 0-based) cannot be the next event."""
-        try:
-            self.check(line)
-        except BadLine as bad:
-            bad.index = index
-            return bad
-        return BadLine("the line does not fit the events before it", claimed_id(line), index=index)
-
     def check(self, line: bytes) -> Event:
         """The event `line` holds if it may follow the events seen so far; else raise BadLine."""
         event_id = codec.id_of_line(line)
