@@ -75,24 +75,20 @@ class Walker:
     def _deliver(self, event: Event) -> None:
         """Hand `event` to the sink once its batch is complete (all or none, DESIGN §4)."""
         i, n = event.part
+        pending, sink = self.pending, self.sink
+        assert sink is not None
         if i == 0:
             # Parts of an earlier batch still pending never finished: the scan reports that
             # batch as damage or as a torn tail, so they must not reach the sink.
-            self.pending.clear()
-        if n > 1:
-            self.pending.append(event)
-            if i < n - 1:
-                return
-            batch = self.pending[:]
-            self.pending.clear()  # in place: the hot loop holds this list
-        else:
-            batch = [event]
-        sink = self.sink
-        assert sink is not None
-        for part in batch:
+            pending.clear()
+        pending.append(event)
+        if i < n - 1:
+            return
+        for part in pending:
             if part.type == "ledger.repaired":
                 self.repaired.add(str(part.data.get("quarantine")))
             sink(part)
+        pending.clear()  # in place: the hot loop holds this list
 
     def feed(self, lines: Sequence[bytes], start: int = 0) -> None:
         """Verify and record `lines[start:]` in order; raise BadLine at the first that fails."""
