@@ -101,6 +101,8 @@ def encode_body(body: str) -> tuple[str, bytes]:
 
 def id_of_line(line: bytes) -> str | None:
     """The id a line (without its newline) claims if its bytes hash to it, else None."""
+    if len(line) <= BODY_START:
+        return None
     actual = hashlib.sha256(b"{" + line[BODY_START:]).hexdigest()[:ID_HEX]
     # The line must start with exactly `{"id":"<that id>",`: the hash covers everything after.
     return actual if line.startswith(f'{{"id":"{actual}",'.encode()) else None
