@@ -187,16 +187,10 @@ def activation_gate(state: State) -> Refusal | None:
 def _gate_next(state: State) -> str:
     """The true next step before activation: activate when both pieces of evidence pass
     for one implementation, else record them (R1); a failed activation hands back."""
-    compare, layout = state.compare, state.layout
-    if (
-        compare is not None
-        and layout is not None
-        and compare.passed
-        and layout.passed
-        and compare.impl_digest == layout.impl_digest
-    ):
+    if evidence_ready(state):
+        assert state.compare is not None  # evidence_ready checked it
         return (
-            f"both pieces of evidence pass for implementation {_short(compare.impl_digest)}: "
+            f"both pieces of evidence pass for implementation {_short(state.compare.impl_digest)}: "
             f"{Step('activate', state.op)}"
         )
     if state.handed_back:
