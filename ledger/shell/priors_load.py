@@ -18,8 +18,8 @@ from attrs import frozen
 from ledger.domain.replay import evolve
 from ledger.domain.state import State
 from ledger.errors import BadInput, LedgerError
+from ledger.log.file_store import FileStore
 from ledger.log.files import LEDGER_NAME
-from ledger.log.store import FileStore
 from ledger.priors.focus import applicable_keys, resolve_focus
 from ledger.priors.knowledge import Knowledge, builtin_priors, parse_knowledge
 from ledger.priors.prior import Prior
