@@ -90,3 +90,20 @@ def test_a_read_builds_no_command_classes(cli: Cli) -> None:
     )
     _out, write_modules = imported(cli.root, "--json", "note", OP, "--text", "y")
     assert {"stages.commands", "cattrs"} <= write_modules  # a write does build them
+
+
+def test_every_command_names_the_cli_command_that_gives_it() -> None:
+    """A command's NAME (what `allowed` lists) is a command of the CLI, subcommand included."""
+    from typing import get_args
+
+    import click
+
+    from ledger.cli import cli
+    from stages.commands import Command
+
+    for command in get_args(Command):
+        found: click.Command | None = cli
+        for word in command.NAME.split():
+            assert isinstance(found, click.Group), command.NAME
+            found = found.get_command(click.Context(found), word)
+        assert found is not None and not isinstance(found, click.Group), command.NAME
