@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from cli_harness import MEASURE, OP, Cli, activate, frontend, new_op, pending, run_main, snapshot
 
-from ledger.projections import views
+from ledger.projections import status_view
 
 # DESIGN §5's synopses: the names are fixed.
 DESIGN_COMMANDS = [
@@ -295,7 +295,7 @@ def test_exit_1_for_a_bug_is_one_line_without_traceback(
     def broken(_state: object) -> dict[str, object]:
         raise RuntimeError("status view exploded")
 
-    monkeypatch.setattr(views, "status", broken)
+    monkeypatch.setattr(status_view, "status", broken)
     result = cli("status", OP)
     assert result.code == 1
     assert "RuntimeError: status view exploded" in result.json["error"]

@@ -13,6 +13,7 @@ from import_probe import imported
 RENDERER = (
     "ledger.projections.memory_file",
     "ledger.projections.splice",
+    "ledger.projections.line_ends",
     "ledger.projections.memory_layout",
     "ledger.projections.memory_sections",
 )

@@ -31,7 +31,7 @@ from dashboard_ops import (
 
 from ledger.errors import BadInput
 from ledger.projections import conflicts as conflict_view
-from ledger.projections import dashboard_model as model
+from ledger.projections import dashboard_page, dashboard_rows
 from ledger.shell import audit
 from ledger.shell import dashboard as site
 from ledger.shell.api import OpLedger
@@ -345,10 +345,10 @@ def test_a_relaxations_evidence_links_to_its_attempts_row(tmp_path: Path) -> Non
         f'<a href="#attempt-{evidence}">attempt 1</a> (<code>{evidence}</code>, 30.00 µs)' in page
     )
     assert page.count(f'id="attempt-{evidence}"') == 1
-    assert model.relaxation_evidence(state, relaxation.event) == (
-        model.EvidenceRef(evidence, 1, 30.0),
+    assert dashboard_page.relaxation_evidence(state, relaxation.event) == (
+        dashboard_page.EvidenceRef(evidence, 1, 30.0),
     )
-    assert model.relaxation_evidence(state, state.relaxations[1].event) is None
+    assert dashboard_page.relaxation_evidence(state, state.relaxations[1].event) is None
 
 
 def test_kernel_versions_of_the_adopted_chain_with_their_diffs(tmp_path: Path) -> None:
@@ -361,7 +361,7 @@ def test_kernel_versions_of_the_adopted_chain_with_their_diffs(tmp_path: Path) -
     assert state is not None and result.clean is False  # `broken` only
     page = (tmp_path / "out" / "ops" / "layernorm.html").read_text("utf-8")
     digests = [digest(text) for text in KERNELS]
-    assert [d for _a, d in model.kernel_chain(state)] == digests
+    assert [d for _a, d in dashboard_page.kernel_chain(state)] == digests
     assert page.count("<details><summary>Diff ") == 2
     assert f"Diff {digests[1][:12]} → {digests[2][:12]}" in page
     diff = html.unescape(page.split("<details>")[2].split("</details>")[0])
@@ -388,14 +388,14 @@ def test_a_kernel_not_kept_or_edited_shows_no_diff(tmp_path: Path) -> None:
 def test_a_long_kernel_diff_is_cut_and_says_so() -> None:
     """A diff longer than DIFF_LINES is cut there, with the number of lines left out."""
     state = decided_campaign().replayed()
-    old = "".join(f"a{n}\n" for n in range(model.DIFF_LINES))
-    new = "".join(f"b{n}\n" for n in range(model.DIFF_LINES))
+    old = "".join(f"a{n}\n" for n in range(dashboard_page.DIFF_LINES))
+    new = "".join(f"b{n}\n" for n in range(dashboard_page.DIFF_LINES))
     texts = {digest(KERNELS[0]): old, digest(KERNELS[1]): new}
-    versions = model.kernel_versions(state, texts)
+    versions = dashboard_page.kernel_versions(state, texts)
     assert versions is not None
     first = versions[1]
-    assert first.diff is not None and first.diff.count("\n") == model.DIFF_LINES
-    assert first.diff_cut == 2 * model.DIFF_LINES + 3 - model.DIFF_LINES
+    assert first.diff is not None and first.diff.count("\n") == dashboard_page.DIFF_LINES
+    assert first.diff_cut == 2 * dashboard_page.DIFF_LINES + 3 - dashboard_page.DIFF_LINES
     assert versions[2].diff is None and versions[2].kept is False
 
 
@@ -414,7 +414,7 @@ def test_the_provenance_mix_shows_every_level(tmp_path: Path) -> None:
     )
     index = (tmp_path / "out" / "index.html").read_text("utf-8")
     assert "<td>measured 3, unbound 0, ran 0, artefact 0, reported 3</td>" in index
-    assert model.provenance_mix({"provenance": {"reported": 1, "rumour": 2}})[-2:] == (
+    assert dashboard_rows.provenance_mix({"provenance": {"reported": 1, "rumour": 2}})[-2:] == (
         ("reported", 1),
         ("rumour", 2),
     )

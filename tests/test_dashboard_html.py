@@ -15,8 +15,12 @@ from hypothesis import strategies as st
 from test_report_golden import campaign as three_stage_campaign
 
 from ledger.projections import dashboard_assets as assets
-from ledger.projections import dashboard_html as html
-from ledger.projections import dashboard_model as model
+from ledger.projections import (
+    dashboard_index_html,
+    dashboard_page,
+    dashboard_page_html,
+    dashboard_rows,
+)
 from ledger.projections.report_chart import COLORS, REPORT_SIZE, chart_svg
 from ledger.projections.timeline import steps
 
@@ -45,8 +49,10 @@ class Page(HTMLParser):
 
 def softmax_page() -> str:
     state = three_stage_campaign().replayed()
-    view = model.op_view("softmax", state, CLEAN_REPORT, None)
-    return html.render_op_page(model.op_page(view, state, CLEAN_REPORT), "..")
+    view = dashboard_rows.op_view("softmax", state, CLEAN_REPORT, None)
+    return dashboard_page_html.render_op_page(
+        dashboard_page.op_page(view, state, CLEAN_REPORT), ".."
+    )
 
 
 def contrast(foreground: str, background: str) -> float:
@@ -118,8 +124,8 @@ def test_the_policy_allows_exactly_the_inline_style_and_script() -> None:
 def test_headings_descend_one_level_at_a_time() -> None:
     """One h1, and no heading skips a level (h1 → h3), on the op page and the index."""
     state = three_stage_campaign().replayed()
-    view = model.op_view("softmax", state, CLEAN_REPORT, None)
-    for text in (softmax_page(), html.render_index([view])):
+    view = dashboard_rows.op_view("softmax", state, CLEAN_REPORT, None)
+    for text in (softmax_page(), dashboard_index_html.render_index([view])):
         levels = Page(text).headings()
         assert levels[0] == 1 and levels.count(1) == 1
         assert all(b - a <= 1 for a, b in itertools.pairwise(levels)), levels
@@ -145,11 +151,13 @@ def test_a_state_without_what_issues_27_and_29_record_shows_none_of_it() -> None
     """A ledger with no person's decision, no device and no kept kernel says so: no decision,
     device "unknown", its activated kernel "not kept", no diff; nothing is invented."""
     state = three_stage_campaign().replayed()
-    summary = model.op_view("softmax", state, CLEAN_REPORT, None).summary
+    summary = dashboard_rows.op_view("softmax", state, CLEAN_REPORT, None).summary
     assert summary is not None
     assert (summary.person_decisions, summary.device) == ((), "unknown")
-    kernels = model.op_page(model.op_view("s", state, CLEAN_REPORT, None), state, {}).kernels
-    assert kernels == (model.KernelVersion("impl-digest-1", None, None, False, None),)
+    kernels = dashboard_page.op_page(
+        dashboard_rows.op_view("s", state, CLEAN_REPORT, None), state, {}
+    ).kernels
+    assert kernels == (dashboard_page.KernelVersion("impl-digest-1", None, None, False, None),)
     page = softmax_page()
     assert '<th scope="row">best measured on</th><td>unknown</td>' in page
     assert "not kept: restore it from git" in page and "<details>" not in page
@@ -157,13 +165,17 @@ def test_a_state_without_what_issues_27_and_29_record_shows_none_of_it() -> None
 
 
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
-BASE = model.op_page(model.op_view("softmax", STATE, CLEAN_REPORT, None), STATE, CLEAN_REPORT)
+BASE = dashboard_page.op_page(
+    dashboard_rows.op_view("softmax", STATE, CLEAN_REPORT, None), STATE, CLEAN_REPORT
+)
 
 
 def with_texts(problems: list[str], notes: list[str]) -> str:
     """The softmax page with these audit findings and notes."""
     view = attrs.evolve(BASE.view, health="findings", problems=tuple(problems), code=7)
-    return html.render_op_page(attrs.evolve(BASE, view=view, notes=tuple(notes)), "..")
+    return dashboard_page_html.render_op_page(
+        attrs.evolve(BASE, view=view, notes=tuple(notes)), ".."
+    )
 
 
 @settings(max_examples=60, deadline=None)

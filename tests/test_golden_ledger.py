@@ -22,7 +22,7 @@ from ledger.domain import hints
 from ledger.domain.replay import replay
 from ledger.log import codec
 from ledger.log.store import FileStore
-from ledger.projections import views
+from ledger.projections import status_view
 from ledger.schema.events import PAYLOAD_TYPES
 from ledger.shell import audit
 
@@ -62,7 +62,7 @@ def _status_json(data: bytes, tmp: Path) -> str:
     path.write_bytes(data)
     state = replay(FileStore(path).read().events)
     # As the CLI prints it: its ways forward rendered as command lines (ledger/domain/hints.py).
-    return codec.canonical_json(hints.render(views.status(state), "cli")) + "\n"
+    return codec.canonical_json(hints.render(status_view.status(state), "cli")) + "\n"
 
 
 def _schemas(path: Path) -> dict[str, int]:
@@ -172,7 +172,7 @@ def test_a_ledger_pinned_before_the_incore_default_replays_and_audits_clean(
     assert state.policy_defaults["utilization_stop_stages"] == [
         "frontend", "swimlane", "incore", "algorithm",
     ]  # fmt: skip
-    assert views.status(state)["policy_overrides"] == [
+    assert status_view.status(state)["policy_overrides"] == [
         {
             "key": "utilization_stop_stages",
             "value": ["incore"],

@@ -20,7 +20,7 @@ from ledger.domain.state import State
 from ledger.log import chain, codec
 from ledger.log.store import FileStore
 from ledger.projections import conflicts as conflict_view
-from ledger.projections import views
+from ledger.projections import status_view
 from ledger.shell import audit
 from stages import resolve
 
@@ -38,7 +38,7 @@ def _events(tmp_path: Path) -> list:  # type: ignore[type-arg]
 def test_the_merged_v1_ledger_replays_to_its_recorded_status(tmp_path: Path) -> None:
     """Every resolution recorded by its text still resolves its conflict, byte for byte."""
     state = replay(_events(tmp_path))  # its ways forward as the CLI prints them
-    status = codec.canonical_json(hints.render(views.status(state), "cli")) + "\n"
+    status = codec.canonical_json(hints.render(status_view.status(state), "cli")) + "\n"
     assert status == STATUS.read_text(encoding="utf-8")
 
 
@@ -62,7 +62,7 @@ def _without_ids(state: State) -> str:
     """The status with each attempt id replaced by what the attempt measured: an event's id
     covers its parents, so every event after the first resolution has another id at schema 2
     (and two branches' batches with equal counters may change places)."""
-    status = codec.canonical_json(hints.render(views.status(state), "cli"))
+    status = codec.canonical_json(hints.render(status_view.status(state), "cli"))
     for attempt in state.attempts.values():
         again = " again" if (attempt.prior or "").startswith("remeasure:") else ""
         label = f"<{attempt.config['vec_tile_shape'][-1]}{again}>"

@@ -17,10 +17,11 @@ pytest.importorskip("mcp")
 from mcp.server.mcpserver import MCPServer
 
 from ledger.cli import cli
+from ledger.mcp.arguments import Skill
 from ledger.mcp.invoke import Invoker
 from ledger.mcp.reads import ReadTools
 from ledger.mcp.server import build_server
-from ledger.mcp.steps import Skill, StepTools
+from ledger.mcp.steps import StepTools
 from ledger.schema.vocabulary import SKILLS
 
 

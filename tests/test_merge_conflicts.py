@@ -20,7 +20,7 @@ from ledger.errors import BadInput, RuleRefusal
 from ledger.git import merge
 from ledger.log import chain, record
 from ledger.projections import conflicts as conflict_view
-from ledger.projections import views
+from ledger.projections import resume_view, status_view
 from ledger.schema.conflicts import Conflict
 from ledger.schema.events import ConflictResolved
 from ledger.shell import audit
@@ -498,7 +498,7 @@ def test_re_measuring_both_bests_says_what_to_run_and_closes_with_both_verdicts(
         "merge",
         f"{_steps(first)}; then {_steps(second)}",
     )
-    assert views.status(state)["allowed"] == ["candidate"]
+    assert status_view.status(state)["allowed"] == ["candidate"]
     again_slow = _start(merged, candidate(prior=f"remeasure:{slow}", vec_tile_shape=vec(32)))
     with pytest.raises(RuleRefusal, match="one change at a time"):
         merged.execute(candidate(prior=f"remeasure:{fast}", vec_tile_shape=vec(16)))
@@ -569,11 +569,11 @@ def test_resume_names_the_next_re_measurement_then_the_conflicts_command(
     """An interrupted agent learns from `resume` what closes the conflict, not only that one
     is open."""
     merged, slow, fast = _two_bests(tmp_path)
-    assert hints.render(views.resume(merged.load().state)["next"]) == [
+    assert hints.render(resume_view.resume(merged.load().state)["next"]) == [
         f"tune-ledger conflicts {OP} (then resolve each conflict as it says)"
     ]
     _resolve(merged, "1", "remeasure")
-    (step,) = hints.render(views.resume(merged.load().state)["next"])
+    (step,) = hints.render(resume_view.resume(merged.load().state)["next"])
     assert step.startswith("re-measure attempt ")
     assert f"--prior remeasure:{slow}`" in step and f"--prior remeasure:{fast}`" in step
 

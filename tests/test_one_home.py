@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.domain.samples import median
-from ledger.projections import views
+from ledger.projections import status_view
 from ledger.projections.memory_sections import render_sections
 from stages import commands as cmd
 from stages.alternates import alternates
@@ -191,7 +191,7 @@ def test_memory_and_status_show_the_alternates_the_decider_keeps(keep: int | Non
     expected = DEFAULT_POLICY["alternates"] if keep is None else keep
     assert len(kept) == min(expected, 5)
     assert _alternates_shown(driver) == kept
-    assert [row["attempt"] for row in views.status(driver.state)["alternates"]] == kept
+    assert [row["attempt"] for row in status_view.status(driver.state)["alternates"]] == kept
 
 
 def _mutate_without_gain(driver: Driver, width: int) -> None:

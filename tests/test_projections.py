@@ -26,6 +26,7 @@ from ledger.domain.state import Attempt, State
 from ledger.log.position import Position
 from ledger.projections import memory_history, splice
 from ledger.projections.formatting import md_code, md_table, md_text, one_line
+from ledger.projections.line_ends import split_lines
 from ledger.projections.memory_file import check_memory, render_memory
 from ledger.projections.memory_layout import SECTION_ORDER
 from ledger.projections.timeline import is_failed
@@ -381,7 +382,7 @@ def test_check_reports_missing_and_unknown_sections() -> None:
     state = ms.campaign(10)
     text = render(state)
     sections = {s.name: s for s in splice.find_sections(text)}
-    lines = splice.split_lines(text)
+    lines = split_lines(text)
     failed = sections["failed"]
     cut = "".join(lines[: failed.begin] + lines[failed.end + 1 :])
     cut += "<!-- tune-ledger:begin extra -->\nx\n<!-- tune-ledger:end extra -->\n"

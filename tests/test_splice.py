@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ledger.errors import BadInput
 from ledger.projections import splice
+from ledger.projections.line_ends import newline_of, split_lines
 
 BEGIN = "<!-- tune-ledger:begin {} -->"
 END = "<!-- tune-ledger:end {} -->"
@@ -28,7 +29,7 @@ def block(name: str, *body: str, nl: str = "\n") -> str:
 @given(st.text())
 def test_split_lines_keeps_every_character(text: str) -> None:
     """Joining the split lines gives the text back, whatever its line ends."""
-    assert "".join(splice.split_lines(text)) == text
+    assert "".join(split_lines(text)) == text
 
 
 @given(
@@ -41,13 +42,13 @@ def test_split_lines_is_a_split_at_each_line_end(text: str) -> None:
     lines = [parts[i] + parts[i + 1] for i in range(0, len(parts) - 1, 2)]
     if parts[-1]:
         lines.append(parts[-1])
-    assert splice.split_lines(text) == lines
+    assert split_lines(text) == lines
 
 
 def test_split_lines_breaks_where_markdown_does() -> None:
     """LF, CRLF and a lone CR end lines; U+2028, form feed and vertical tab do not."""
     text = "a\u2028b\r\nc\rd\ne\x0cf\x0bg"
-    assert splice.split_lines(text) == ["a\u2028b\r\n", "c\r", "d\n", "e\x0cf\x0bg"]
+    assert split_lines(text) == ["a\u2028b\r\n", "c\r", "d\n", "e\x0cf\x0bg"]
 
 
 @pytest.mark.parametrize(
@@ -63,7 +64,7 @@ def test_split_lines_breaks_where_markdown_does() -> None:
 )
 def test_newline_of_is_the_most_frequent_line_end(text: str, newline: str) -> None:
     """The file's convention is its most frequent line end, LF on a tie or when it has none."""
-    assert splice.newline_of(text) == newline
+    assert newline_of(text) == newline
 
 
 # --- what is a marker --------------------------------------------------------------------------

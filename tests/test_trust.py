@@ -86,6 +86,16 @@ def test_init_records_the_manifest_of_spec_md(cli: Cli) -> None:
     assert status["manifest"]["measured_only"] is True and status["manifest"]["verifier"]
 
 
+def test_after_init_the_way_forward_is_only_what_the_manifest_accepts(cli: Cli) -> None:
+    """Where SPEC.md declares a verifier, init and resume name `--from-spec` alone: the typed
+    and ad-hoc sources they used to offer beside it are refused there (R1)."""
+    _spec(cli)
+    said = cli("init", OP, as_json=False).stdout
+    wanted = [f"tune-ledger evidence {kind} {OP} --from-spec" for kind in ("compare", "layout")]
+    assert [line.strip() for line in said.splitlines()[1:]] == wanted
+    assert cli.ok("resume", OP)["next"] == wanted
+
+
 def test_an_existing_ledger_is_governed_by_the_current_spec_md(cli: Cli) -> None:
     """A ledger begun before SPEC.md declared a verifier: its next command is decided under the
     manifest; a typed evidence it refuses writes nothing (the manifest neither)."""

@@ -19,7 +19,7 @@ import ledger
 from ledger.domain.state import State
 from ledger.errors import HandBack, RetryRefusal, RuleRefusal
 from ledger.log import codec
-from ledger.projections import views
+from ledger.projections.verdict_result import attempt_result
 from ledger.shell import measure as measuring
 from ledger.shell import report_files
 from ledger.shell.api import OpLedger, StepResult
@@ -329,7 +329,7 @@ class Autopilot:
                 attempt_id, python=self.python, env=env, executor=self.dispatch.ledger
             ),
         )
-        result = views.attempt_result(outcome.events)
+        result = attempt_result(outcome.events)
         best = self.state().best
         self.progress.attempt(
             label,

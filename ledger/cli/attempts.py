@@ -25,7 +25,8 @@ from ledger.domain import inputs
 from ledger.domain.hints import Fill, arg
 from ledger.domain.replay import attempt_id
 from ledger.errors import BadInput
-from ledger.projections import views
+from ledger.projections.attempt_rows import resolve_attempt
+from ledger.projections.verdict_result import attempt_result, describe_result
 from ledger.schema.events import FAILURES, Origin
 from ledger.shell.api import OpLedger, StepResult
 from stages import commands as cmd
@@ -50,10 +51,10 @@ def _started(op: str) -> Any:
 
 
 def _result(outcome: StepResult) -> tuple[dict[str, Any], str]:
-    result = views.attempt_result(outcome.events)
+    result = attempt_result(outcome.events)
     attempt = next((e.data["attempt"] for e in outcome.events if "attempt" in e.data), None)
     result["attempt"] = attempt
-    return result, views.describe_result(str(attempt), result)
+    return result, describe_result(str(attempt), result)
 
 
 def _resolve(ledger: OpLedger, text: str) -> str:
@@ -62,7 +63,7 @@ def _resolve(ledger: OpLedger, text: str) -> str:
     refusal = stopped_refusal(state)
     if refusal is not None:
         raise refusal.to_error()
-    return views.resolve_attempt(state, text)
+    return resolve_attempt(state, text)
 
 
 _OVERRIDE = click.option(

@@ -43,16 +43,15 @@ STAGE = click.Choice(list(STAGES))
 @pass_ctx
 def init(ctx: Ctx, op: str) -> None:
     """Create custom/OP/events.jsonl and MEMORY.md for a new op."""
-    run_step(
-        ctx,
-        op,
-        lambda _ledger: cmd.Init(op=op),
-        lambda _outcome: (
-            {"created": True},
-            f"initialized {op}: next, record evidence (tune-ledger evidence compare/layout)",
-        ),
-        must_exist=False,
-    )
+
+    def next_steps(_outcome: StepResult) -> tuple[dict[str, Any], str]:
+        # resume's next steps: the evidence with the sources this op's SPEC.md accepts.
+        from ledger.projections.resume_view import resume_fields
+
+        steps = resume_fields(ctx.op(op).load().state, ())["next"]
+        return {"created": True}, "\n  ".join([f"initialized {op}; next:", *steps])
+
+    run_step(ctx, op, lambda _ledger: cmd.Init(op=op), next_steps, must_exist=False)
 
 
 @click.group(cls=StrictGroup)

@@ -23,7 +23,7 @@ def dashboard(ctx: Ctx, out: str | None) -> None:
     """Write a static HTML dashboard of every op under custom/ (index.html and a page per op;
     no server, no network) from the same replay as `audit`; exit 7, after writing it, when
     audit finds a problem in any op (the damaged op's row names it)."""
-    from ledger.projections.dashboard_html import page_name
+    from ledger.projections.dashboard_markup import page_name
     from ledger.shell import dashboard as site_mod
 
     folder = Path(out) if out is not None else ctx.root / site_mod.DEFAULT_OUT

@@ -63,11 +63,9 @@ def log(
         _log_one(ctx, op, state, warnings, attempt_id, notes)
         return
     from ledger.projections import attempt_detail as detail
-    from ledger.projections import views
+    from ledger.projections.attempt_rows import attempt_rows
 
-    rows = views.attempt_rows(
-        state, stage=stage_name, verdict=verdict, failure=failure, limit=limit
-    )
+    rows = attempt_rows(state, stage=stage_name, verdict=verdict, failure=failure, limit=limit)
     ctx.warn(warnings)
     ctx.emit({"op": op, "attempts": rows, "warnings": warnings}, detail.log_text(rows))
 
@@ -87,9 +85,9 @@ def _log_one(
             detail.notes_text(list(state.notes)),
         )
         return
-    from ledger.projections import views
+    from ledger.projections.attempt_rows import resolve_attempt
 
-    data = detail.attempt_detail(state, views.resolve_attempt(state, str(attempt_id)))
+    data = detail.attempt_detail(state, resolve_attempt(state, str(attempt_id)))
     ctx.emit({"op": op, "attempt": data, "warnings": warnings}, detail.attempt_detail_text(data))
 
 
@@ -181,7 +179,7 @@ def audit(ctx: Ctx, op: str | None, all_ops: bool, strict: bool, remeasure: int 
         raise BadInput(
             "--remeasure takes one op", hint="tune-ledger audit OP --remeasure N, once per op"
         )
-    from ledger.projections import views
+    from ledger.projections.audit_text import audit_text
     from ledger.shell.api import list_ops
 
     names = list_ops(ctx.root) if all_ops else [op or ""]
@@ -194,7 +192,7 @@ def audit(ctx: Ctx, op: str | None, all_ops: bool, strict: bool, remeasure: int 
     # An open merge conflict is no finding, but the campaign is stuck until it is resolved.
     unresolved = [f"{r['op']}: {u}" for r in reports for u in r.get("unresolved", ())]
     data = {"ops": reports, "clean": not findings and not unresolved}
-    human = "\n".join(views.audit_text(r) for r in reports) if reports else "no ops to audit"
+    human = "\n".join(audit_text(r) for r in reports) if reports else "no ops to audit"
     if findings or unresolved:
         if not ctx.as_json:
             click.echo(hints.render_text(human))

@@ -33,15 +33,15 @@ def resume(ctx: Ctx, op: str) -> None:
 
 def _show(ctx: Ctx, op: str, view: str) -> None:
     """Print one of the op's views, replayed from its ledger, and its warnings."""
-    from ledger.projections import views
+    from ledger.projections import resume_view, status_view
 
     state, warnings = load_state(ctx, op)
     folder = ledger_path(ctx.root, op).parent
-    data = views.json_safe({**views.status(state), "warnings": warnings})
-    text = views.status_text(data)
+    data = status_view.json_safe({**status_view.status(state), "warnings": warnings})
+    text = status_view.status_text(data)
     if view == "resume":
-        data = {**data, **views.json_safe(views.resume_fields(state, data["allowed"]))}
-        text = views.resume_text(data)
+        data = {**data, **status_view.json_safe(resume_view.resume_fields(state, data["allowed"]))}
+        text = resume_view.resume_text(data)
     found = [
         w
         for w in (_impl_warning(folder, op, data), _manifest_warning(folder, op, data))

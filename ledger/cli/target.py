@@ -258,7 +258,7 @@ def relax(
     Name the measured attempts it rests on (--evidence, their times are shown on the target
     sheet); a relaxation without evidence is a person's decision (--person NAME).
     """
-    from ledger.projections.views import resolve_attempt
+    from ledger.projections.attempt_rows import resolve_attempt
 
     value = inputs.parse_json_value(limit, "--limit")
 

@@ -20,6 +20,7 @@ from ledger.domain.replay import replay
 from ledger.errors import LedgerError
 from ledger.log import chain, safe_files
 from ledger.projections import memory_file, splice
+from ledger.projections.line_ends import normalize_newlines
 from stages.policy import effective_policy
 
 _STASH = PurePosixPath("tune-ledger") / "merged"
@@ -117,7 +118,7 @@ def with_bodies_of(text: str, source: str) -> str:
     """`text` with the managed bodies of `source` (both with intact markers)."""
     present = {section.name for section in splice.find_sections(text)}
     bodies = {
-        s.name: splice.normalize_newlines(s.body)
+        s.name: normalize_newlines(s.body)
         for s in splice.find_sections(source)
         if s.name in present
     }

@@ -69,6 +69,34 @@ OverrideRetry = Annotated[
     Field(description="Measure an idea already tried anyway (R9); the reason is recorded."),
 ]
 
+Key = Annotated[
+    str | None,
+    Field(
+        description="Idempotency key: a call retried with the same key (after a timeout or a "
+        "crash) returns the original result without appending again; never reuse it for "
+        "another call."
+    ),
+]
+Python = Annotated[
+    str | None,
+    Field(
+        description="The interpreter the verifier template's {python} stands for (default: the "
+        "server's own)."
+    ),
+]
+FromSpec = Annotated[
+    bool,
+    Field(
+        description="Let the ledger run the check from the op folder on SPEC.md's baseline "
+        "config (the verifier for the compare, layout_check.py for the layout): measured, "
+        "the preferred source for an op with a manifest."
+    ),
+]
+# The skills of R2 (ledger.schema.events.SKILLS; tests/test_mcp_arguments.py compares them).
+Skill = Literal[
+    "pypto-op-perf-tune", "perf-analyzer", "tune-frontend", "tune-swimlane", "tune-incore"
+]
+
 
 def options(**given: object) -> list[str]:
     """The CLI options for the given values: `--name value` (a list repeats it, True is a

@@ -23,6 +23,7 @@ from mcp.types import CallToolResult, TextContent
 from ledger.cli import main
 from ledger.cli.base import KeptLedgers, open_ledgers
 from ledger.domain import hints
+from ledger.mcp.arguments import command_line
 
 
 class Invoker:
@@ -82,6 +83,18 @@ class Invoker:
                 hints.CALLER.reset(caller)
                 open_ledgers.reset(token)
         return code, out.getvalue()
+
+
+class ToolGroup:
+    """Tools that each run one CLI command over a shared Invoker."""
+
+    def __init__(self, invoker: Invoker) -> None:
+        self.invoker = invoker
+
+    def _run(
+        self, key: str | None, words: list[str], values: list[str], argv: list[str] | None = None
+    ) -> CallToolResult:
+        return self.invoker.call(command_line(words, values, argv, idempotency_key=key))
 
 
 @contextlib.contextmanager

@@ -14,16 +14,13 @@ from ledger.domain.units import check_op_name
 from ledger.errors import LedgerError
 from ledger.log import safe_files
 from ledger.mcp.arguments import Failure, Op, Stage, Verdict, command_line, options
-from ledger.mcp.invoke import Invoker
+from ledger.mcp.invoke import Invoker, ToolGroup
 
 Result = CallToolResult
 
 
-class ReadTools:
+class ReadTools(ToolGroup):
     """The commands that read (and `report`/`render`, which write only projections)."""
-
-    def __init__(self, invoker: Invoker) -> None:
-        self.invoker = invoker
 
     def status(self, op: Op) -> Result:
         """Where the campaign stands: activated, target sheet, stage, skills, pending attempt,

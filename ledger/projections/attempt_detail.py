@@ -13,7 +13,7 @@ from ledger.projections.formatting import LEVEL_MARKS, fmt_time_us, reported_mar
 
 def attempt_detail(state: State, attempt_id: str) -> dict[str, Any]:
     """Every recorded field of one attempt (`attempt_id` resolved already), texts whole."""
-    from ledger.projections.views import attempt_row
+    from ledger.projections.attempt_rows import attempt_row
 
     attempt = state.attempts[attempt_id]
     m = attempt.measurement

@@ -8,11 +8,9 @@ Cells are cut to a fixed length, so a row stays readable however long the user's
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from itertools import islice
 from typing import Any
-
-from attrs import define, field
 
 from ledger.domain.state import Attempt, Point, State
 from ledger.log.codec import canonical_json
@@ -256,94 +254,47 @@ _EXAMPLES = {"mutation": 6, "algorithm": 3, "candidate": 2}
 
 def failed_groups(earlier: Sequence[Step], op: str) -> str:
     """Earlier failures grouped by stage and what was changed, with the values tried (R9)."""
-    groups = FailedGroups()
+    groups: dict[tuple[str, str], list[Step]] = {}
     for step in earlier:
-        groups.add(step)
-    return groups.text(op)
-
-
-@define
-class _Group:
-    first_seq: int
-    kind: str
-    count: int = 0
-    outcomes: dict[str, int] = field(factory=dict)
-    # idea -> its most recent step, ordered by most recent occurrence (the last is the newest);
-    # only the newest ideas the row shows keep their step (the others map to None)
-    ideas: dict[str, Step | None] = field(factory=dict)
-    # The group's table row as last rendered; dropped when a failure joins the group, so a kept
-    # FailedGroups re-renders only the group that changed.
-    row: list[str] | None = field(default=None, eq=False)
-
-
-@define
-class FailedGroups:
-    """`failed_groups` as an accumulator: failures are added oldest first, one at a time, so a
-    kept one grows with the ledger in O(1) per failure instead of regrouping them all."""
-
-    groups: dict[tuple[str, str], _Group] = field(factory=dict)
-
-    def add(self, step: Step) -> None:
-        """Count one more (more recent) failed step into its group."""
-        attempt = step.attempt
-        key = _group_key(attempt)
-        group = self.groups.get(key)
-        if group is None:
-            group = self.groups[key] = _Group(attempt.seq, attempt.kind)
-        group.count += 1
-        group.row = None
-        result = outcome(attempt)
-        group.outcomes[result] = group.outcomes.get(result, 0) + 1
-        idea = _idea(step)
-        group.ideas.pop(idea, None)  # re-inserted last: it is now the most recent occurrence
-        group.ideas[idea] = step
-        keep = _EXAMPLES.get(group.kind, 2)
-        if len(group.ideas) > keep:  # the idea that left the shown ones, if one did
-            group.ideas[next(islice(reversed(group.ideas), keep, None))] = None
-
-    def text(self, op: str) -> str:
-        """The grouped failures as Markdown (heading, table, and the groups not shown)."""
-        groups = self.groups
-        keys = sorted(
-            groups,
-            key=lambda k: (_STAGE_INDEX.get(k[0], len(_STAGE_INDEX)), groups[k].first_seq),
-        )
-        shown, hidden = keys[:FAILED_GROUPS], keys[FAILED_GROUPS:]
-        rows = []
-        for key in shown:
-            group = groups[key]
-            if group.row is None:
-                group.row = _group_row(key, group)
-            rows.append(group.row)
-        text = (
-            "### Earlier failed attempts, grouped\n\n"
-            "By stage and what was changed; values most recent first.\n\n"
-            + md_table(
-                ["stage", "change", "count", "outcomes", "values tried"], rows, align="llrll"
-            )
-        )
-        if hidden:
-            count = sum(groups[k].count for k in hidden)
-            text += (
-                f"\n{plural(len(hidden), 'more group')} ({plural(count, 'attempt')}) are in "
-                f"`tune-ledger log {op} --verdict rollback`.\n"
-            )
-        return text
-
-
-def _group_row(key: tuple[str, str], group: _Group) -> list[str]:
-    """One group's row: stage, what changed, count, outcomes, the values tried."""
-    outcomes = ", ".join(
-        f"{k} {group.outcomes[k]}"
-        for k in sorted(
-            group.outcomes,
-            key=lambda k: (FAILURE_ORDER.index(k) if k in FAILURE_ORDER else 99, k),
+        groups.setdefault(_group_key(step.attempt), []).append(step)
+    keys = sorted(
+        groups,
+        key=lambda k: (_STAGE_INDEX.get(k[0], len(_STAGE_INDEX)), groups[k][0].attempt.seq),
+    )
+    shown, hidden = keys[:FAILED_GROUPS], keys[FAILED_GROUPS:]
+    text = (
+        "### Earlier failed attempts, grouped\n\n"
+        "By stage and what was changed; values most recent first.\n\n"
+        + md_table(
+            ["stage", "change", "count", "outcomes", "values tried"],
+            [_group_row(key, groups[key]) for key in shown],
+            align="llrll",
         )
     )
-    keep = _EXAMPLES.get(group.kind, 2)
+    if hidden:
+        count = sum(len(groups[k]) for k in hidden)
+        text += (
+            f"\n{plural(len(hidden), 'more group')} ({plural(count, 'attempt')}) are in "
+            f"`tune-ledger log {op} --verdict rollback`.\n"
+        )
+    return text
+
+
+def _group_row(key: tuple[str, str], steps: Sequence[Step]) -> list[str]:
+    """One group's row: stage, what changed, count, outcomes, the values tried."""
+    counts = Counter(outcome(step.attempt) for step in steps)
+    outcomes = ", ".join(
+        f"{k} {counts[k]}"
+        for k in sorted(
+            counts, key=lambda k: (FAILURE_ORDER.index(k) if k in FAILURE_ORDER else 99, k)
+        )
+    )
     # Distinct ideas, most recent first, each shown by its most recent step.
-    recent = list(islice(reversed(group.ideas.values()), keep))
-    examples = [_example(step) for step in recent if step is not None]
-    if len(group.ideas) > keep:
-        examples.append(f"+{len(group.ideas) - keep} more")
-    return [key[0], key[1], str(group.count), outcomes, ", ".join(examples)]
+    latest: dict[str, Step] = {}
+    for step in reversed(steps):
+        latest.setdefault(_idea(step), step)
+    keep = _EXAMPLES.get(steps[0].attempt.kind, 2)
+    examples = [_example(step) for step in list(latest.values())[:keep]]
+    if len(latest) > keep:
+        examples.append(f"+{len(latest) - keep} more")
+    return [key[0], key[1], str(len(steps)), outcomes, ", ".join(examples)]

@@ -1,5 +1,5 @@
 """What status and resume say at a campaign's end (R10) and which implementation the file on
-disk must hold (R6); split from views.py, which they feed."""
+disk must hold (R6); they feed status_view.py and resume_view.py."""
 
 from __future__ import annotations
 

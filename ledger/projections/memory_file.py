@@ -19,6 +19,7 @@ from ledger.errors import BadInput
 from ledger.log.position import Position
 from ledger.projections import splice
 from ledger.projections.formatting import plural, short_id
+from ledger.projections.line_ends import normalize_newlines, split_lines
 from ledger.projections.memory_layout import SECTION_ORDER, TITLES, op_name
 
 _RENDERED = re.compile(
@@ -36,12 +37,12 @@ def describe(position: Position) -> str:
 
 def section_digest(name: str, body: str) -> str:
     """A short digest of one managed body (LF line ends); the header records one per section."""
-    data = f"{name}\n{splice.normalize_newlines(body)}".encode()
+    data = f"{name}\n{normalize_newlines(body)}".encode()
     return hashlib.sha256(data).hexdigest()[:12]
 
 
 def _header_digest_body(body: str) -> str:
-    lines = splice.split_lines(splice.normalize_newlines(body))
+    lines = split_lines(normalize_newlines(body))
     return "".join(line for line in lines if not line.startswith(_DIGEST_PREFIX))
 
 
@@ -114,7 +115,7 @@ def check_memory(text: str, position: Position) -> list[str]:
     if not found:
         return ["no managed sections; run `tune-ledger render OP` to add them"]
     sections = {s.name: s for s in found}
-    bodies = {s.name: splice.normalize_newlines(s.body) for s in found}
+    bodies = {s.name: normalize_newlines(s.body) for s in found}
     op = "OP"
     findings: list[str] = []
     header = bodies.get("header")

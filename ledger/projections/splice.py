@@ -26,15 +26,13 @@ from attrs import frozen
 
 from ledger.errors import BadInput
 from ledger.log import safe_files
+from ledger.projections.line_ends import NEWLINE, newline_of, normalize_newlines, split_lines
 
 NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
 _MARKER = re.compile(r"<!-- tune-ledger:(begin|end) ([a-z][a-z0-9-]{0,39}) -->")
 # Something meant as a marker but not spelt as one; refused rather than silently ignored,
 # because ignoring it would append a second copy of the section.
 _NEAR_MARKER = re.compile(r"<!--\s*tune-ledger\s*:\s*(begin|end)\b", re.IGNORECASE)
-# Line ends as CommonMark (and markdown-it-py's normalisation) sees them. U+2028, \v, \f are
-# not line ends for Markdown, so they are not line ends here either.
-_NEWLINE = re.compile(r"\r\n|\r|\n")
 _BOM = "\ufeff"
 _FIX = "then run `tune-ledger render OP`"
 
@@ -80,40 +78,6 @@ class Section:
     def line(self) -> int:
         """The 1-based line number of the begin marker, for messages."""
         return self.begin + 1
-
-
-def split_lines(text: str) -> list[str]:
-    """The lines of `text`, each with its own line end; `"".join(lines) == text`."""
-    if "\r" not in text:  # LF only, as this code writes it: str.split, 4x the regex's speed
-        parts = text.split("\n")
-        last = parts.pop()
-        found = [part + "\n" for part in parts]
-        if last:
-            found.append(last)
-        return found
-    lines: list[str] = []
-    start = 0
-    for match in _NEWLINE.finditer(text):
-        lines.append(text[start : match.end()])
-        start = match.end()
-    if start < len(text):
-        lines.append(text[start:])
-    return lines
-
-
-def newline_of(text: str) -> str:
-    """The newline convention of `text`: the most frequent line end (LF when none or a tie)."""
-    crlf = text.count("\r\n")
-    lf = text.count("\n") - crlf
-    cr = text.count("\r") - crlf
-    return max((lf, "\n"), (crlf, "\r\n"), (cr, "\r"), key=lambda pair: pair[0])[1]
-
-
-def normalize_newlines(text: str) -> str:
-    """`text` with every line end as LF (digests are taken over this form)."""
-    if "\r" not in text:  # LF only, as this code writes it: the text is its own normal form
-        return text
-    return _NEWLINE.sub("\n", text)
 
 
 def _bare(line: str) -> str:
@@ -302,7 +266,7 @@ def splice(text: str, sections: Mapping[str, str], order: Sequence[str] | None =
             index = section.end
         out.append(lines[index])
         if index in after:
-            if not _NEWLINE.search(out[-1]):
+            if not NEWLINE.search(out[-1]):
                 out[-1] += newline
             for name in after[index]:
                 out.append(newline)
@@ -310,7 +274,7 @@ def splice(text: str, sections: Mapping[str, str], order: Sequence[str] | None =
                 out.extend(_block(name, sections[name], newline))
         index += 1
     if at_end:
-        if out and not _NEWLINE.search(out[-1]):
+        if out and not NEWLINE.search(out[-1]):
             out[-1] += newline
         if out and out[-1].strip():
             out.append(newline)

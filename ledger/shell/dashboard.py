@@ -20,9 +20,12 @@ from attrs import frozen
 from ledger.domain.state import State
 from ledger.errors import BadInput, LedgerError
 from ledger.log.safe_files import replace_file
-from ledger.projections import dashboard_html as html
-from ledger.projections import dashboard_model as model
 from ledger.projections.dashboard_assets import GENERATOR
+from ledger.projections.dashboard_index_html import render_index
+from ledger.projections.dashboard_markup import INDEX_NAME, PAGES, page_name
+from ledger.projections.dashboard_page import kernel_chain, op_page
+from ledger.projections.dashboard_page_html import render_op_page
+from ledger.projections.dashboard_rows import OpView, op_view
 from ledger.projections.kernels import DIGEST
 from ledger.shell import audit, kernels
 from ledger.shell.api import OpLedger, list_ops
@@ -38,7 +41,7 @@ class Site:
 
     out: Path
     index: Path
-    views: tuple[model.OpView, ...]
+    views: tuple[OpView, ...]
 
     @property
     def clean(self) -> bool:
@@ -50,39 +53,39 @@ def build(root: Path, out: Path) -> Site:
     """Audit every op under `root` and write the dashboard into `out`."""
     _check_out(out)
     to_root = os.path.relpath(root, out)
-    views: list[model.OpView] = []
+    views: list[OpView] = []
     files: dict[str, str] = {}
     for name in list_ops(root):
         view, page = _render_op(root, name, to_root)
         views.append(view)
         if page is not None:
-            files[html.page_name(name)] = page
-    files[html.INDEX_NAME] = html.render_index(views)
+            files[page_name(name)] = page
+    files[INDEX_NAME] = render_index(views)
     _write_site(out, files)
-    return Site(out=out, index=out / html.INDEX_NAME, views=tuple(views))
+    return Site(out=out, index=out / INDEX_NAME, views=tuple(views))
 
 
-def _render_op(root: Path, name: str, to_root: str) -> tuple[model.OpView, str | None]:
+def _render_op(root: Path, name: str, to_root: str) -> tuple[OpView, str | None]:
     """The op's row and page, from audit's replay (no page for a folder that is no op)."""
     try:
         ledger = OpLedger(root, name)
     except BadInput as e:
         report = {"findings": [e.message]}
-        return model.op_view(name, None, report, (e.code, e.rule), has_page=False), None
+        return op_view(name, None, report, (e.code, e.rule), has_page=False), None
     result = audit.audited(ledger)
     error = (result.error.code, result.error.rule) if result.error is not None else None
     report = {**result.report, "findings": [_relative(f, root) for f in result.report["findings"]]}
-    view = model.op_view(name, result.state, report, error)
+    view = op_view(name, result.state, report, error)
     texts = _kernel_texts(ledger, result.state) if result.state is not None else {}
-    page = model.op_page(view, result.state, report, texts)
-    return view, html.render_op_page(page, to_root)
+    page = op_page(view, result.state, report, texts)
+    return view, render_op_page(page, to_root)
 
 
 def _kernel_texts(ledger: OpLedger, state: State) -> dict[str, str]:
     """The text of each kept kernel of the adopted chain, checked against its name (a kernel
     not kept, or whose file does not match, is left out: audit reports the mismatch)."""
     texts = {}
-    for _attempt, digest in model.kernel_chain(state):
+    for _attempt, digest in kernel_chain(state):
         if not DIGEST.fullmatch(digest):
             continue  # no kept file can have this name
         try:
@@ -100,7 +103,7 @@ def _relative(message: str, root: Path) -> str:
 
 def _check_out(out: Path) -> None:
     """Refuse an output folder that is a link, not a folder, or holds other files."""
-    for path in (out, out / html.PAGES):
+    for path in (out, out / PAGES):
         if path.is_symlink():
             raise BadInput(
                 f"{path} is a symbolic link; the dashboard is never written through a link",
@@ -108,7 +111,7 @@ def _check_out(out: Path) -> None:
             )
     if out.exists() and not out.is_dir():
         raise BadInput(f"--out {out} is not a folder", hint="give --out a folder or a new name")
-    if out.is_dir() and any(out.iterdir()) and not _is_dashboard(out / html.INDEX_NAME):
+    if out.is_dir() and any(out.iterdir()) and not _is_dashboard(out / INDEX_NAME):
         raise BadInput(
             f"--out {out} holds files that are not a tune-ledger dashboard",
             hint="give --out an empty folder, a new name, or a folder this command wrote",
@@ -123,11 +126,11 @@ def _is_dashboard(index: Path) -> bool:
 
 
 def _write_site(out: Path, files: dict[str, str]) -> None:
-    pages = out / html.PAGES
+    pages = out / PAGES
     pages.mkdir(parents=True, exist_ok=True)
     for relative, text in sorted(files.items()):
         _write_if_changed(out, out / relative, text.encode("utf-8"))
-    kept = {Path(relative).name for relative in files if relative.startswith(html.PAGES + "/")}
+    kept = {Path(relative).name for relative in files if relative.startswith(PAGES + "/")}
     for stale in _stale_pages(pages, kept):
         with contextlib.suppress(FileNotFoundError):
             stale.unlink()  # a link is removed itself, never its target

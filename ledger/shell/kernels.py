@@ -166,7 +166,9 @@ def kernel_of(ledger: OpLedger, attempt: str | None) -> tuple[str, str]:
                 hint="activation binds the first kernel (`tune-ledger evidence compare OP`)",
             )
         return label, digest
-    from ledger.projections.views import resolve_attempt  # only here: `keep` runs on each step
+    from ledger.projections.attempt_rows import (
+        resolve_attempt,  # only here: `keep` runs on each step
+    )
 
     attempt_id = resolve_attempt(state, attempt)
     digest = attempt_kernels(log.events).get(attempt_id)

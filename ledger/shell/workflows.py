@@ -24,7 +24,7 @@ from ledger.domain.hints import Step
 from ledger.domain.samples import median
 from ledger.errors import BadInput
 from ledger.log import codec
-from ledger.projections.views import resolve_attempt
+from ledger.projections.attempt_rows import resolve_attempt
 from ledger.shell import harness, layout_check, runner
 from ledger.shell import measure as measuring
 from ledger.shell.manifest_file import file_digest_of, read_manifest

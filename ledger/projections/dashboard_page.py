@@ -1,12 +1,9 @@
-"""The dashboard's view model: one op's audited state as plain data, for its index row and page.
+"""The data of an op's dashboard page beyond its index row: chart, attempts, points, target
+sheet, kernel versions and timeline, as plain data.
 
-Pure: it reads the state `audit` replayed and the audit's report (ledger/shell/audit.py), so
-every number on the dashboard is one audit also stands behind. Times stay numbers here; the
-renderer (dashboard_html.py) formats and escapes them. Person decisions, the device of each
-measurement, the kernel versions of the adopted chain and the evidence behind a relaxation each
-come from one small function below. The kept kernels' text is the one thing not in the state:
-the shell reads those files and passes their text in as data (`op_page(kernel_texts=...)`), so
-this module never reads a file.
+Pure, like the index rows (dashboard_rows.py): the same replayed state and audit report. The
+kept kernels' text is the one thing not in the state: the shell reads those files and passes
+their text in as data (`op_page(kernel_texts=...)`), so this module never reads a file.
 """
 
 from __future__ import annotations
@@ -20,31 +17,12 @@ from attrs import frozen
 from ledger.domain import devices
 from ledger.domain.state import Attempt, State
 from ledger.log.codec import canonical_json
-from ledger.projections import conflicts as conflict_view
-from ledger.projections.person_decisions import person_text
+from ledger.projections.dashboard_rows import OpView
 from ledger.projections.report_chart import ChartSize, chart_svg
 from ledger.projections.timeline import Step, best_after, config_diff, is_failed, outcome, steps
-from ledger.schema.vocabulary import ORIGIN_LEVELS
-from stages.person import person_decisions as recorded_decisions
 from stages.person import person_label
-from stages.policy import lowered_guards
 from stages.target import VEC_LIMIT, cube_table_row, latest_relaxation
 
-# The order in which outcomes are counted (as MEMORY.md and the report count them).
-OUTCOME_ORDER = (
-    "adopt",
-    "target-reached",
-    "no-gain",
-    "rollback",
-    "accuracy",
-    "layout",
-    "compile",
-    "timeout",
-    "oom",
-    "runtime",
-    "abandoned",
-    "pending",
-)
 PAGE_CHART = ChartSize(1200, 560)  # the report's chart is 900 x 440
 DIFF_LINES = 2000  # a diff between two kernels is cut after this many lines (said so)
 
@@ -103,15 +81,6 @@ class RelaxationRow:
 
 
 @frozen
-class PersonRow:
-    """A person's decision (DESIGN §3.3), in the words MEMORY.md and the report use."""
-
-    text: str  # what, by whom, and why (person_decisions.person_text)
-    person: str  # the name, or "person unknown (...)" for decisions recorded before issue 27
-    event: str
-
-
-@frozen
 class KernelVersion:
     """One kernel of the adopted chain: the activation's, then each adopted algorithm change's,
     with the unified diff from the one before when both were kept."""
@@ -157,43 +126,6 @@ class StageSpan:
 
 
 @frozen
-class Summary:
-    """What the index shows of an op whose ledger replayed."""
-
-    stage: str | None
-    status: str  # active, not activated, stopped (why), handed back
-    status_detail: str
-    events: int
-    baseline_us: float | None
-    best_us: float | None
-    target_us: float | None
-    speedup: float | None  # baseline / best
-    target_met: bool | None
-    attempts: int
-    outcomes: tuple[tuple[str, int], ...]
-    provenance: tuple[tuple[str, int], ...]
-    conflicts: tuple[str, ...]
-    person_decisions: tuple[PersonRow, ...]
-    device: str | None  # where the best was measured; None: no best yet
-    lowered: tuple[str, ...] = ()  # the guards that stand lowered now (stages/policy.py)
-
-
-@frozen
-class OpView:
-    """One op on the dashboard: its audit's verdict and, when its ledger replayed, its data."""
-
-    op: str
-    health: str  # "clean", "findings" (the audit found problems) or "damaged" (unreadable)
-    problems: tuple[str, ...]  # the audit's findings and unresolved conflicts, or its error
-    code: int | None  # the exit code audit gives this op (None: clean)
-    rule: str | None
-    summary: Summary | None  # None: damaged
-    memory_path: str  # relative to the root
-    ledger_path: str
-    has_page: bool = True  # False for a folder under custom/ whose name is no op's
-
-
-@frozen
 class OpPage:
     """Everything an op's page shows beyond its index row."""
 
@@ -208,28 +140,6 @@ class OpPage:
     decisions: tuple[str, ...]  # audit's: stops lifted, hand-backs, retry overrides, R11
     notes: tuple[str, ...]
     kernels: tuple[KernelVersion, ...] | None
-
-
-def op_view(
-    op: str,
-    state: State | None,
-    report: Mapping[str, Any],
-    error: tuple[int, str | None] | None,
-    *,
-    has_page: bool = True,
-) -> OpView:
-    """The op's index row from the state audit replayed, its report, and the error (exit code,
-    rule) that stopped it from reading the ledger, if any."""
-    findings = tuple(str(f) for f in report.get("findings", ()))
-    unresolved = tuple(str(u) for u in report.get("unresolved", ()))
-    memory, ledger = f"custom/{op}/MEMORY.md", f"custom/{op}/events.jsonl"
-    if state is None or error is not None:
-        code, rule = error if error is not None else (7, None)
-        return OpView(op, "damaged", findings, code, rule, None, memory, ledger, has_page)
-    problems = findings + unresolved
-    health = "findings" if problems else "clean"
-    exit_code = 7 if problems else None  # as `audit OP` exits
-    return OpView(op, health, problems, exit_code, None, _summary(state, report), memory, ledger)
 
 
 def op_page(
@@ -265,24 +175,6 @@ def op_page(
         notes=tuple(state.notes),
         kernels=kernel_versions(state, kernel_texts or {}),
     )
-
-
-# --- what issues 27 and 29 added to the state --------------------------------------------
-
-
-def person_decisions(state: State) -> tuple[PersonRow, ...]:
-    """Each guard a person lowered, by name and with a reason (DESIGN §3.3), from the same
-    projection as MEMORY.md's "Person decisions" and the report's."""
-    return tuple(
-        PersonRow(text=person_text(d), person=person_label(d.person), event=d.event)
-        for d in recorded_decisions(state)
-    )
-
-
-def device(state: State) -> str | None:
-    """The device the best was measured on (issue 29), as the report names it ("unknown" when
-    the measurement recorded none); None when there is no best yet."""
-    return devices.label(state.best.measurement.device) if state.best is not None else None
 
 
 def kernel_chain(state: State) -> tuple[tuple[str | None, str], ...]:
@@ -351,64 +243,6 @@ def relaxation_evidence(state: State, event: str) -> tuple[EvidenceRef, ...] | N
             )
         )
     return tuple(refs)
-
-
-def provenance_mix(report: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
-    """How many measurements and evidence each origin level holds, as audit counts them: every
-    level (measured, unbound, ran, artefact, reported), zeros included, then any other level a
-    report names."""
-    counts = report.get("provenance") or {}
-    extra = [str(level) for level in counts if level not in ORIGIN_LEVELS]
-    return tuple((level, int(counts.get(level, 0))) for level in (*ORIGIN_LEVELS, *extra))
-
-
-def conflict_texts(state: State) -> tuple[str, ...]:
-    """The open merge conflicts, as `status` shows them."""
-    return tuple(conflict_view.texts(state))
-
-
-# --- the parts ----------------------------------------------------------------------------
-
-
-def _summary(state: State, report: Mapping[str, Any]) -> Summary:
-    sheet, best = state.target, state.best
-    best_us = best.time_us if best else None
-    counts: dict[str, int] = {}
-    for attempt in state.attempts.values():
-        counts[outcome(attempt)] = counts.get(outcome(attempt), 0) + 1
-    ordered = [k for k in OUTCOME_ORDER if k in counts] + sorted(set(counts) - set(OUTCOME_ORDER))
-    status, detail = _status(state)
-    return Summary(
-        stage=state.stage,
-        status=status,
-        status_detail=detail,
-        events=state.event_count,
-        baseline_us=sheet.baseline_us if sheet else None,
-        best_us=best_us,
-        target_us=sheet.target_us if sheet else None,
-        speedup=sheet.baseline_us / best_us if sheet and best_us else None,
-        target_met=best_us <= sheet.target_us if sheet and best_us is not None else None,
-        attempts=len(state.attempts),
-        outcomes=tuple((k, counts[k]) for k in ordered),
-        provenance=provenance_mix(report),
-        conflicts=conflict_texts(state),
-        person_decisions=person_decisions(state),
-        device=device(state),
-        lowered=tuple(lowered_guards(state)),
-    )
-
-
-def _status(state: State) -> tuple[str, str]:
-    """(status, detail): handed back, stopped and why, not activated, or active (R1, R10)."""
-    if state.handback is not None:
-        return f"handed back after the {state.stopped or 'end'} stop", state.handback["summary"]
-    if state.stopped:
-        return f"stopped: {state.stopped}", state.stop_detail
-    if state.handed_back:
-        return "activation failed, handed back", "; ".join(state.activation_problems)
-    if not state.activated:
-        return "not activated", ""
-    return "active", ""
 
 
 def _change(step: Step) -> str:
