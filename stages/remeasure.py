@@ -18,11 +18,11 @@ from ledger.domain.hints import Fill, Step
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
 from ledger.schema.events import AttemptStarted
-from stages.commands import ProposeCandidate
 from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.search import pending_blocker
 
 if TYPE_CHECKING:
+    from stages.commands import ProposeCandidate
     from stages.verdict import Comparison
 
 
