@@ -36,12 +36,8 @@ TARGET_SOURCES = {
 }
 
 
-def render_target_sheet(state: State, op: str = "OP") -> str:
+def render_target_sheet(state: State, op: str) -> str:
     """The Performance target sheet: baseline, target, speed-up, tile limits, relaxations (R3)."""
-    return _render_target_sheet(state, op)
-
-
-def _render_target_sheet(state: State, op: str) -> str:
     parts = [heading("target-sheet")]
     sheet = state.target
     if sheet is None:
