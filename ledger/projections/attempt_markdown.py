@@ -83,21 +83,16 @@ def reason_text(step: Step) -> str:
     return detail or "-"
 
 
-def outcome_counts(state: State) -> dict[str, int]:
-    """How many attempts had each outcome."""
-    counts: dict[str, int] = {}
-    for attempt in state.attempts.values():
-        key = outcome(attempt)
-        counts[key] = counts.get(key, 0) + 1
-    return counts
+def outcome_counts(state: State) -> list[tuple[str, int]]:
+    """How many attempts had each outcome, in OUTCOME_ORDER (outcomes it lacks last, sorted)."""
+    counts = Counter(outcome(attempt) for attempt in state.attempts.values())
+    known = [k for k in OUTCOME_ORDER if k in counts]
+    return [(k, counts[k]) for k in known + sorted(set(counts) - set(OUTCOME_ORDER))]
 
 
 def counts_text(state: State) -> str:
     """The number of attempts, then how many had each outcome (in OUTCOME_ORDER)."""
-    counts = outcome_counts(state)
-    known = [k for k in OUTCOME_ORDER if counts.get(k)]
-    other = sorted(k for k in counts if k not in OUTCOME_ORDER)
-    detail = ", ".join(f"{k} {counts[k]}" for k in known + other)
+    detail = ", ".join(f"{k} {n}" for k, n in outcome_counts(state))
     return f"{len(state.attempts)}" + (f" ({detail})" if detail else "")
 
 
@@ -121,14 +116,10 @@ def points_table(state: State, policy: Mapping[str, Any], limit: int | None = No
     rows = [_point_row(point, policy) for point in shown]
     listed = {id(p) for p in shown}
     rest = [p for p in _ordered_points(state) if id(p) not in listed]
-    summary: list[tuple[str, Mapping[str, int]]] = []
-    for stage in dict.fromkeys(p.stage for p in rest):
-        outcomes: dict[str, int] = {}
-        for point in rest:
-            if point.stage == stage:
-                key = _point_key(point)
-                outcomes[key] = outcomes.get(key, 0) + 1
-        summary.append((stage, outcomes))
+    summary = [
+        (stage, Counter(_point_key(p) for p in rest if p.stage == stage))
+        for stage in dict.fromkeys(p.stage for p in rest)
+    ]
     return _points_text(rows, summary)
 
 
@@ -176,49 +167,22 @@ def _stage_order(stage: str) -> int:
 
 
 def _point_row(point: Point, policy: Mapping[str, Any]) -> list[str]:
-    return list(
-        _point_cells(
-            point.stage,
-            point.name,
-            point.is_open,
-            point.outcome,
-            point.reason,
-            point.candidates,
-            point.mutations,
-            point.streak,
-            len(point.attempts),
-            patience(policy, point.stage),
-        )
-    )
-
-
-def _point_cells(
-    stage: str,
-    name: str,
-    is_open: bool,
-    outcome: str | None,
-    reason: str,
-    candidates: int,
-    mutations: int,
-    streak: int,
-    attempts: int,
-    limit: int | None,
-) -> tuple[str, ...]:
-    if is_open:
+    if point.is_open:
         condition = "**open**"
     else:
-        condition = md_text(outcome or "closed")
-        if reason:
-            condition += ": " + md_text(reason, 60)
-    return (
-        stage,
-        point_cell(name),
+        condition = md_text(point.outcome or "closed")
+        if point.reason:
+            condition += ": " + md_text(point.reason, 60)
+    limit = patience(policy, point.stage)
+    return [
+        point.stage,
+        point_cell(point.name),
         condition,
-        str(candidates),
-        str(mutations),
-        f"{streak} / {limit}" if limit else str(streak),
-        str(attempts),
-    )
+        str(point.candidates),
+        str(point.mutations),
+        f"{point.streak} / {limit}" if limit else str(point.streak),
+        str(len(point.attempts)),
+    ]
 
 
 def _group_key(attempt: Attempt) -> tuple[str, str]:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from urllib.parse import quote
 
 from ledger.projections import dashboard_assets as assets
+from ledger.projections.attempt_markdown import OUTCOME_ORDER
 from ledger.projections.dashboard_index_html import (
     audit_where,
     levels_cell,
@@ -35,7 +36,7 @@ from ledger.projections.dashboard_page import (
     StageSpan,
     TargetView,
 )
-from ledger.projections.dashboard_rows import OUTCOME_ORDER, OpView, Summary
+from ledger.projections.dashboard_rows import OpView, Summary
 from ledger.projections.formatting import change_pct, fmt_pct, fmt_speedup, fmt_time_us
 
 
