@@ -9,7 +9,7 @@ their text in as data (`op_page(kernel_texts=...)`), so this module never reads 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from attrs import frozen
@@ -19,7 +19,15 @@ from ledger.domain.state import Attempt, State
 from ledger.log.codec import canonical_json
 from ledger.projections.dashboard_rows import OpView
 from ledger.projections.report_chart import ChartSize, chart_svg
-from ledger.projections.timeline import Step, best_after, config_diff, is_failed, outcome, steps
+from ledger.projections.timeline import (
+    StageSpan,
+    Step,
+    config_diff,
+    is_failed,
+    outcome,
+    stage_spans,
+    steps,
+)
 from stages.person import person_label
 from stages.target import VEC_LIMIT, cube_table_row, latest_relaxation
 
@@ -113,19 +121,6 @@ class TargetView:
 
 
 @frozen
-class StageSpan:
-    """One stage on the timeline: its attempts, the best at its start and end, how it ended."""
-
-    stage: str
-    first: int | None  # attempt numbers, None when it has none
-    last: int | None
-    attempts: int
-    best_start_us: float | None
-    best_end_us: float | None
-    exit: str  # the exit condition, "current" or "-"
-
-
-@frozen
 class OpPage:
     """Everything an op's page shows beyond its index row."""
 
@@ -169,7 +164,7 @@ def op_page(
         adopted=adopted,
         failed=failed,
         points=tuple(_point_rows(state)),
-        timeline=tuple(_timeline(state, walk)),
+        timeline=tuple(stage_spans(state, walk)),
         attempts=rows,
         decisions=decisions,
         notes=tuple(state.notes),
@@ -335,30 +330,6 @@ def _cube_limit(state: State) -> str:
         "[" + ",".join("K" if b is None else str(b) for b in pair) + "]" for pair in row.limit
     )
     return f"M = {m}: {shapes}"
-
-
-def _timeline(state: State, walk: Sequence[Step]) -> list[StageSpan]:
-    """Each stage entered (and any stage attempts ran in), in order, with its attempts."""
-    stages = list(dict.fromkeys([*state.entered, *(s.attempt.stage for s in walk)]))
-    best_us = state.target.baseline_us if state.target else None
-    spans = []
-    for stage in stages:
-        members = [s for s in walk if s.attempt.stage == stage]
-        start_us = members[0].best_us if members else best_us
-        for step in members:
-            best_us = best_after(step, best_us)
-        spans.append(
-            StageSpan(
-                stage=stage,
-                first=members[0].attempt.seq if members else None,
-                last=members[-1].attempt.seq if members else None,
-                attempts=len(members),
-                best_start_us=start_us,
-                best_end_us=best_us,
-                exit=state.exited.get(stage, "current" if stage == state.stage else "-"),
-            )
-        )
-    return spans
 
 
 def _overrides(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:

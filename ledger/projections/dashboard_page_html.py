@@ -33,11 +33,11 @@ from ledger.projections.dashboard_page import (
     KernelVersion,
     OpPage,
     RelaxationRow,
-    StageSpan,
     TargetView,
 )
 from ledger.projections.dashboard_rows import OpView, Summary
 from ledger.projections.formatting import change_pct, fmt_pct, fmt_speedup, fmt_time_us
+from ledger.projections.timeline import StageSpan
 
 
 def render_op_page(page: OpPage, to_root: str) -> str:
@@ -277,14 +277,15 @@ def _timeline(spans: Sequence[StageSpan], s: Summary) -> str:
     headers = ("stage", "attempts", "numbers", "best at start", "best at end", "change", "exit")
     rows = []
     for span in spans:
-        numbers = f"{span.first}–{span.last}" if span.first is not None else NONE
+        seqs = [step.attempt.seq for step in span.steps]
+        numbers = f"{seqs[0]}–{seqs[-1]}" if seqs else NONE
         change = (
             t(fmt_pct(change_pct(span.best_end_us, span.best_start_us), signed=True))
             if span.best_end_us and span.best_start_us
             else NONE
         )
         rows.append(
-            f'<tr><td>{t(span.stage)}</td><td class="num">{span.attempts}</td>'
+            f'<tr><td>{t(span.stage)}</td><td class="num">{len(seqs)}</td>'
             f'<td class="num">{t(numbers)}</td><td class="num">{time_html(span.best_start_us)}</td>'
             f'<td class="num">{time_html(span.best_end_us)}</td><td class="num">{change}</td>'
             f"<td>{t(span.exit)}</td></tr>"
