@@ -25,7 +25,7 @@ from ledger.projections.formatting import (
     reported_mark,
     short_digest,
 )
-from ledger.projections.timeline import Step, config_diff, outcome
+from ledger.projections.timeline import Step, config_diff, outcome, point_state
 from ledger.schema.events import STAGES
 from stages.policy import DEFAULT_POLICY, patience, policy_value
 
@@ -117,7 +117,7 @@ def points_table(state: State, policy: Mapping[str, Any], limit: int | None = No
     listed = {id(p) for p in shown}
     rest = [p for p in _ordered_points(state) if id(p) not in listed]
     summary = [
-        (stage, Counter(_point_key(p) for p in rest if p.stage == stage))
+        (stage, Counter(point_state(p) for p in rest if p.stage == stage))
         for stage in dict.fromkeys(p.stage for p in rest)
     ]
     return _points_text(rows, summary)
@@ -157,11 +157,6 @@ def _points_text(rows: list[list[str]], rest: Sequence[tuple[str, Mapping[str, i
     return text
 
 
-def _point_key(point: Point) -> str:
-    """How the table's summary counts a point it does not list."""
-    return "open" if point.is_open else point.outcome or "closed"
-
-
 def _stage_order(stage: str) -> int:
     return _STAGE_INDEX.get(stage, len(_STAGE_INDEX))
 
@@ -170,7 +165,7 @@ def _point_row(point: Point, policy: Mapping[str, Any]) -> list[str]:
     if point.is_open:
         condition = "**open**"
     else:
-        condition = md_text(point.outcome or "closed")
+        condition = md_text(point_state(point))
         if point.reason:
             condition += ": " + md_text(point.reason, 60)
     limit = patience(policy, point.stage)

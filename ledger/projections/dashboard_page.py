@@ -15,14 +15,13 @@ from typing import Any
 from attrs import frozen
 
 from ledger.domain import devices
-from ledger.domain.state import Attempt, State
+from ledger.domain.state import Point, State
 from ledger.log.codec import canonical_json
 from ledger.projections.dashboard_rows import OpView
 from ledger.projections.report_chart import ChartSize, chart_svg
 from ledger.projections.timeline import (
     StageSpan,
     Step,
-    config_diff,
     is_failed,
     outcome,
     stage_spans,
@@ -33,37 +32,6 @@ from stages.target import VEC_LIMIT, cube_table_row, latest_relaxation
 
 PAGE_CHART = ChartSize(1200, 560)  # the report's chart is 900 x 440
 DIFF_LINES = 2000  # a diff between two kernels is cut after this many lines (said so)
-
-
-@frozen
-class AttemptRow:
-    """One attempt as the page lists it: what it changed, its time, against what, its outcome."""
-
-    seq: int
-    id: str
-    kind: str
-    stage: str
-    point: str | None
-    change: str
-    time_us: float | None
-    best_us: float | None  # the best it was compared with (R8)
-    outcome: str
-    provenance: str | None  # the measurement's origin level
-    detail: str  # a failure's detail or an abandon reason
-    device: str | None = None  # where it was measured (devices.label); None: not measured
-
-
-@frozen
-class PointRow:
-    """An optimization point and its constrained-search progress (R7)."""
-
-    name: str
-    stage: str
-    state: str  # "open", or how it was closed
-    reason: str
-    candidates: int
-    mutations: int
-    streak: int
 
 
 @frozen
@@ -127,11 +95,11 @@ class OpPage:
     view: OpView
     chart: str | None  # the report's chart, larger, as an inline <svg>
     target: TargetView | None
-    adopted: tuple[AttemptRow, ...]
-    failed: tuple[AttemptRow, ...]
-    points: tuple[PointRow, ...]
+    adopted: tuple[Step, ...]
+    failed: tuple[Step, ...]
+    points: tuple[Point, ...]
     timeline: tuple[StageSpan, ...]
-    attempts: tuple[AttemptRow, ...]
+    attempts: tuple[Step, ...]
     decisions: tuple[str, ...]  # audit's: stops lifted, hand-backs, retry overrides, R11
     notes: tuple[str, ...]
     kernels: tuple[KernelVersion, ...] | None
@@ -149,9 +117,8 @@ def op_page(
     if state is None or view.summary is None:
         return OpPage(view, None, None, (), (), (), (), (), (), (), None)
     walk = steps(state)
-    rows = tuple(_attempt_row(step) for step in walk)
-    adopted = tuple(r for r in rows if r.outcome in ("adopt", "target-reached"))
-    failed = tuple(r for r, s in zip(rows, walk, strict=True) if is_failed(s.attempt))
+    adopted = tuple(s for s in walk if outcome(s.attempt) in ("adopt", "target-reached"))
+    failed = tuple(s for s in walk if is_failed(s.attempt))
     decisions = (
         *(str(d) for d in report.get("decisions", ())),
         *(f"retry override on attempt {o['attempt']}: {o['reason']}" for o in _overrides(report)),
@@ -163,9 +130,9 @@ def op_page(
         target=_target(state),
         adopted=adopted,
         failed=failed,
-        points=tuple(_point_rows(state)),
+        points=tuple(state.points.values()),
         timeline=tuple(stage_spans(state, walk)),
-        attempts=rows,
+        attempts=tuple(walk),
         decisions=decisions,
         notes=tuple(state.notes),
         kernels=kernel_versions(state, kernel_texts or {}),
@@ -238,50 +205,6 @@ def relaxation_evidence(state: State, event: str) -> tuple[EvidenceRef, ...] | N
             )
         )
     return tuple(refs)
-
-
-def _change(step: Step) -> str:
-    attempt = step.attempt
-    if attempt.kind == "mutation":
-        return f"{attempt.param}={canonical_json(attempt.value)}"
-    if attempt.kind == "algorithm":
-        return f"algorithm: {attempt.description or ''}"
-    diff = config_diff(step.best_config, attempt.config)
-    return f"candidate ({attempt.prior or 'unknown prior'}): {diff}"
-
-
-def _attempt_row(step: Step) -> AttemptRow:
-    attempt: Attempt = step.attempt
-    m = attempt.measurement
-    return AttemptRow(
-        seq=attempt.seq,
-        id=attempt.id,
-        kind=attempt.kind,
-        stage=attempt.stage,
-        point=attempt.point,
-        change=_change(step),
-        time_us=m.median_us if m else None,
-        best_us=step.best_us,
-        outcome=outcome(attempt),
-        provenance=m.origin_level if m else None,
-        detail=attempt.detail,
-        device=devices.label(m.device) if m else None,
-    )
-
-
-def _point_rows(state: State) -> list[PointRow]:
-    return [
-        PointRow(
-            name=p.name,
-            stage=p.stage,
-            state="open" if p.is_open else (p.outcome or "closed"),
-            reason=p.reason,
-            candidates=p.candidates,
-            mutations=p.mutations,
-            streak=p.streak,
-        )
-        for p in state.points.values()
-    ]
 
 
 def _target(state: State) -> TargetView | None:

@@ -7,6 +7,8 @@ import itertools
 from collections.abc import Sequence
 from urllib.parse import quote
 
+from ledger.domain import devices
+from ledger.log.codec import canonical_json
 from ledger.projections import dashboard_assets as assets
 from ledger.projections.attempt_markdown import OUTCOME_ORDER
 from ledger.projections.dashboard_index_html import (
@@ -28,7 +30,6 @@ from ledger.projections.dashboard_markup import (
     time_html,
 )
 from ledger.projections.dashboard_page import (
-    AttemptRow,
     EvidenceRef,
     KernelVersion,
     OpPage,
@@ -37,7 +38,7 @@ from ledger.projections.dashboard_page import (
 )
 from ledger.projections.dashboard_rows import OpView, Summary
 from ledger.projections.formatting import change_pct, fmt_pct, fmt_speedup, fmt_time_us
-from ledger.projections.timeline import StageSpan
+from ledger.projections.timeline import StageSpan, Step, config_diff, outcome, point_state
 
 
 def render_op_page(page: OpPage, to_root: str) -> str:
@@ -132,7 +133,7 @@ def anchor(attempt: str) -> str:
     return f"attempt-{attempt}"
 
 
-def _attempt_table(table_id: str | None, rows: Sequence[AttemptRow], empty: str) -> str:
+def _attempt_table(table_id: str | None, rows: Sequence[Step], empty: str) -> str:
     if not rows and table_id is None:
         return f'<p class="muted">{t(empty)}</p>'
     headers = ("#", "attempt", "stage", "point", "change", "time", "vs best then", "outcome")
@@ -144,27 +145,39 @@ def _attempt_table(table_id: str | None, rows: Sequence[AttemptRow], empty: str)
     )
 
 
-def _attempt_tr(row: AttemptRow, anchored: bool = False) -> str:
+def _change(step: Step) -> str:
+    attempt = step.attempt
+    if attempt.kind == "mutation":
+        return f"{attempt.param}={canonical_json(attempt.value)}"
+    if attempt.kind == "algorithm":
+        return f"algorithm: {attempt.description or ''}"
+    diff = config_diff(step.best_config, attempt.config)
+    return f"candidate ({attempt.prior or 'unknown prior'}): {diff}"
+
+
+def _attempt_tr(step: Step, anchored: bool = False) -> str:
+    attempt, m = step.attempt, step.attempt.measurement
     vs = (
-        t(fmt_pct(change_pct(row.time_us, row.best_us), signed=True))
-        if row.time_us is not None and row.best_us
+        t(fmt_pct(change_pct(m.median_us, step.best_us), signed=True))
+        if m is not None and step.best_us
         else NONE
     )
+    result = outcome(attempt)
     cells = [
-        f'<td class="num">{row.seq}</td>',
-        f'<td><code class="id">{t(row.id)}</code></td>',
-        f"<td>{t(row.stage)}</td>",
-        f"<td>{t(row.point) if row.point else NONE}</td>",
-        f"<td><code>{t(row.change)}</code></td>",
-        f'<td class="num">{time_html(row.time_us)}</td>',
+        f'<td class="num">{attempt.seq}</td>',
+        f'<td><code class="id">{t(attempt.id)}</code></td>',
+        f"<td>{t(attempt.stage)}</td>",
+        f"<td>{t(attempt.point) if attempt.point else NONE}</td>",
+        f"<td><code>{t(_change(step))}</code></td>",
+        f'<td class="num">{time_html(m.median_us if m else None)}</td>',
         f'<td class="num">{vs}</td>',
-        f"<td>{t(row.outcome)}</td>",
-        f"<td>{t(row.provenance) if row.provenance else NONE}</td>",
-        f"<td>{t(row.device) if row.device else NONE}</td>",
-        f"<td>{t(row.detail) if row.detail else ''}</td>",
+        f"<td>{t(result)}</td>",
+        f"<td>{t(m.origin_level) if m else NONE}</td>",
+        f"<td>{t(devices.label(m.device)) if m else NONE}</td>",
+        f"<td>{t(attempt.detail) if attempt.detail else ''}</td>",
     ]
-    ident = f' id="{t(anchor(row.id))}"' if anchored else ""
-    return f'<tr{ident} data-outcome="{t(row.outcome)}">{"".join(cells)}</tr>'
+    ident = f' id="{t(anchor(attempt.id))}"' if anchored else ""
+    return f'<tr{ident} data-outcome="{t(result)}">{"".join(cells)}</tr>'
 
 
 def _kernels(versions: Sequence[KernelVersion] | None, op: str, up: str) -> str:
@@ -217,7 +230,7 @@ def _points(page: OpPage) -> str:
         return '<p class="muted">None opened yet.</p>'
     headers = ("point", "stage", "state", "reason", "candidates", "mutations", "no-gain streak")
     rows = [
-        f"<tr><td><code>{t(p.name)}</code></td><td>{t(p.stage)}</td><td>{t(p.state)}</td>"
+        f"<tr><td><code>{t(p.name)}</code></td><td>{t(p.stage)}</td><td>{t(point_state(p))}</td>"
         f'<td>{t(p.reason)}</td><td class="num">{p.candidates}</td>'
         f'<td class="num">{p.mutations}</td><td class="num">{p.streak}</td></tr>'
         for p in page.points

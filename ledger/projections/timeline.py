@@ -14,7 +14,7 @@ from typing import Any
 
 from attrs import frozen
 
-from ledger.domain.state import Attempt, State
+from ledger.domain.state import Attempt, Point, State
 from ledger.log.codec import canonical_json
 
 
@@ -105,6 +105,11 @@ def outcome(attempt: Attempt) -> str:
     if attempt.failure:
         return attempt.failure
     return attempt.verdict or attempt.status
+
+
+def point_state(point: Point) -> str:
+    """`open`, or how the point was closed."""
+    return "open" if point.is_open else point.outcome or "closed"
 
 
 def is_failed(attempt: Attempt) -> bool:
