@@ -39,13 +39,9 @@ class Invoker:
         # the server takes it to run a quick step on its own thread (`ledger/mcp/server.py`).
         self.lock = threading.RLock()
 
-    def run(self, argv: list[str]) -> tuple[int, dict[str, Any]]:
-        """The command's exit code and JSON object (the CLI's error object when it refused)."""
-        code, data, _text = self._run_text(argv)
-        return code, data
-
     def _run_text(self, argv: list[str]) -> tuple[int, dict[str, Any], str]:
-        """`run`, and the object as the CLI printed it (sorted keys, no spaces)."""
+        """The command's exit code, its JSON object (the CLI's error object when it refused)
+        and the object as the CLI printed it (sorted keys, no spaces)."""
         code, printed = self.run_raw(["--root", str(self.root), "--json", *argv])
         data, text = _one_object(printed, code)
         # In the caller's terms (ledger/domain/hints.py): the CLI printed its hints for MCP
