@@ -14,8 +14,7 @@ from typing import Any
 
 from attrs import frozen
 
-from ledger.domain import devices
-from ledger.domain.state import Point, State
+from ledger.domain.state import Point, Relaxation, State, TargetSheet
 from ledger.log.codec import canonical_json
 from ledger.projections.dashboard_rows import OpView
 from ledger.projections.report_chart import ChartSize, chart_svg
@@ -46,12 +45,9 @@ class EvidenceRef:
 
 @frozen
 class RelaxationRow:
-    """A tile-limit relaxation with its basis and the evidence behind it (R3)."""
+    """A tile-limit relaxation with the evidence behind it (R3)."""
 
-    what: str
-    limit: str  # canonical JSON
-    basis: str
-    event: str
+    relaxation: Relaxation
     evidence: tuple[EvidenceRef, ...] | None  # None: relaxed without measured evidence
     person: str | None = None  # who relaxed without evidence (person_label), else None
 
@@ -73,16 +69,7 @@ class KernelVersion:
 class TargetView:
     """The Performance target sheet with its limits in force and their relaxations (R3)."""
 
-    baseline_us: float
-    target_us: float
-    required_speedup: float
-    shape: str
-    metric: str
-    tool: str | None
-    device: str  # where the baseline was measured (devices.label: "unknown" when not recorded)
-    target_source: str
-    source_ref: str | None
-    provenance: str
+    sheet: TargetSheet
     vec_limit: str
     cube_limit: str
     relaxations: tuple[RelaxationRow, ...]
@@ -213,24 +200,12 @@ def _target(state: State) -> TargetView | None:
         return None
     vec = latest_relaxation(state, "vec")
     return TargetView(
-        baseline_us=sheet.baseline_us,
-        target_us=sheet.target_us,
-        required_speedup=sheet.required_speedup,
-        shape=sheet.shape,
-        metric=sheet.metric,
-        tool=sheet.tool,
-        device=devices.label(sheet.device),
-        target_source=sheet.target_source,
-        source_ref=sheet.source_ref,
-        provenance=sheet.origin_level,
+        sheet=sheet,
         vec_limit=f"relaxed to {canonical_json(vec.limit)}" if vec else f"≤ {VEC_LIMIT} per axis",
         cube_limit=_cube_limit(state),
         relaxations=tuple(
             RelaxationRow(
-                what=r.what,
-                limit=canonical_json(r.limit),
-                basis=r.basis,
-                event=r.event,
+                relaxation=r,
                 evidence=relaxation_evidence(state, r.event),
                 person=person_label(r.person) if not r.evidence else None,
             )

@@ -238,37 +238,40 @@ def _points(page: OpPage) -> str:
     return table(None, headers, rows)
 
 
-def _target_sheet(sheet: TargetView | None) -> str:
-    if sheet is None:
+def _target_sheet(view: TargetView | None) -> str:
+    if view is None:
         return '<p class="muted">Not written yet.</p>'
+    sheet = view.sheet
     source = t(sheet.target_source) + (f" ({t(sheet.source_ref)})" if sheet.source_ref else "")
     fields = field_table(
         [
-            ("baseline", f"{time_html(sheet.baseline_us)} (provenance {t(sheet.provenance)})"),
+            ("baseline", f"{time_html(sheet.baseline_us)} (provenance {t(sheet.origin_level)})"),
             ("target", f"{time_html(sheet.target_us)} from {source}"),
             ("required speed-up", t(fmt_speedup(sheet.required_speedup)) + " (baseline / target)"),
             ("P0 shape", f"<code>{t(sheet.shape)}</code>"),
             ("metric", t(sheet.metric)),
             ("measured with", t(sheet.tool) if sheet.tool else NONE),
-            ("baseline device", t(sheet.device)),
-            ("vec tile limit", t(sheet.vec_limit)),
-            ("cube tile limit", t(sheet.cube_limit)),
+            ("baseline device", t(devices.label(sheet.device))),
+            ("vec tile limit", t(view.vec_limit)),
+            ("cube tile limit", t(view.cube_limit)),
         ]
     )
-    if not sheet.relaxations:
+    if not view.relaxations:
         return fields + '\n<h3>Relaxations</h3>\n<p class="muted">None.</p>'
     headers = ("#", "tile", "new limit", "basis", "evidence", "event")
-    rows = [_relaxation_tr(i, r) for i, r in enumerate(sheet.relaxations, 1)]
+    rows = [_relaxation_tr(i, r) for i, r in enumerate(view.relaxations, 1)]
     return fields + "\n<h3>Relaxations</h3>\n" + table(None, headers, rows)
 
 
-def _relaxation_tr(number: int, r: RelaxationRow) -> str:
-    if r.evidence:
-        evidence = ", ".join(_evidence_link(e) for e in r.evidence)
+def _relaxation_tr(number: int, row: RelaxationRow) -> str:
+    if row.evidence:
+        evidence = ", ".join(_evidence_link(e) for e in row.evidence)
     else:
-        evidence = t(f"none: signed by {r.person}") if r.person else NONE
+        evidence = t(f"none: signed by {row.person}") if row.person else NONE
+    r = row.relaxation
     return (
-        f'<tr><td class="num">{number}</td><td>{t(r.what)}</td><td><code>{t(r.limit)}</code></td>'
+        f'<tr><td class="num">{number}</td><td>{t(r.what)}</td>'
+        f"<td><code>{t(canonical_json(r.limit))}</code></td>"
         f"<td>{t(r.basis)}</td><td>{evidence}</td><td><code>{t(r.event[:12])}</code></td></tr>"
     )
 
