@@ -17,6 +17,7 @@ from attrs import frozen
 from ledger.domain.state import Point, Relaxation, State, TargetSheet
 from ledger.log.codec import canonical_json
 from ledger.projections.dashboard_rows import OpView
+from ledger.projections.memory_target import cube_shapes
 from ledger.projections.report_chart import ChartSize, chart_svg
 from ledger.projections.timeline import (
     StageSpan,
@@ -224,10 +225,7 @@ def _cube_limit(state: State) -> str:
     row = cube_table_row(m)
     if row is None:
         return f"M = {m}: no row of the table applies"
-    shapes = ", ".join(
-        "[" + ",".join("K" if b is None else str(b) for b in pair) + "]" for pair in row.limit
-    )
-    return f"M = {m}: {shapes}"
+    return f"M = {m}: {cube_shapes(row)}"
 
 
 def _overrides(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
