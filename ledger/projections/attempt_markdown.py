@@ -58,6 +58,12 @@ def change_text(step: Step, limit: int = CELL) -> str:
     return f"candidate ({prior}): {md_code(config_diff(step.best_config, attempt.config), limit)}"
 
 
+def attempt_cells(step: Step) -> list[str]:
+    """The cells every table starts an attempt's row with: id, stage, point, change."""
+    attempt = step.attempt
+    return [md_code(attempt.id), attempt.stage, point_cell(attempt.point), change_text(step)]
+
+
 def time_text(step: Step) -> str:
     """The attempt's median time (marked when only reported) and its change against the best
     it was compared with."""

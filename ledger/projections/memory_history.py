@@ -11,16 +11,14 @@ from collections.abc import Sequence
 from ledger.domain.state import State
 from ledger.projections.attempt_markdown import (
     CELL,
-    change_text,
+    attempt_cells,
     failed_groups,
-    point_cell,
     reason_text,
     time_text,
 )
 from ledger.projections.formatting import (
     fmt_speedup,
     fmt_time_us,
-    md_code,
     md_json,
     md_table,
     md_text,
@@ -82,7 +80,7 @@ def render_adopted(state: State, op: str, walk: Sequence[Step]) -> str:
         )
     first = len(adopted) - len(shown) + 1
     for number, step in enumerate(shown, first):
-        rows.append([str(number), *_adopted_cells(step)])
+        rows.append([str(number), *attempt_cells(step), time_text(step)])
     parts.append(
         with_legend(
             md_table(
@@ -122,7 +120,7 @@ def render_failed(op: str, walk: Sequence[Step]) -> str:
             with_legend(
                 md_table(
                     ["attempt", "stage", "point", "change", "outcome", "reason"],
-                    [list(_failed_cells(s)) for s in shown],
+                    [[*attempt_cells(s), outcome(s.attempt), reason_text(s)] for s in shown],
                 )
             )
         )
@@ -160,7 +158,10 @@ def render_history(state: State, op: str, walk: Sequence[Step]) -> str:
                         "result",
                         "time (vs best then)",
                     ],
-                    [list(_history_cells(s)) for s in recent],
+                    [
+                        [str(s.attempt.seq), *attempt_cells(s), outcome(s.attempt), time_text(s)]
+                        for s in recent
+                    ],
                     align="rllllll",
                 )
             )
@@ -172,21 +173,3 @@ def render_history(state: State, op: str, walk: Sequence[Step]) -> str:
             head += f" (the {len(shown)} most recent of {len(state.notes)})"
         parts.append(head + "\n\n" + "\n".join(f"- {md_text(n, 300)}" for n in shown) + "\n")
     return join_blocks(parts)
-
-
-def _attempt_cells(step: Step) -> tuple[str, ...]:
-    """The cells every table starts an attempt's row with: id, stage, point, change."""
-    attempt = step.attempt
-    return (md_code(attempt.id), attempt.stage, point_cell(attempt.point), change_text(step))
-
-
-def _adopted_cells(step: Step) -> tuple[str, ...]:
-    return (*_attempt_cells(step), time_text(step))
-
-
-def _failed_cells(step: Step) -> tuple[str, ...]:
-    return (*_attempt_cells(step), outcome(step.attempt), reason_text(step))
-
-
-def _history_cells(step: Step) -> tuple[str, ...]:
-    return (str(step.attempt.seq), *_attempt_cells(step), outcome(step.attempt), time_text(step))

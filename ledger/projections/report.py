@@ -17,7 +17,7 @@ from typing import Any
 from ledger.domain import devices
 from ledger.domain.state import Attempt, State
 from ledger.projections.attempt_markdown import (
-    change_text,
+    attempt_cells,
     counts_text,
     failed_groups,
     points_table,
@@ -239,17 +239,7 @@ def _adopted_table(state: State, walk: Sequence[Step]) -> str:
     for number, step in enumerate(adopted, 1):
         measurement = step.attempt.measurement
         total = fmt_speedup(baseline / measurement.median_us) if baseline and measurement else "-"
-        rows.append(
-            [
-                str(number),
-                md_code(step.attempt.id),
-                step.attempt.stage,
-                md_code(step.attempt.point, 40) if step.attempt.point else "-",
-                change_text(step),
-                time_text(step),
-                total,
-            ]
-        )
+        rows.append([str(number), *attempt_cells(step), time_text(step), total])
     return with_legend(
         md_table(
             [
@@ -318,15 +308,7 @@ def _failed_tables(walk: Sequence[Step], op: str) -> str:
     text += md_table(
         ["attempt #", "attempt", "stage", "point", "change", "outcome", "reason"],
         [
-            [
-                str(s.attempt.seq),
-                md_code(s.attempt.id),
-                s.attempt.stage,
-                md_code(s.attempt.point, 40) if s.attempt.point else "-",
-                change_text(s),
-                outcome(s.attempt),
-                reason_text(s),
-            ]
+            [str(s.attempt.seq), *attempt_cells(s), outcome(s.attempt), reason_text(s)]
             for s in shown
         ],
         align="rllllll",
