@@ -99,33 +99,28 @@ def _data_sections(page: OpPage, s: Summary, up: str) -> list[str]:
         if page.chart
         else f'<p class="muted">{NONE}</p>'
     )
-    return [
-        "<h2>Summary</h2>",
-        summary,
-        "<h2>Time per attempt</h2>",
-        chart,
-        "<h2>Adopted chain</h2>",
-        _attempt_table(None, page.adopted, "None: the best is still the baseline."),
-        "<h2>Failed ideas (do not retry)</h2>",
-        _attempt_table(None, page.failed, "None."),
-        "<h2>Optimization points</h2>",
-        _points(page),
-        "<h2>Target sheet</h2>",
-        _target_sheet(page.target),
-        "<h2>Kernel versions</h2>",
-        _kernels(page.kernels, page.view.op, up),
-        "<h2>Timeline</h2>",
-        _timeline(page.timeline, s),
-        "<h2>Person decisions</h2>",
-        _person_decisions(s),
-        "<h2>Decisions</h2>",
-        bullets(page.decisions, "None recorded."),
-        "<h2>Notes</h2>",
-        bullets(page.notes, "None."),
-        "<h2>Attempts</h2>",
-        filter_controls("attempts", "Filter attempts", OUTCOME_ORDER),
-        _attempt_table("attempts", page.attempts, "No attempts yet."),
+    attempts = filter_controls("attempts", "Filter attempts", OUTCOME_ORDER)
+    sections = [
+        ("Summary", summary),
+        ("Time per attempt", chart),
+        (
+            "Adopted chain",
+            _attempt_table(None, page.adopted, "None: the best is still the baseline."),
+        ),
+        ("Failed ideas (do not retry)", _attempt_table(None, page.failed, "None.")),
+        ("Optimization points", _points(page)),
+        ("Target sheet", _target_sheet(page.target)),
+        ("Kernel versions", _kernels(page.kernels, page.view.op, up)),
+        ("Timeline", _timeline(page.timeline, s)),
+        ("Person decisions", _person_decisions(s)),
+        ("Decisions", bullets(page.decisions, "None recorded.")),
+        ("Notes", bullets(page.notes, "None.")),
+        (
+            "Attempts",
+            attempts + "\n" + _attempt_table("attempts", page.attempts, "No attempts yet."),
+        ),
     ]
+    return [f"<h2>{title}</h2>\n{body}" for title, body in sections]
 
 
 def anchor(attempt: str) -> str:
