@@ -170,17 +170,13 @@ def plural(count: int, word: str, words: str | None = None) -> str:
     return f"{count} {word if count == 1 else (words or word + 's')}"
 
 
-# Times only reported by the caller are marked wherever a reader sees them (R11).
-REPORTED_MARK = "†"
-REPORTED_LEGEND = (
-    f"{REPORTED_MARK} reported by hand (provenance `reported`), not measured by the ledger (R11)."
-)
-
-
 # Each provenance weaker than `measured` has its mark and legend line (issue 27): who vouches
 # for a number is visible where it is read, not only in the raw event.
 LEVEL_MARKS: dict[str, tuple[str, str]] = {
-    "reported": (REPORTED_MARK, REPORTED_LEGEND),
+    "reported": (
+        "†",
+        "† reported by hand (provenance `reported`), not measured by the ledger (R11).",
+    ),
     "ran": (
         "‡",
         "‡ run by an ad-hoc --run command nobody declared (provenance `ran`), not the op's "
