@@ -1,5 +1,7 @@
 """The data of an op's dashboard page beyond its index row: chart, attempts, points, target
-sheet, kernel versions and timeline, as plain data.
+sheet, kernel versions and timeline. The replayed steps, points, sheet and relaxations are
+held as they are (the HTML formats them); this module adds only what the page derives: the
+limits in force, the evidence behind each relaxation, the kernel diffs and the stage spans.
 
 Pure, like the index rows (dashboard_rows.py): the same replayed state and audit report. The
 kept kernels' text is the one thing not in the state: the shell reads those files and passes
