@@ -52,7 +52,7 @@ class Invoker:
         if code != 0 and "code" not in data:
             data["code"] = code
             text = ""
-        return code, data, text or _compact(data)
+        return code, data, text or compact(data)
 
     def call(self, argv: list[str]) -> CallToolResult:
         """The command as a tool's result: its JSON object, or, when it exits non-zero, a tool
@@ -105,7 +105,7 @@ def _inside(root: Path) -> Iterator[None]:
         yield
 
 
-def _compact(data: dict[str, Any]) -> str:
+def compact(data: dict[str, Any]) -> str:
     """JSON as the CLI prints it: sorted keys, no spaces, UTF-8 text."""
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 

@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from ledger import __version__
 from ledger.errors import BadInput
 from ledger.mcp import stdio_lines
-from ledger.mcp.invoke import Invoker
+from ledger.mcp.invoke import Invoker, compact
 from ledger.mcp.protocol_prompt import protocol
 from ledger.mcp.reads import OpResources, ReadTools
 from ledger.mcp.steps import StepTools
@@ -136,9 +136,10 @@ def argument_error(tool: str, error: ValidationError, schema: dict[str, Any]) ->
         hint=f"call {tool} again with {first['field']} as its schema describes (tools/list)",
         details={"field": first["field"], "expected": first["expected"], "fields": problems},
     ).to_json()
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=data, is_error=True
+        content=[TextContent(type="text", text=compact(data))],
+        structured_content=data,
+        is_error=True,
     )
 
 
