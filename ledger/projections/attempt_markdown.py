@@ -194,23 +194,17 @@ def _group_key(attempt: Attempt) -> tuple[str, str]:
     return attempt.stage, "algorithm ideas" if attempt.kind == "algorithm" else attempt.kind
 
 
-def _idea(step: Step) -> str:
-    """What a failed attempt tried, as a key: equal keys are the same idea in a group."""
+def _idea(step: Step) -> tuple[str, str]:
+    """What a failed attempt tried: a key (equal keys are the same idea in a group) and the
+    idea as its group's cell shows it."""
     attempt = step.attempt
     if attempt.kind == "mutation":
-        return canonical_json(attempt.value)
+        value = canonical_json(attempt.value)
+        return value, md_code(value, 30)
     if attempt.kind == "algorithm":
-        return attempt.description or ""
-    return attempt.id  # a candidate's full config is never measured twice (R9)
-
-
-def _example(step: Step) -> str:
-    attempt = step.attempt
-    if attempt.kind == "mutation":
-        return md_code(canonical_json(attempt.value), 30)
-    if attempt.kind == "algorithm":
-        return md_text(attempt.description or "", 50)
-    return md_code(config_diff(step.best_config, attempt.config), 50)
+        return attempt.description or "", md_text(attempt.description or "", 50)
+    # A candidate's full config is never measured twice (R9): each is an idea of its own.
+    return attempt.id, md_code(config_diff(step.best_config, attempt.config), 50)
 
 
 # How many distinct ideas a group shows, by the kind of its attempts (cells stay short).
@@ -255,11 +249,11 @@ def _group_row(key: tuple[str, str], steps: Sequence[Step]) -> list[str]:
         )
     )
     # Distinct ideas, most recent first, each shown by its most recent step.
-    latest: dict[str, Step] = {}
+    latest: dict[str, str] = {}
     for step in reversed(steps):
-        latest.setdefault(_idea(step), step)
+        latest.setdefault(*_idea(step))
     keep = _EXAMPLES.get(steps[0].attempt.kind, 2)
-    examples = [_example(step) for step in list(latest.values())[:keep]]
+    examples = list(latest.values())[:keep]
     if len(latest) > keep:
         examples.append(f"+{len(latest) - keep} more")
     return [key[0], key[1], str(len(steps)), outcomes, ", ".join(examples)]
