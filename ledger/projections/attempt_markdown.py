@@ -44,18 +44,18 @@ def point_cell(name: str | None) -> str:
     return md_code(name, 40) if name else "-"
 
 
-def change_text(step: Step, limit: int = CELL) -> str:
+def change_text(step: Step) -> str:
     """What an attempt changed, as Markdown for one table cell."""
     attempt = step.attempt
     if attempt.kind == "mutation":
-        return md_code(f"{attempt.param}={canonical_json(attempt.value)}", limit)
+        return md_code(f"{attempt.param}={canonical_json(attempt.value)}", CELL)
     if attempt.kind == "algorithm":
-        text = "algorithm: " + md_text(attempt.description or "", limit)
+        text = "algorithm: " + md_text(attempt.description or "", CELL)
         if attempt.impl_digest:
             text += f" (impl {md_code(short_digest(attempt.impl_digest))})"
         return text
     prior = md_text(attempt.prior or "unknown prior", 40)
-    return f"candidate ({prior}): {md_code(config_diff(step.best_config, attempt.config), limit)}"
+    return f"candidate ({prior}): {md_code(config_diff(step.best_config, attempt.config), CELL)}"
 
 
 def attempt_cells(step: Step) -> list[str]:

@@ -62,7 +62,7 @@ def render_op_page(page: OpPage, to_root: str) -> str:
     if view.summary is not None:
         body += _data_sections(page, view.summary, up)
     body += ["<h2>Files</h2>", files, "</main>"]
-    return assets.document(f"{view.op}: tune-ledger dashboard", "\n".join(body), script=True)
+    return assets.document(f"{view.op}: tune-ledger dashboard", "\n".join(body))
 
 
 def _audit_section(view: OpView) -> str:
