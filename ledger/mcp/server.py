@@ -51,7 +51,8 @@ INSTRUCTIONS = (
 )
 
 
-# Each op's files as a client lists them: (scheme, file in custom/OP/, name, MIME type).
+# Each op's files as resources and as a client lists them: (scheme, file in custom/OP/ that
+# must exist to list it, name, MIME type); the scheme names the OpResources method.
 _OP_FILES = (
     ("memory", "MEMORY.md", "MEMORY.md", "text/markdown"),
     ("spec", "SPEC.md", "SPEC.md", "text/markdown"),
@@ -205,9 +206,8 @@ def build_server(root: Path) -> MCPServer[Any]:
         description = " ".join((function.__doc__ or "").split())
         server.add_tool(_served(name, function, invoker), name=name, description=description)
     files = OpResources(invoker)
-    server.resource("memory://{op}", name="MEMORY.md", mime_type="text/markdown")(files.memory)
-    server.resource("spec://{op}", name="SPEC.md", mime_type="text/markdown")(files.spec)
-    server.resource("status://{op}", name="status", mime_type="application/json")(files.status)
+    for scheme, _file, name, mime in _OP_FILES:
+        server.resource(f"{scheme}://{{op}}", name=name, mime_type=mime)(getattr(files, scheme))
     server.prompt(name="protocol", description="Walk the tuning protocol for one op.")(protocol)
     return server
 
