@@ -122,7 +122,6 @@ def _summary(state: State, walk: Sequence[Step]) -> str:
                 '"Target / Baseline" is inverted)',
             ]
         )
-    if sheet is not None:
         rows.append(["Baseline device", md_text(devices.label(sheet.device), 200)])
     if best is not None:
         source = f"attempt {md_code(best.attempt)}" if best.attempt else "the baseline"
