@@ -13,8 +13,6 @@ from ledger.cli.base import (
     EXIT_STATUS,
     OP,
     Ctx,
-    impl_digest,
-    on_disk,
     one_source,
     output_options,
     pass_ctx,
@@ -91,7 +89,7 @@ def candidate(ctx: Ctx, op: str, config: str, prior: str, override_retry: str | 
         ctx,
         op,
         lambda ledger: cmd.ProposeCandidate(
-            config=value, prior=prior, override=override_retry, **on_disk(ledger)
+            config=value, prior=prior, override=override_retry, **ledger.on_disk()
         ),
         _started(op),
     )
@@ -130,12 +128,12 @@ def try_(
 
         def build(ledger: OpLedger) -> Any:
             return cmd.TryMutation(
-                param=param, value=value, override=override_retry, **on_disk(ledger)
+                param=param, value=value, override=override_retry, **ledger.on_disk()
             )
     else:
 
         def build(ledger: OpLedger) -> Any:
-            digest = impl_digest(ledger, impl) if impl else None
+            digest = ledger.implementation(impl)[1] if impl else None
             return cmd.TryAlgorithm(
                 description=algorithm or "", impl_digest=digest, override=override_retry
             )

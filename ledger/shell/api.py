@@ -74,7 +74,7 @@ class OpLedger:
         # that accumulator and folds its own commands into it (see `execute`).
         self._loaded: Loaded | None = None
         self.memory_path = self.dir / "MEMORY.md"
-        self.report_path = self.dir / f"{self.op}_tuning_report.md"
+        self.impl_file = self.dir / f"{self.op}_impl.py"
 
     def exists(self) -> bool:
         """True when the op has a ledger: its file exists (or, in memory, holds an event)."""
@@ -323,6 +323,21 @@ class OpLedger:
         position = state.position
         text = memory_file.render_memory(existing, state, effective_policy(state), position)
         return splice.write_if_changed(self.memory_path, text, root=self.root)
+
+    def implementation(self, impl: Path | str | None = None) -> tuple[str, str]:
+        """The implementation file (`impl`, else custom/OP/OP_impl.py): its name as recorded and
+        its sha256 (what evidence and a change are bound to, R1). The op's own file may not be
+        a link out of the root; an `impl` the caller named is read as given (safe_files)."""
+        from ledger.domain.inputs import file_digest, recorded_path
+
+        path = Path(impl) if impl else self.impl_file
+        return recorded_path(path, self.root), file_digest(path, None if impl else self.root)
+
+    def on_disk(self) -> dict[str, str | None]:
+        """The digest of custom/OP/OP_impl.py as it is now (None when absent) and its name, for
+        the decider's check that a new attempt starts from the best implementation (R6)."""
+        digest = self.implementation()[1] if self.impl_file.is_file() else None
+        return {"disk_digest": digest, "impl_file": f"custom/{self.op}/{self.impl_file.name}"}
 
     def rolled_back(self) -> rollback.Rollback | None:
         """The rollback of the ledger behind MEMORY.md's back, if any (reads only warn)."""

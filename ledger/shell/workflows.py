@@ -138,10 +138,7 @@ def target_from_spec(
                 "--target and the baseline",
             )
         state = ledger.load().state
-        impl = ledger.dir / f"{ledger.op}_impl.py"
-        digest = state.activation_digest or (
-            inputs.file_digest(impl, ledger.root) if impl.is_file() else None
-        )
+        digest = state.activation_digest or ledger.on_disk()["disk_digest"]
         plan, ran = measure_target.run_baseline(
             manifest, planning.BASELINE, digest, root=ledger.root, op=ledger.op, python=python,
             env=env, executor=executor,
@@ -202,10 +199,7 @@ def evidence_from_spec(
         raise BadInput(f"unknown evidence {kind!r}", hint="give compare or layout")
 
     def build() -> cmd.RecordCompare | cmd.RecordLayout:
-        path, shown = impl_file(ledger, impl)
-        # the op's own file may not be a link out of the root; an --impl named by the caller
-        # is read as given (ledger/log/safe_files.py)
-        digest = inputs.file_digest(path, None if impl else ledger.root)
+        shown, digest = ledger.implementation(impl)
         manifest = _manifest_with_verifier(ledger)
         if kind == "compare":
             checks, origin = _compare(ledger, manifest, digest, python, env, executor)
@@ -226,12 +220,6 @@ def evidence_from_spec(
     return _step(
         ledger, build, invocation, f"evidence {kind} --from-spec", impl=impl, python=python
     )
-
-
-def impl_file(ledger: OpLedger, impl: Path | str | None) -> tuple[Path, str]:
-    """The implementation file (`impl`, else custom/OP/OP_impl.py) and its name as recorded."""
-    path = Path(impl) if impl else ledger.dir / f"{ledger.op}_impl.py"
-    return path, inputs.recorded_path(path, ledger.root)
 
 
 # --- the steps' parts ------------------------------------------------------------------------
