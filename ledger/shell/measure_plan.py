@@ -58,10 +58,11 @@ def require_verifier(manifest: Manifest | None, op: str) -> Verifier:
     """The manifest's verifier; without one, say how to declare it (R11)."""
     if manifest is None or manifest.verifier is None:
         raise BadInput(
-            f"custom/{op}/SPEC.md declares no verifier, so the ledger cannot measure",
+            f"custom/{op}/SPEC.md declares no verifier, so the ledger cannot run it itself",
             rule="R11",
             hint="add `verifier: {command: [...], timeout_s: N}` to SPEC.md's front matter "
-            "(docs/DESIGN.md §4), or give the result with `tune-ledger verify`",
+            "(docs/DESIGN.md §4), or give the result you ran yourself (`tune-ledger verify`, "
+            "evidence with --run CMD or --output NAME=true|false)",
         )
     return manifest.verifier
 

@@ -200,7 +200,9 @@ def evidence_from_spec(
 
     def build() -> cmd.RecordCompare | cmd.RecordLayout:
         shown, digest = ledger.implementation(impl)
-        manifest = _manifest_with_verifier(ledger)
+        manifest = read_manifest(ledger.dir)
+        planning.require_verifier(manifest, ledger.op)
+        assert manifest is not None  # require_verifier refuses None
         if kind == "compare":
             checks, origin = _compare(ledger, manifest, digest, python, env, executor)
             return cmd.RecordCompare(
@@ -262,19 +264,6 @@ def _plan(
         raise refusal.to_error()
     attempt_id = resolve_attempt(state, attempt or "pending")
     return planning.plan(state, manifest, attempt_id, root=ledger.root, op=ledger.op, python=python)
-
-
-def _manifest_with_verifier(ledger: OpLedger) -> Manifest:
-    manifest = read_manifest(ledger.dir)
-    if manifest is None or manifest.verifier is None:
-        raise BadInput(
-            f"custom/{ledger.op}/SPEC.md declares no verifier, so the ledger cannot run the "
-            "check itself",
-            rule="R11",
-            hint="declare `verifier` in SPEC.md's front matter (docs/OP_FOLDER.md), or give "
-            "--run CMD or --output NAME=true|false",
-        )
-    return manifest
 
 
 def _compare(
