@@ -129,25 +129,6 @@ def run(
     kind of device a miss: the config is measured again here, never served across devices.
     `fresh` measures it again whatever is kept (the best carried to another device)."""
     digest = None if manifest is None else verifier_digest(manifest, plan.cwd, op)
-    ran = _run(
-        plan, manifest, op=op, python=python, env=env, on_start=on_start, executor=executor,
-        expected_device=expected_device, fresh=fresh,
-    )  # fmt: skip
-    return attrs.evolve(ran, verifier_digest=digest)
-
-
-def _run(
-    plan: Plan,
-    manifest: Manifest | None,
-    *,
-    op: str,
-    python: str,
-    env: Mapping[str, str] | None,
-    on_start: Callable[[Cancel], None] | None,
-    executor: Executor,
-    expected_device: Any,
-    fresh: bool,
-) -> Ran:
     folder = measure_cache.folder(env)
     material = (
         None
@@ -164,16 +145,18 @@ def _run(
         )
     )
     if folder is None or material is None:
-        return execute(plan, env, on_start, executor)
-    cache = measure_cache.MeasurementCache(folder)
-    key = measure_key.key_of(material)
-    with cache.claim(key):
-        entry = None if fresh else cache.lookup(key, material)
-        if entry is not None and _on_device(entry.run, expected_device):
-            return Ran(run=entry.run, signal=entry.signal, cached=entry.source)
         ran = execute(plan, env, on_start, executor)
-        cache.store(key, material, ran.run, ran.signal)
-        return ran
+    else:
+        cache = measure_cache.MeasurementCache(folder)
+        key = measure_key.key_of(material)
+        with cache.claim(key):
+            entry = None if fresh else cache.lookup(key, material)
+            if entry is not None and _on_device(entry.run, expected_device):
+                ran = Ran(run=entry.run, signal=entry.signal, cached=entry.source)
+            else:
+                ran = execute(plan, env, on_start, executor)
+                cache.store(key, material, ran.run, ran.signal)
+    return attrs.evolve(ran, verifier_digest=digest)
 
 
 def _on_device(run: runner.CommandRun, expected: Any) -> bool:
