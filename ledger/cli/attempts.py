@@ -23,12 +23,10 @@ from ledger.domain import inputs
 from ledger.domain.hints import Fill, arg
 from ledger.domain.replay import attempt_id
 from ledger.errors import BadInput
-from ledger.projections.attempt_rows import resolve_attempt
 from ledger.projections.verdict_result import attempt_result, describe_result
 from ledger.schema.events import FAILURES, Origin
 from ledger.shell.api import OpLedger, StepResult
 from stages import commands as cmd
-from stages.stop import stopped_refusal
 
 
 def _started(op: str) -> Any:
@@ -53,15 +51,6 @@ def _result(outcome: StepResult) -> tuple[dict[str, Any], str]:
     attempt = next((e.data["attempt"] for e in outcome.events if "attempt" in e.data), None)
     result["attempt"] = attempt
     return result, describe_result(str(attempt), result)
-
-
-def _resolve(ledger: OpLedger, text: str) -> str:
-    """The attempt `text` names; after a stop, the stop's refusal comes first (R10, exit 6)."""
-    state = ledger.load().state
-    refusal = stopped_refusal(state)
-    if refusal is not None:
-        raise refusal.to_error()
-    return resolve_attempt(state, text)
 
 
 _OVERRIDE = click.option(
@@ -239,7 +228,7 @@ def verify(
         # The verifier's harness and the document readers (subprocess, signals: ~5-8 ms of a
         # process) are imported only by the verifications that use them, not by a verify
         # given by hand, the common one.
-        attempt_id = _resolve(ledger, attempt)
+        attempt_id = ledger.attempt_to_record(attempt)
         if run_cmd:
             from ledger.shell import harness
 
@@ -284,7 +273,7 @@ def fail(ctx: Ctx, op: str, attempt: str, category: str, detail: str) -> None:
         ctx,
         op,
         lambda ledger: cmd.Fail(
-            attempt=_resolve(ledger, attempt), category=category, detail=detail
+            attempt=ledger.attempt_to_record(attempt), category=category, detail=detail
         ),
         _result,
     )
@@ -307,7 +296,7 @@ def abandon(ctx: Ctx, op: str, attempt: str, reason: str) -> None:
     run_step(
         ctx,
         op,
-        lambda ledger: cmd.Abandon(attempt=_resolve(ledger, attempt), reason=reason),
+        lambda ledger: cmd.Abandon(attempt=ledger.attempt_to_record(attempt), reason=reason),
         present,
     )
 

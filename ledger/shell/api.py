@@ -339,6 +339,18 @@ class OpLedger:
         digest = self.implementation()[1] if self.impl_file.is_file() else None
         return {"disk_digest": digest, "impl_file": f"custom/{self.op}/{self.impl_file.name}"}
 
+    def attempt_to_record(self, text: str) -> str:
+        """The attempt `text` names (an id, a unique prefix, `pending`), for a result to be
+        recorded; after a stop, the stop's refusal comes first (R10, exit 6)."""
+        from ledger.projections.attempt_rows import resolve_attempt
+        from stages.stop import stopped_refusal
+
+        state = self.load().state
+        refusal = stopped_refusal(state)
+        if refusal is not None:
+            raise refusal.to_error()
+        return resolve_attempt(state, text)
+
     def rolled_back(self) -> rollback.Rollback | None:
         """The rollback of the ledger behind MEMORY.md's back, if any (reads only warn)."""
         return rollback.find(self.store, self.memory_path, self.load().state)

@@ -24,14 +24,12 @@ from ledger.domain.hints import Step
 from ledger.domain.samples import median
 from ledger.errors import BadInput
 from ledger.log import codec
-from ledger.projections.attempt_rows import resolve_attempt
 from ledger.shell import harness, layout_check, measure_target, runner
 from ledger.shell import measure as measuring
 from ledger.shell import measure_plan as planning
 from ledger.shell.manifest_file import file_digest_of, read_manifest
 from stages import commands as cmd
 from stages.remeasure import DEVICE_PRIOR
-from stages.stop import stopped_refusal
 
 if TYPE_CHECKING:
     from ledger.domain.manifest import Manifest
@@ -256,14 +254,11 @@ def _request_digest(workflow: str, arguments: Mapping[str, Any]) -> str:
 def _plan(
     ledger: OpLedger, manifest: Manifest | None, attempt: str | None, python: str
 ) -> planning.Plan:
-    """The verifier command for the attempt `attempt` names; after a stop, the stop's refusal
-    comes first (R10, exit 6)."""
-    state = ledger.load().state
-    refusal = stopped_refusal(state)
-    if refusal is not None:
-        raise refusal.to_error()
-    attempt_id = resolve_attempt(state, attempt or "pending")
-    return planning.plan(state, manifest, attempt_id, root=ledger.root, op=ledger.op, python=python)
+    """The verifier command for the attempt `attempt` names (None: the pending one)."""
+    attempt_id = ledger.attempt_to_record(attempt or "pending")
+    return planning.plan(
+        ledger.load().state, manifest, attempt_id, root=ledger.root, op=ledger.op, python=python
+    )
 
 
 def _compare(
