@@ -60,7 +60,7 @@ def keep(ledger: OpLedger, events: Sequence[Event], before: State) -> tuple[str,
     wanted = [d for d in bound_digests(events, before) if not stored_path(ledger.dir, d).exists()]
     if not wanted:
         return ()
-    sources = [ledger.dir / f"{ledger.op}_impl.py"]
+    sources = [ledger.impl_file]
     for event in events:
         recorded = event.data.get("impl_path")
         if isinstance(recorded, str) and not os.path.isabs(recorded):
@@ -186,7 +186,7 @@ def restore(ledger: OpLedger, attempt: str | None = None) -> dict[str, Any]:
     ledger.require()
     label, digest = kernel_of(ledger, attempt)
     data = kept(ledger, digest)
-    target = ledger.dir / f"{ledger.op}_impl.py"
+    target = ledger.impl_file
     before = safe_files.read_optional(
         target, limit=safe_files.TEXT_BYTES, root=ledger.root, follow=False
     )
