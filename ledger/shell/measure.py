@@ -5,16 +5,9 @@ The command is built from the manifest's verifier template and the attempt's ful
 wall-time limit; its memory limit is handed to it (`{memory_mb}`), since only the verifier knows
 which of its processes count.
 Where it runs is the caller's choice (an `Executor`: here by default; the autopilot pins it to
-an NPU or sends it to a Ray cluster); what comes back is sorted the same way wherever it ran.
-
-What comes back is sorted three ways (R11):
-- a harness error (the verifier could not start, exit 126/127; its usage error, exit 2; its own
-  bug, exit 1 without a result; a result that reports an error and measured nothing): refused
-  as bad input, nothing written, the attempt stays pending;
-- a failure of the kernel (the result names compile, timeout, oom, accuracy, layout or
-  runtime, or the verifier ran past its wall-time limit or was killed by a signal): recorded;
-- a measurement: recorded with provenance "measured" and the config and implementation digest
-  the verifier says it ran, which the stage machine compares with the attempt's (bound).
+an NPU or sends it to a Ray cluster); what comes back is sorted the same way wherever it ran
+(a harness error, a failure of the kernel, or a measurement with provenance "measured":
+ledger/shell/harness.py).
 """
 
 from __future__ import annotations
