@@ -370,8 +370,8 @@ class OpLedger:
     def target_from_spec(
         self, *, cube_m: int | None = None, **options: Unpack[Running]
     ) -> StepResult:
-        """Write the target sheet from SPEC.md's manifest, its baseline measured by the
-        manifest's verifier (R3, R11)."""
+        """Write the target sheet from SPEC.md's manifest (P0 shape, perf_target, baseline
+        config), its baseline measured by the manifest's verifier (R3, R11)."""
         from ledger.shell import workflows
 
         return workflows.target_from_spec(self, cube_m=cube_m, **options)
@@ -380,7 +380,8 @@ class OpLedger:
         self, kind: EvidenceKind, *, impl: Path | str | None = None, **options: Unpack[Running]
     ) -> StepResult:
         """Record the E2E compare ("compare": one verifier run) or the layout check ("layout")
-        of SPEC.md's baseline config as activation evidence, measured by the ledger (R1)."""
+        of SPEC.md's baseline config as activation evidence, measured by the ledger (R1, R11),
+        for the implementation `impl` (default custom/OP/OP_impl.py)."""
         from ledger.shell import workflows
 
         return workflows.evidence_from_spec(self, kind, impl=impl, **options)

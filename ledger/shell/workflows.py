@@ -78,9 +78,6 @@ def measure(
     executor: measuring.Executor = measuring.run_here,
     invocation: Invocation = Invocation(),  # frozen: one shared default is safe
 ) -> StepResult:
-    """Run the manifest's verifier on the attempt's config (None: the pending one) and record
-    its result: the verdict, a failure, or a harness error that writes nothing (R8, R11)."""
-
     def build() -> cmd.Verify | cmd.Fail:
         manifest = read_manifest(ledger.dir)
         plan = _plan(ledger, manifest, attempt, python)
@@ -112,9 +109,6 @@ def target_from_spec(
     executor: measuring.Executor = measuring.run_here,
     invocation: Invocation = Invocation(),
 ) -> StepResult:
-    """Write the target sheet from SPEC.md's manifest (P0 shape, perf_target, baseline config),
-    its baseline measured by the manifest's verifier (R3, R11)."""
-
     def build() -> cmd.SetTarget:
         manifest = read_manifest(ledger.dir)
         shape = manifest.p0_shape if manifest else None
@@ -190,9 +184,6 @@ def evidence_from_spec(
     executor: measuring.Executor = measuring.run_here,
     invocation: Invocation = Invocation(),
 ) -> StepResult:
-    """Record activation evidence the ledger obtains itself from the op folder (R1, R11): the
-    E2E compare from one verifier run of the manifest's baseline config, or the op's layout
-    check on it; `impl` is the implementation it is evidence for (default custom/OP/OP_impl.py)."""
     if kind not in ("compare", "layout"):
         raise BadInput(f"unknown evidence {kind!r}", hint="give compare or layout")
 
