@@ -93,27 +93,12 @@ def plan_config(
     root: Path,
     op: str,
     python: str = sys.executable,
+    verifier: Verifier | None = None,
 ) -> Plan:
-    """The verifier command for `config` (an attempt's, or the target sheet's baseline)."""
-    verifier = require_verifier(manifest, op)
-    return command_plan(
-        manifest, verifier, config, label, impl_digest, root=root, op=op, python=python
-    )
-
-
-def command_plan(
-    manifest: Manifest | None,
-    verifier: Verifier,
-    config: Mapping[str, Any],
-    label: str,
-    impl_digest: str | None,
-    *,
-    root: Path,
-    op: str,
-    python: str,
-) -> Plan:
-    """`verifier`'s command template (the verifier's, or a target fallback's) for `config`,
-    each placeholder replaced by what it stands for (ledger/domain/manifest.py)."""
+    """The verifier command for `config` (an attempt's, or the target sheet's baseline): the
+    command template of `verifier` (default: the manifest's; a target fallback's), each
+    placeholder replaced by what it stands for (ledger/domain/manifest.py)."""
+    verifier = verifier or require_verifier(manifest, op)
     canonical = canonical_config(config)
     shape = manifest.p0_shape if manifest is not None else None
     values = {
