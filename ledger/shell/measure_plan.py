@@ -15,10 +15,8 @@ from attrs import frozen
 
 from ledger.domain.configs import canonical_config
 from ledger.domain.manifest import Manifest, Verifier
-from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.log import codec
-from stages.binding import expected_impl_digest
 
 BASELINE = "baseline"  # the label of a plan that measures the target sheet's baseline
 
@@ -65,23 +63,6 @@ def require_verifier(manifest: Manifest | None, op: str) -> Verifier:
             "evidence with --run CMD or --output NAME=true|false)",
         )
     return manifest.verifier
-
-
-def plan(
-    state: State,
-    manifest: Manifest | None,
-    attempt_id: str,
-    *,
-    root: Path,
-    op: str,
-    python: str = sys.executable,
-) -> Plan:
-    """The verifier command for an attempt's full config."""
-    attempt = state.attempts[attempt_id]
-    digest = expected_impl_digest(state, attempt)
-    return plan_config(
-        manifest, attempt.config, attempt_id, digest, root=root, op=op, python=python
-    )
 
 
 def plan_config(

@@ -29,6 +29,7 @@ from ledger.shell import measure as measuring
 from ledger.shell import measure_plan as planning
 from ledger.shell.manifest_file import file_digest_of, read_manifest
 from stages import commands as cmd
+from stages.binding import expected_impl_digest
 from stages.remeasure import DEVICE_PRIOR
 
 if TYPE_CHECKING:
@@ -245,10 +246,19 @@ def _request_digest(workflow: str, arguments: Mapping[str, Any]) -> str:
 def _plan(
     ledger: OpLedger, manifest: Manifest | None, attempt: str | None, python: str
 ) -> planning.Plan:
-    """The verifier command for the attempt `attempt` names (None: the pending one)."""
+    """The verifier command for the full config of the attempt `attempt` names (None: the
+    pending one), bound to the kernel it must run."""
     attempt_id = ledger.attempt_to_record(attempt or "pending")
-    return planning.plan(
-        ledger.load().state, manifest, attempt_id, root=ledger.root, op=ledger.op, python=python
+    state = ledger.load().state
+    started = state.attempts[attempt_id]
+    return planning.plan_config(
+        manifest,
+        started.config,
+        attempt_id,
+        expected_impl_digest(state, started),
+        root=ledger.root,
+        op=ledger.op,
+        python=python,
     )
 
 
