@@ -62,8 +62,7 @@ def command_result(
         return cmd.Fail(
             attempt=attempt,
             category="oom" if name == "SIGKILL" else "runtime",
-            detail=f"exit {run.exit_code} (killed by {name}): "
-            f"{runner.tail(run.output, runner.OUTPUT_TAIL)}",
+            detail=f"exit {run.exit_code} (killed by {name}): {run.output[-runner.OUTPUT_TAIL :]}",
             origin=runner.origin_of_run(run, level=level),
         )
     doc = result_document(run, doc, fix, pending=attempt)
