@@ -222,5 +222,4 @@ def activate(ctx: Ctx, op: str, impl: str | None) -> None:
     )
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (init, evidence, activate)

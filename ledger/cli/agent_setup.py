@@ -172,5 +172,4 @@ def agent_setup(ctx: Ctx, client: str, force: bool) -> None:
     )
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (agent_setup,)

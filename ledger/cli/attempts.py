@@ -301,7 +301,6 @@ def abandon(ctx: Ctx, op: str, attempt: str, reason: str) -> None:
     )
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 @click.command()
 @click.argument("op", type=OP)
 @click.argument("attempt", default="pending")

@@ -269,5 +269,4 @@ def _refuse_any(ledger: OpLedger, commands: Sequence[cmd.SetPolicy]) -> None:
             raise decision.to_error()
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (skill, stage, point, stop, note, policy)

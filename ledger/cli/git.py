@@ -269,5 +269,4 @@ def _resolved(outcome: StepResult) -> dict[str, Any]:
     return {}
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (merge_driver, memory_merge_driver, git_setup, normalize, conflicts, resolve_command)

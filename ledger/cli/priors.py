@@ -163,5 +163,4 @@ def priors(
     ctx.emit(data, priors_text(data))
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (priors,)

@@ -49,5 +49,4 @@ def accept_rollback(ctx: Ctx, op: str, reason: str, person: str | None) -> None:
     )
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (accept_rollback,)
