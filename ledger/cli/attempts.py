@@ -13,6 +13,7 @@ from ledger.cli.base import (
     EXIT_STATUS,
     OP,
     Ctx,
+    event_data,
     one_source,
     output_options,
     pass_ctx,
@@ -288,9 +289,7 @@ def abandon(ctx: Ctx, op: str, attempt: str, reason: str) -> None:
     """Give up the pending attempt without a result (e.g. after a crash) (R6)."""
 
     def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
-        attempt_id = next(
-            (e.data["attempt"] for e in outcome.events if e.type == "attempt.abandoned"), None
-        )
+        attempt_id = event_data(outcome, "attempt.abandoned").get("attempt")
         return {"attempt": attempt_id, "abandoned": True}, f"attempt {attempt_id} abandoned"
 
     run_step(
