@@ -66,7 +66,6 @@ class Invocation:
 
 def measure_plan(ledger: OpLedger, attempt: str | None = None, *, python: str) -> planning.Plan:
     """What `measure` would run for `attempt` (an id, a unique prefix; None: the pending one)."""
-    ledger.require()
     return _plan(ledger, read_manifest(ledger.dir), attempt, python)
 
 
