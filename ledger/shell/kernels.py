@@ -24,7 +24,6 @@ from ledger.domain.hints import Fill, Step
 from ledger.errors import BadInput, LedgerDamaged
 from ledger.log import safe_files
 from ledger.log.record import Event
-from ledger.projections.attempt_rows import resolve_attempt
 from ledger.projections.kernels import DIGEST, attempt_kernels, bound_digests
 from stages.binding import best_impl_digest
 
@@ -167,6 +166,8 @@ def kernel_of(ledger: OpLedger, attempt: str | None) -> tuple[str, str]:
                 hint="activation binds the first kernel (`tune-ledger evidence compare OP`)",
             )
         return label, digest
+    from ledger.projections.attempt_rows import resolve_attempt  # `keep` runs on each step
+
     attempt_id = resolve_attempt(state, attempt)
     digest = attempt_kernels(log.events).get(attempt_id)
     if digest is None:
