@@ -19,9 +19,12 @@ from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.domain.units import check_op_name
 from ledger.errors import BadInput, Conflict, LedgerError
+from ledger.log.file_store import FileStore
 from ledger.log.files import LEDGER_NAME, ledger_path
+from ledger.log.memory_store import MemoryStore
+from ledger.log.position import Position
 from ledger.log.record import Draft, Event
-from ledger.log.store import AppendResult, FileStore, MemoryStore, Position, Store
+from ledger.log.store_interface import AppendResult, Store
 from ledger.shell import portable, rollback
 
 # MEMORY.md's rendering is imported where a command writes it: a read (`priors`, `log`,

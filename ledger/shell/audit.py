@@ -18,7 +18,8 @@ from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.errors import LedgerError
 from ledger.git import merge
-from ledger.log import codec, integrity, store
+from ledger.log import codec, integrity
+from ledger.log.file_store import chain_findings
 from ledger.log.record import Event, unstructure_payload
 from ledger.projections import conflicts as conflict_view
 from ledger.projections import memory_file, splice
@@ -203,7 +204,7 @@ def audited(ledger: OpLedger) -> Audited:
     """Every audit check of one op, with the state replayed from the events it checked."""
     path = ledger.path
     try:
-        integrity = store.chain_findings(path)
+        integrity = chain_findings(path)
         ledger.require()
         log = ledger.store.read()  # audit needs every event, not only the replayed state
     except LedgerError as e:

@@ -8,13 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.domain.manifest import Manifest, Verifier, parse_manifest, read_front_matter
+from ledger.domain.front_matter import read_front_matter
+from ledger.domain.manifest import Manifest, Verifier, parse_manifest
 from ledger.domain.replay import evolve
 from ledger.domain.state import State
 from ledger.errors import BadInput, LedgerError
 from ledger.log import codec, safe_files
+from ledger.log.file_store import FileStore
 from ledger.log.record import Event, unstructure_payload
-from ledger.log.store import FileStore
 
 if TYPE_CHECKING:
     from ledger.schema.events import Payload
