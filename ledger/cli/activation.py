@@ -14,8 +14,6 @@ from ledger.cli.base import (
     Ctx,
     StrictGroup,
     event_data,
-    impl_digest,
-    impl_path,
     one_source,
     output_options,
     pass_ctx,
@@ -69,11 +67,6 @@ _PYTHON = click.option(
 )
 
 
-def _implementation(ledger: OpLedger, impl: str | None) -> tuple[str, str]:
-    """The implementation the evidence is for: its path as recorded, and its digest (R1)."""
-    return inputs.recorded_path(impl_path(ledger, impl), ledger.root), impl_digest(ledger, impl)
-
-
 @evidence.command("compare")
 @click.argument("op", type=OP)
 @output_options
@@ -115,7 +108,7 @@ def evidence_compare(
         )
 
     def build(ledger: OpLedger) -> Any:
-        shown, digest = _implementation(ledger, impl)
+        shown, digest = ledger.implementation(impl)
         if from_json or run_cmd:
             from ledger.shell import documents  # subprocess: only for evidence read or run
 
@@ -177,7 +170,7 @@ def evidence_layout(
         )
 
     def build(ledger: OpLedger) -> Any:
-        shown, digest = _implementation(ledger, impl)
+        shown, digest = ledger.implementation(impl)
         if run_cmd is not None:
             from ledger.shell import runner  # subprocess: only for a check the ledger runs
 
@@ -221,7 +214,7 @@ def activate(ctx: Ctx, op: str, impl: str | None) -> None:
     run_step(
         ctx,
         op,
-        lambda ledger: cmd.Activate(impl_digest=impl_digest(ledger, impl)),
+        lambda ledger: cmd.Activate(impl_digest=ledger.implementation(impl)[1]),
         lambda _outcome: (
             {"activated": True},
             "activation passed: next, write the target sheet (tune-ledger target)",
@@ -229,5 +222,4 @@ def activate(ctx: Ctx, op: str, impl: str | None) -> None:
     )
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (init, evidence, activate)

@@ -117,14 +117,6 @@ def shipped_folder(client: str) -> Path:
     return folder
 
 
-def _existing(root: Path, name: str) -> bytes | None:
-    """The bytes of ROOT/NAME (None when absent); BadInput when it or a folder on its way is
-    a link, or it is not a regular file."""
-    return safe_files.read_optional(
-        root / name, limit=safe_files.TEXT_BYTES, root=root, follow=False
-    )
-
-
 @click.command("agent-setup")
 @click.option(
     "--client",
@@ -141,8 +133,14 @@ def agent_setup(ctx: Ctx, client: str, force: bool) -> None:
     shipped = sorted(p for p in folder.rglob("*") if p.is_file())
     files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in shipped}
     settings = SETTINGS[client]
-    # What is there now: never read or written through a link (ledger/log/safe_files.py).
-    present = {name: _existing(ctx.root, name) for name in {*files, settings}}
+    # What is there now (None: absent), never read or written through a link: BadInput when a
+    # file or a folder on its way is one, or a file is not a regular file (safe_files).
+    present = {
+        name: safe_files.read_optional(
+            ctx.root / name, limit=safe_files.TEXT_BYTES, root=ctx.root, follow=False
+        )
+        for name in {*files, settings}
+    }
     # The client's settings are merged, never replaced: the permission rules (and, for
     # opencode, the shipped opencode.json's MCP entry) go into the file there, other keys kept.
     files[settings] = merged_settings(client, present[settings], files.get(settings))
@@ -172,5 +170,4 @@ def agent_setup(ctx: Ctx, client: str, force: bool) -> None:
     )
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (agent_setup,)

@@ -13,8 +13,7 @@ from ledger.cli.base import (
     EXIT_STATUS,
     OP,
     Ctx,
-    impl_digest,
-    on_disk,
+    event_data,
     one_source,
     output_options,
     pass_ctx,
@@ -25,12 +24,10 @@ from ledger.domain import inputs
 from ledger.domain.hints import Fill, arg
 from ledger.domain.replay import attempt_id
 from ledger.errors import BadInput
-from ledger.projections.attempt_rows import resolve_attempt
 from ledger.projections.verdict_result import attempt_result, describe_result
 from ledger.schema.events import FAILURES, Origin
 from ledger.shell.api import OpLedger, StepResult
 from stages import commands as cmd
-from stages.stop import stopped_refusal
 
 
 def _started(op: str) -> Any:
@@ -55,15 +52,6 @@ def _result(outcome: StepResult) -> tuple[dict[str, Any], str]:
     attempt = next((e.data["attempt"] for e in outcome.events if "attempt" in e.data), None)
     result["attempt"] = attempt
     return result, describe_result(str(attempt), result)
-
-
-def _resolve(ledger: OpLedger, text: str) -> str:
-    """The attempt `text` names; after a stop, the stop's refusal comes first (R10, exit 6)."""
-    state = ledger.load().state
-    refusal = stopped_refusal(state)
-    if refusal is not None:
-        raise refusal.to_error()
-    return resolve_attempt(state, text)
 
 
 _OVERRIDE = click.option(
@@ -91,7 +79,7 @@ def candidate(ctx: Ctx, op: str, config: str, prior: str, override_retry: str | 
         ctx,
         op,
         lambda ledger: cmd.ProposeCandidate(
-            config=value, prior=prior, override=override_retry, **on_disk(ledger)
+            config=value, prior=prior, override=override_retry, **ledger.on_disk()
         ),
         _started(op),
     )
@@ -130,12 +118,12 @@ def try_(
 
         def build(ledger: OpLedger) -> Any:
             return cmd.TryMutation(
-                param=param, value=value, override=override_retry, **on_disk(ledger)
+                param=param, value=value, override=override_retry, **ledger.on_disk()
             )
     else:
 
         def build(ledger: OpLedger) -> Any:
-            digest = impl_digest(ledger, impl) if impl else None
+            digest = ledger.implementation(impl)[1] if impl else None
             return cmd.TryAlgorithm(
                 description=algorithm or "", impl_digest=digest, override=override_retry
             )
@@ -241,7 +229,7 @@ def verify(
         # The verifier's harness and the document readers (subprocess, signals: ~5-8 ms of a
         # process) are imported only by the verifications that use them, not by a verify
         # given by hand, the common one.
-        attempt_id = _resolve(ledger, attempt)
+        attempt_id = ledger.attempt_to_record(attempt)
         if run_cmd:
             from ledger.shell import harness
 
@@ -286,7 +274,7 @@ def fail(ctx: Ctx, op: str, attempt: str, category: str, detail: str) -> None:
         ctx,
         op,
         lambda ledger: cmd.Fail(
-            attempt=_resolve(ledger, attempt), category=category, detail=detail
+            attempt=ledger.attempt_to_record(attempt), category=category, detail=detail
         ),
         _result,
     )
@@ -301,20 +289,17 @@ def abandon(ctx: Ctx, op: str, attempt: str, reason: str) -> None:
     """Give up the pending attempt without a result (e.g. after a crash) (R6)."""
 
     def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
-        attempt_id = next(
-            (e.data["attempt"] for e in outcome.events if e.type == "attempt.abandoned"), None
-        )
+        attempt_id = event_data(outcome, "attempt.abandoned").get("attempt")
         return {"attempt": attempt_id, "abandoned": True}, f"attempt {attempt_id} abandoned"
 
     run_step(
         ctx,
         op,
-        lambda ledger: cmd.Abandon(attempt=_resolve(ledger, attempt), reason=reason),
+        lambda ledger: cmd.Abandon(attempt=ledger.attempt_to_record(attempt), reason=reason),
         present,
     )
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 @click.command()
 @click.argument("op", type=OP)
 @click.argument("attempt", default="pending")

@@ -238,30 +238,6 @@ def one_source(**given: object) -> None:
         )
 
 
-def impl_path(ledger: OpLedger, impl: str | None) -> Path:
-    """The implementation file: --impl, else custom/OP/OP_impl.py."""
-    return Path(impl) if impl else ledger.dir / f"{ledger.op}_impl.py"
-
-
-def impl_digest(ledger: OpLedger, impl: str | None) -> str:
-    """sha256 of the implementation file: --impl as the caller named it, else the op's own
-    file, which a link may not lead out of the root (ledger/log/safe_files.py)."""
-    from ledger.domain.inputs import file_digest
-
-    return file_digest(impl_path(ledger, impl), None if impl else ledger.root)
-
-
-def on_disk(ledger: OpLedger) -> dict[str, str | None]:
-    """The digest of custom/OP/OP_impl.py as it is now (None when absent) and its name, for
-    the decider's check that a new attempt starts from the best implementation (R6)."""
-    from ledger.domain.inputs import file_digest
-
-    path = impl_path(ledger, None)
-    name = f"custom/{ledger.op}/{path.name}"
-    digest = file_digest(path, ledger.root) if path.is_file() else None
-    return {"disk_digest": digest, "impl_file": name}
-
-
 def load_state(ctx: Ctx, op: str) -> tuple[Any, list[str]]:
     """The op's replayed state and warnings about the file (a torn tail awaiting repair, a
     rollback behind MEMORY.md's back)."""

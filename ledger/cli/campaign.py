@@ -172,14 +172,6 @@ def note(ctx: Ctx, op: str, text: str) -> None:
     _record(ctx, op, cmd.AddNote(text=text), {}, "note recorded")
 
 
-# `policy`'s budget options (R10, stages/budget.py) and the policy key each sets.
-_BUDGET_OPTIONS = (
-    ("max_evaluations", "max_evaluations"),
-    ("max_device_seconds", "max_device_seconds"),
-    ("max_wall_seconds", "max_wall_seconds"),
-)
-
-
 @click.command()
 @click.argument("op", type=OP)
 @click.argument("key", required=False)
@@ -221,8 +213,9 @@ def policy(
     bootstrap_confidence, a larger budget or one off) is a person's decision: give --person
     NAME and --reason TEXT.
     """
-    given = {"max_evaluations": max_evaluations, "max_device_seconds": max_device_seconds}
-    given["max_wall_seconds"] = max_wall_seconds
+    # The budget options (R10, stages/budget.py), each setting the policy key of its name.
+    budgets = {"max_evaluations": max_evaluations, "max_device_seconds": max_device_seconds}
+    budgets["max_wall_seconds"] = max_wall_seconds
     settings: list[tuple[str, Any]] = []
     if key is not None:
         if value is None:
@@ -230,12 +223,11 @@ def policy(
                 "give the policy's VALUE after its KEY", hint="e.g. policy OP noise_threshold 0.02"
             )
         settings.append((key, inputs.parse_json_value(value, "VALUE")))
-    for option, policy_key in _BUDGET_OPTIONS:
-        text = given[option]
+    for budget, text in budgets.items():
         if text is not None:
-            flag = "--" + option.replace("_", "-")
+            flag = "--" + budget.replace("_", "-")
             parsed = None if text.strip().lower() == "off" else inputs.parse_json_value(text, flag)
-            settings.append((policy_key, parsed))
+            settings.append((budget, parsed))
     if not settings:
         raise BadInput(
             "nothing to set: give KEY VALUE or a budget option",
@@ -277,5 +269,4 @@ def _refuse_any(ledger: OpLedger, commands: Sequence[cmd.SetPolicy]) -> None:
             raise decision.to_error()
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (skill, stage, point, stop, note, policy)

@@ -49,5 +49,4 @@ def resume_campaign(ctx: Ctx, op: str, reason: str, person: str | None) -> None:
     run_step(ctx, op, lambda _ledger: cmd.ResumeCampaign(reason=reason, person=person), present)
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (handback, resume_campaign)

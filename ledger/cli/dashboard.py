@@ -60,5 +60,4 @@ def dashboard(ctx: Ctx, out: str | None) -> None:
     )
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (dashboard,)

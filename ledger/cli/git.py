@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.base import OP, Ctx, count_option, pass_ctx, report_events, request_of
+from ledger.cli.base import OP, Ctx, count_option, event_data, pass_ctx, report_events, request_of
 from ledger.git import drivers, merge
 from ledger.projections import conflicts as conflict_view
 from ledger.shell.api import StepResult
@@ -261,13 +261,11 @@ def resolve_command(ctx: Ctx, op: str, conflict: str, resolution: str, reason: s
 def _resolved(outcome: StepResult) -> dict[str, Any]:
     from ledger.schema.conflicts import Conflict
 
-    for event in outcome.events:
-        if event.type == "conflict.resolved":
-            recorded = event.data["conflict"]
-            conflict = Conflict(kind=recorded["kind"], parties=recorded["parties"])
-            return {"conflict": conflict.id, "resolution": event.data["resolution"]}
-    return {}
+    data = event_data(outcome, "conflict.resolved")
+    if not data:
+        return {}
+    conflict = Conflict(kind=data["conflict"]["kind"], parties=data["conflict"]["parties"])
+    return {"conflict": conflict.id, "resolution": data["resolution"]}
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (merge_driver, memory_merge_driver, git_setup, normalize, conflicts, resolve_command)

@@ -286,5 +286,4 @@ def report(ctx: Ctx, op: str) -> None:
     run_step(ctx, op, write_files, present)
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (log, render, check, audit, report)

@@ -53,5 +53,4 @@ def kernel_diff(ctx: Ctx, op: str, a: str, b: str) -> None:
     ctx.emit(data, human.rstrip("\n"))
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (kernel,)

@@ -26,5 +26,4 @@ def mcp(ctx: Ctx) -> None:
     server.serve(ctx.root.resolve())
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (mcp,)

@@ -17,12 +17,6 @@ from ledger.schema.vocabulary import CONFIG_STAGES
 from ledger.shell.priors_load import Gathered, gather
 
 
-def candidate_command(op: str, config: dict[str, Any], prior: str) -> str:
-    """The step that starts one candidate, rendered for the caller at the output's edge (a
-    shell-quoted `tune-ledger candidate` command, or the `candidate` tool's call over MCP)."""
-    return str(Step("candidate", op, config=config, prior=prior))
-
-
 def _scan_json(scan: ScanResult) -> dict[str, Any]:
     return {
         "files": scan.files,
@@ -32,12 +26,14 @@ def _scan_json(scan: ScanResult) -> dict[str, Any]:
     }
 
 
-def priors_json(op: str, gathered: Gathered, root: Path) -> dict[str, Any]:
+def priors_json(op: str, gathered: Gathered) -> dict[str, Any]:
     """The JSON output: the proposal, each candidate's command, the scan and ledgers used."""
     data = proposal_json(gathered.proposal)
     data["op"] = op
     for entry in data["candidates"]:
-        entry["command"] = candidate_command(op, entry["config"], entry["prior"])
+        # Rendered for the caller at the output's edge: a shell-quoted `tune-ledger candidate`
+        # command, or the `candidate` tool's call over MCP.
+        entry["command"] = str(Step("candidate", op, config=entry["config"], prior=entry["prior"]))
     data["scan"] = _scan_json(gathered.scan)
     data["ledgers"] = list(gathered.ledgers)
     data["builtin_sources"] = dict(gathered.builtin_sources)
@@ -163,9 +159,8 @@ def priors(
         builtin=not no_builtin,
         ledger=ctx.op(op),
     )
-    data = priors_json(op, gathered, ctx.root)
+    data = priors_json(op, gathered)
     ctx.emit(data, priors_text(data))
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (priors,)

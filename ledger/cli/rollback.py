@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ledger.cli.base import OP, Ctx, pass_ctx, person_option, report_events, request_of
+from ledger.cli.base import OP, Ctx, event_data, pass_ctx, person_option, report_events, request_of
 
 
 @click.command("accept-rollback")
@@ -38,8 +38,7 @@ def accept_rollback(ctx: Ctx, op: str, reason: str, person: str | None) -> None:
             request=request,
             command_line=ctx.command_line(),
         )
-    accepted = next((e.data for e in outcome.events if e.type == "ledger.rollback_accepted"), {})
-    missing = accepted.get("missing")
+    missing = event_data(outcome, "ledger.rollback_accepted").get("missing")
     report_events(
         ctx,
         op,
@@ -49,5 +48,4 @@ def accept_rollback(ctx: Ctx, op: str, reason: str, person: str | None) -> None:
     )
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (accept_rollback,)

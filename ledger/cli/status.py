@@ -112,5 +112,4 @@ def _impl_warning(folder: Path, op: str, data: dict[str, Any]) -> str | None:
     )
 
 
-# The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
 COMMANDS = (status, resume)

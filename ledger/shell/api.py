@@ -77,7 +77,7 @@ class OpLedger:
         # that accumulator and folds its own commands into it (see `execute`).
         self._loaded: Loaded | None = None
         self.memory_path = self.dir / "MEMORY.md"
-        self.report_path = self.dir / f"{self.op}_tuning_report.md"
+        self.impl_file = self.dir / f"{self.op}_impl.py"
 
     def exists(self) -> bool:
         """True when the op has a ledger: its file exists (or, in memory, holds an event)."""
@@ -327,6 +327,33 @@ class OpLedger:
         text = memory_file.render_memory(existing, state, effective_policy(state), position)
         return splice.write_if_changed(self.memory_path, text, root=self.root)
 
+    def implementation(self, impl: Path | str | None = None) -> tuple[str, str]:
+        """The implementation file (`impl`, else custom/OP/OP_impl.py): its name as recorded and
+        its sha256 (what evidence and a change are bound to, R1). The op's own file may not be
+        a link out of the root; an `impl` the caller named is read as given (safe_files)."""
+        from ledger.domain.inputs import file_digest, recorded_path
+
+        path = Path(impl) if impl else self.impl_file
+        return recorded_path(path, self.root), file_digest(path, None if impl else self.root)
+
+    def on_disk(self) -> dict[str, str | None]:
+        """The digest of custom/OP/OP_impl.py as it is now (None when absent) and its name, for
+        the decider's check that a new attempt starts from the best implementation (R6)."""
+        digest = self.implementation()[1] if self.impl_file.is_file() else None
+        return {"disk_digest": digest, "impl_file": f"custom/{self.op}/{self.impl_file.name}"}
+
+    def attempt_to_record(self, text: str) -> str:
+        """The attempt `text` names (an id, a unique prefix, `pending`), for a result to be
+        recorded; after a stop, the stop's refusal comes first (R10, exit 6)."""
+        from ledger.projections.attempt_rows import resolve_attempt
+        from stages.stop import stopped_refusal
+
+        state = self.load().state
+        refusal = stopped_refusal(state)
+        if refusal is not None:
+            raise refusal.to_error()
+        return resolve_attempt(state, text)
+
     def rolled_back(self) -> rollback.Rollback | None:
         """The rollback of the ledger behind MEMORY.md's back, if any (reads only warn)."""
         return rollback.find(self.store, self.memory_path, self.load().state)
@@ -346,8 +373,8 @@ class OpLedger:
     def target_from_spec(
         self, *, cube_m: int | None = None, **options: Unpack[Running]
     ) -> StepResult:
-        """Write the target sheet from SPEC.md's manifest, its baseline measured by the
-        manifest's verifier (R3, R11)."""
+        """Write the target sheet from SPEC.md's manifest (P0 shape, perf_target, baseline
+        config), its baseline measured by the manifest's verifier (R3, R11)."""
         from ledger.shell import workflows
 
         return workflows.target_from_spec(self, cube_m=cube_m, **options)
@@ -356,7 +383,8 @@ class OpLedger:
         self, kind: EvidenceKind, *, impl: Path | str | None = None, **options: Unpack[Running]
     ) -> StepResult:
         """Record the E2E compare ("compare": one verifier run) or the layout check ("layout")
-        of SPEC.md's baseline config as activation evidence, measured by the ledger (R1)."""
+        of SPEC.md's baseline config as activation evidence, measured by the ledger (R1, R11),
+        for the implementation `impl` (default custom/OP/OP_impl.py)."""
         from ledger.shell import workflows
 
         return workflows.evidence_from_spec(self, kind, impl=impl, **options)

@@ -51,7 +51,7 @@ def batches(events: Sequence[Event]) -> Iterator[tuple[int, list[Event]]]:
             open_batches[event.id] = group
 
 
-def legality_findings(events: Sequence[Event], lines: Sequence[int] | None = None) -> list[str]:
+def legality_findings(events: Sequence[Event]) -> list[str]:
     """Replay every batch through the stage machines; report steps the rules would not give.
 
     Each batch is decided on the state of the events it follows (its causal past): on merged
@@ -67,7 +67,7 @@ def legality_findings(events: Sequence[Event], lines: Sequence[int] | None = Non
     for index, batch in batches(events):
         state = causal.before(batch)
         first = batch[0]
-        where = f"line {lines[index] if lines else index + 1} ({first.id[:12]} {first.type})"
+        where = f"line {index + 1} ({first.id[:12]} {first.type})"
         if resolve.is_resolution(batch):
             findings.extend(f"{where}: {f}" for f in resolve.resolution_findings(state, batch))
         elif first.type not in NOT_DECIDED:
@@ -215,11 +215,10 @@ def audited(ledger: OpLedger) -> Audited:
     events = log.events
     state = replay(events)
     loaded = Loaded(position=log.position(), state=state)
-    lines = list(range(1, len(events) + 1))
     findings = [f"{path}:{f}" for f in integrity]
-    findings += [f"{path}:{f}" for f in schema_findings(events, lines)]
+    findings += [f"{path}:{f}" for f in schema_findings(events)]
     findings += [f"{path}:{f}" for f in ownership_findings(events, ledger.op)]
-    findings += [f"{path}:{f}" for f in legality_findings(events, lines)]
+    findings += [f"{path}:{f}" for f in legality_findings(events)]
     findings += merge.order_findings(ledger.file_store, ledger.op)
     findings += check_memory_file(ledger, loaded)
     from ledger.shell import kernels  # the kept kernels, each against its name (issue 27.6)

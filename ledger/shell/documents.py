@@ -63,7 +63,7 @@ def _parsed_pypto_folder(directory: str, root: Path) -> runner.Document:
     if doc is None or runner.reported_error(doc) is not None:
         raise BadInput(
             f"{directory} looks like a PyPTO output folder, but the adapter could not parse it "
-            f"(exit {run.exit_code}): {runner.tail(run.output, 300)}",
+            f"(exit {run.exit_code}): {run.output[-300:]}",
             hint="install the adapter (`pip install 'tune-ledger[pypto]'`), or write "
             "DIR/measurement.json yourself",
         )
@@ -102,7 +102,7 @@ def run_document(run: runner.CommandRun, what: str) -> runner.Document:
         raise BadInput(
             f"{run.command!r} printed no JSON object with {what} (exit code {run.exit_code})",
             hint=f"the command must print one JSON object with {what} on its last line; "
-            f"output tail: {runner.tail(run.output, 200)!r}",
+            f"output tail: {run.output[-200:]!r}",
         )
     runner.refuse_reported_error(doc, run.command)
     return runner.Document(doc=doc, origin=runner.origin_of_run(run, doc), source=run.command)

@@ -1,11 +1,13 @@
-"""Running a verifier and sorting what it did: a measurement, a failure of the kernel, or a
-harness error (R8, R11).
-
-Only the kernel's own failures are failures of the idea: a timeout, a kill by a signal, or a
-result that names a failure. A verifier that could not start (126/127), refused its arguments
-(2), failed itself (1) without a result, or reported its own error measured nothing: the
-command is refused (exit 2), nothing is written and the attempt stays pending. `measure` and
-`verify --run` share this one classification.
+"""Running a verifier and sorting what it did three ways (R8, R11); `measure` and `verify --run`
+share this one classification:
+- a harness error (the verifier could not start, exit 126/127; its usage error, exit 2; its own
+  bug, exit 1 without a result; a result that reports an error and measured nothing): refused
+  as bad input (exit 2), nothing written, the attempt stays pending;
+- a failure of the kernel, the only failure of the idea (the result names compile, timeout,
+  oom, accuracy, layout or runtime, or the verifier ran past its wall-time limit or was killed
+  by a signal): recorded;
+- a measurement: recorded with the config and implementation digest the verifier says it ran,
+  which the stage machine compares with the attempt's (bound).
 """
 
 from __future__ import annotations
@@ -44,13 +46,9 @@ def command_result(
     *,
     level: OriginLevel = "ran",
 ) -> cmd.Verify | cmd.Fail:
-    """The Verify or Fail a verifier's run gives, or a harness error (R8, R11); `level` is the
-    provenance of the run ("measured": the manifest's declared verifier; "ran": `--run CMD`).
-
-    Only the kernel's own failures are failures: a timeout, a kill by a signal, or a result
-    that names a failure. A verifier that could not start (126/127), refused its arguments
-    (2), failed itself (1) without a result, or reported its own error measured nothing.
-    """
+    """The Verify or Fail a verifier's run gives, or a harness error (R8, R11: sorted as the
+    module says); `level` is the provenance of the run ("measured": the manifest's declared
+    verifier; "ran": `--run CMD`)."""
     if run.timed_out:
         return cmd.Fail(
             attempt=attempt,
@@ -64,8 +62,7 @@ def command_result(
         return cmd.Fail(
             attempt=attempt,
             category="oom" if name == "SIGKILL" else "runtime",
-            detail=f"exit {run.exit_code} (killed by {name}): "
-            f"{runner.tail(run.output, runner.OUTPUT_TAIL)}",
+            detail=f"exit {run.exit_code} (killed by {name}): {run.output[-runner.OUTPUT_TAIL :]}",
             origin=runner.origin_of_run(run, level=level),
         )
     doc = result_document(run, doc, fix, pending=attempt)

@@ -60,7 +60,7 @@ def keep(ledger: OpLedger, events: Sequence[Event], before: State) -> tuple[str,
     wanted = [d for d in bound_digests(events, before) if not stored_path(ledger.dir, d).exists()]
     if not wanted:
         return ()
-    sources = [ledger.dir / f"{ledger.op}_impl.py"]
+    sources = [ledger.impl_file]
     for event in events:
         recorded = event.data.get("impl_path")
         if isinstance(recorded, str) and not os.path.isabs(recorded):
@@ -166,9 +166,7 @@ def kernel_of(ledger: OpLedger, attempt: str | None) -> tuple[str, str]:
                 hint="activation binds the first kernel (`tune-ledger evidence compare OP`)",
             )
         return label, digest
-    from ledger.projections.attempt_rows import (
-        resolve_attempt,  # only here: `keep` runs on each step
-    )
+    from ledger.projections.attempt_rows import resolve_attempt  # `keep` runs on each step
 
     attempt_id = resolve_attempt(state, attempt)
     digest = attempt_kernels(log.events).get(attempt_id)
@@ -186,7 +184,7 @@ def restore(ledger: OpLedger, attempt: str | None = None) -> dict[str, Any]:
     ledger.require()
     label, digest = kernel_of(ledger, attempt)
     data = kept(ledger, digest)
-    target = ledger.dir / f"{ledger.op}_impl.py"
+    target = ledger.impl_file
     before = safe_files.read_optional(
         target, limit=safe_files.TEXT_BYTES, root=ledger.root, follow=False
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.domain.front_matter import read_front_matter
-from ledger.domain.manifest import Manifest, parse_manifest
+from ledger.domain.manifest import Manifest, Verifier, parse_manifest
 from ledger.domain.replay import evolve
 from ledger.domain.state import State
 from ledger.errors import BadInput, LedgerError
@@ -92,13 +92,16 @@ def declared(manifest: Manifest) -> dict[str, Any]:
             }
             for name, knob in manifest.knobs.items()
         },
-        "verifier": None
-        if manifest.verifier is None
-        else {
-            "command": list(manifest.verifier.argv),
-            "timeout_s": manifest.verifier.timeout_s,
-            "memory_mb": manifest.verifier.memory_mb,
-        },
+        "verifier": None if manifest.verifier is None else declared_verifier(manifest.verifier),
+    }
+
+
+def declared_verifier(verifier: Verifier) -> dict[str, Any]:
+    """A verifier's declaration as the manifest event, its digest and the cache key keep it."""
+    return {
+        "command": list(verifier.argv),
+        "timeout_s": verifier.timeout_s,
+        "memory_mb": verifier.memory_mb,
     }
 
 
@@ -204,12 +207,7 @@ def verifier_digest(manifest: Manifest, root: Path, op: str) -> str | None:
             paths = [path]
         for path in paths:
             files.update(_source_digests(path, root))
-    declared_part = {
-        "command": list(argv),
-        "timeout_s": verifier.timeout_s,
-        "memory_mb": verifier.memory_mb,
-    }
-    body = codec.canonical_json({"verifier": declared_part, "files": files})
+    body = codec.canonical_json({"verifier": declared_verifier(verifier), "files": files})
     return codec.digest(body.encode("utf-8"))
 
 

@@ -5,16 +5,9 @@ The command is built from the manifest's verifier template and the attempt's ful
 wall-time limit; its memory limit is handed to it (`{memory_mb}`), since only the verifier knows
 which of its processes count.
 Where it runs is the caller's choice (an `Executor`: here by default; the autopilot pins it to
-an NPU or sends it to a Ray cluster); what comes back is sorted the same way wherever it ran.
-
-What comes back is sorted three ways (R11):
-- a harness error (the verifier could not start, exit 126/127; its usage error, exit 2; its own
-  bug, exit 1 without a result; a result that reports an error and measured nothing): refused
-  as bad input, nothing written, the attempt stays pending;
-- a failure of the kernel (the result names compile, timeout, oom, accuracy, layout or
-  runtime, or the verifier ran past its wall-time limit or was killed by a signal): recorded;
-- a measurement: recorded with provenance "measured" and the config and implementation digest
-  the verifier says it ran, which the stage machine compares with the attempt's (bound).
+an NPU or sends it to a Ray cluster); what comes back is sorted the same way wherever it ran
+(a harness error, a failure of the kernel, or a measurement with provenance "measured":
+ledger/shell/harness.py).
 """
 
 from __future__ import annotations
@@ -129,25 +122,6 @@ def run(
     kind of device a miss: the config is measured again here, never served across devices.
     `fresh` measures it again whatever is kept (the best carried to another device)."""
     digest = None if manifest is None else verifier_digest(manifest, plan.cwd, op)
-    ran = _run(
-        plan, manifest, op=op, python=python, env=env, on_start=on_start, executor=executor,
-        expected_device=expected_device, fresh=fresh,
-    )  # fmt: skip
-    return attrs.evolve(ran, verifier_digest=digest)
-
-
-def _run(
-    plan: Plan,
-    manifest: Manifest | None,
-    *,
-    op: str,
-    python: str,
-    env: Mapping[str, str] | None,
-    on_start: Callable[[Cancel], None] | None,
-    executor: Executor,
-    expected_device: Any,
-    fresh: bool,
-) -> Ran:
     folder = measure_cache.folder(env)
     material = (
         None
@@ -164,16 +138,18 @@ def _run(
         )
     )
     if folder is None or material is None:
-        return execute(plan, env, on_start, executor)
-    cache = measure_cache.MeasurementCache(folder)
-    key = measure_key.key_of(material)
-    with cache.claim(key):
-        entry = None if fresh else cache.lookup(key, material)
-        if entry is not None and _on_device(entry.run, expected_device):
-            return Ran(run=entry.run, signal=entry.signal, cached=entry.source)
         ran = execute(plan, env, on_start, executor)
-        cache.store(key, material, ran.run, ran.signal)
-        return ran
+    else:
+        cache = measure_cache.MeasurementCache(folder)
+        key = measure_key.key_of(material)
+        with cache.claim(key):
+            entry = None if fresh else cache.lookup(key, material)
+            if entry is not None and _on_device(entry.run, expected_device):
+                ran = Ran(run=entry.run, signal=entry.signal, cached=entry.source)
+            else:
+                ran = execute(plan, env, on_start, executor)
+                cache.store(key, material, ran.run, ran.signal)
+    return attrs.evolve(ran, verifier_digest=digest)
 
 
 def _on_device(run: runner.CommandRun, expected: Any) -> bool:

@@ -26,7 +26,7 @@ from ledger.log import codec, safe_files
 from ledger.log.files import LEDGER_NAME, MEMORY_NAME, lock_path
 from ledger.log.quarantine import QUARANTINE_SUFFIX
 from ledger.shell import kernels, tool_versions
-from ledger.shell.manifest_file import SPEC_NAME, read_spec
+from ledger.shell.manifest_file import SPEC_NAME, declared_verifier, read_spec
 
 # Bumped when the key material or the entry's layout changes meaning: older entries then miss.
 # 2: the op folder's files are keyed recursively (`op_files`), not only its top-level *.py.
@@ -73,11 +73,7 @@ def key_material(
         "impl_digest": files.pop(impl, None),
         "op_files": files,
         "spec_front_matter": _front_matter_digest(op_dir),
-        "verifier": {
-            "command": list(verifier.argv),
-            "timeout_s": verifier.timeout_s,
-            "memory_mb": verifier.memory_mb,
-        },
+        "verifier": declared_verifier(verifier),
         "p0_shape": list(manifest.p0_shape) if manifest.p0_shape else None,
         "scripts": _scripts(verifier.argv, argv, python, cwd),
         "tools": {"tune-ledger": __version__, **tools},

@@ -15,10 +15,8 @@ from attrs import frozen
 
 from ledger.domain.configs import canonical_config
 from ledger.domain.manifest import Manifest, Verifier
-from ledger.domain.state import State
 from ledger.errors import BadInput
 from ledger.log import codec
-from stages.binding import expected_impl_digest
 
 BASELINE = "baseline"  # the label of a plan that measures the target sheet's baseline
 
@@ -58,29 +56,13 @@ def require_verifier(manifest: Manifest | None, op: str) -> Verifier:
     """The manifest's verifier; without one, say how to declare it (R11)."""
     if manifest is None or manifest.verifier is None:
         raise BadInput(
-            f"custom/{op}/SPEC.md declares no verifier, so the ledger cannot measure",
+            f"custom/{op}/SPEC.md declares no verifier, so the ledger cannot run it itself",
             rule="R11",
             hint="add `verifier: {command: [...], timeout_s: N}` to SPEC.md's front matter "
-            "(docs/DESIGN.md §4), or give the result with `tune-ledger verify`",
+            "(docs/DESIGN.md §4), or give the result you ran yourself (`tune-ledger verify`, "
+            "evidence with --run CMD or --output NAME=true|false)",
         )
     return manifest.verifier
-
-
-def plan(
-    state: State,
-    manifest: Manifest | None,
-    attempt_id: str,
-    *,
-    root: Path,
-    op: str,
-    python: str = sys.executable,
-) -> Plan:
-    """The verifier command for an attempt's full config."""
-    attempt = state.attempts[attempt_id]
-    digest = expected_impl_digest(state, attempt)
-    return plan_config(
-        manifest, attempt.config, attempt_id, digest, root=root, op=op, python=python
-    )
 
 
 def plan_config(
@@ -92,27 +74,12 @@ def plan_config(
     root: Path,
     op: str,
     python: str = sys.executable,
+    verifier: Verifier | None = None,
 ) -> Plan:
-    """The verifier command for `config` (an attempt's, or the target sheet's baseline)."""
-    verifier = require_verifier(manifest, op)
-    return command_plan(
-        manifest, verifier, config, label, impl_digest, root=root, op=op, python=python
-    )
-
-
-def command_plan(
-    manifest: Manifest | None,
-    verifier: Verifier,
-    config: Mapping[str, Any],
-    label: str,
-    impl_digest: str | None,
-    *,
-    root: Path,
-    op: str,
-    python: str,
-) -> Plan:
-    """`verifier`'s command template (the verifier's, or a target fallback's) for `config`,
-    each placeholder replaced by what it stands for (ledger/domain/manifest.py)."""
+    """The verifier command for `config` (an attempt's, or the target sheet's baseline): the
+    command template of `verifier` (default: the manifest's; a target fallback's), each
+    placeholder replaced by what it stands for (ledger/domain/manifest.py)."""
+    verifier = verifier or require_verifier(manifest, op)
     canonical = canonical_config(config)
     shape = manifest.p0_shape if manifest is not None else None
     values = {

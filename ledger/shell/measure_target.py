@@ -14,7 +14,7 @@ from ledger.errors import BadInput
 from ledger.schema.values import Origin
 from ledger.shell import harness, runner
 from ledger.shell.measure import VERIFIER_FIX, Executor, Ran, execute, run, run_here
-from ledger.shell.measure_plan import Plan, command_plan, plan_config
+from ledger.shell.measure_plan import Plan, plan_config
 from stages.binding import binding_problem
 
 
@@ -62,8 +62,8 @@ def run_fallback(
     torch or another kernel on this host) and read its `times_us` (R3, R11). A run that fails
     or prints no times is bad input naming it; nothing is written."""
     label = f"target ({fallback.source})"
-    fallback_plan = command_plan(
-        manifest, fallback.verifier, {}, label, None, root=root, op=op, python=python
+    fallback_plan = plan_config(
+        manifest, {}, label, None, root=root, op=op, python=python, verifier=fallback.verifier
     )
     ran = execute(fallback_plan, env, None, executor)
     fix = (

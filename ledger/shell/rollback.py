@@ -12,7 +12,6 @@ After `git checkout` of an older commit MEMORY.md is older too, so the two agree
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,9 +30,6 @@ if TYPE_CHECKING:
     from ledger.log.store_interface import Store
     from stages.outcome import Decision
     from stages.refusal import Refusal
-
-# How much of MEMORY.md is read first to find its header (a fresh template puts it at the top).
-_HEAD_BYTES = 4096
 
 # The commands that only read: still allowed while writing is refused.
 READS = ("status", "resume", "log", "audit", "check")
@@ -179,18 +175,9 @@ def _recorded(memory_path: Path, op: str | None) -> Position | None:
 
 
 def _header_position(memory_path: Path) -> tuple[str, Position] | None:
-    # Runs before every append: reading and decoding a whole MEMORY.md cost ~80 µs at 24 KiB,
-    # and the header sits near the top, so its head is read first. The header is ASCII, so a
-    # character cut at the chunk's end (replaced) cannot change what is found.
     from ledger.projections import memory_file
 
-    fd = safe_files.open_regular(memory_path)  # never through a link, never a FIFO
-    try:
-        head = os.read(fd, _HEAD_BYTES)
-        found = memory_file.recorded_position(head.decode("utf-8", "replace"))
-        if found is not None or len(head) < _HEAD_BYTES:
-            return found
-        whole = safe_files.read_descriptor(fd, memory_path, safe_files.TEXT_BYTES)
-    finally:
-        os.close(fd)
-    return memory_file.recorded_position(whole.decode("utf-8", "replace"))
+    # Never through a link, never a FIFO; the header is ASCII, so a bad byte elsewhere
+    # (replaced) cannot change what is found.
+    data = safe_files.read_bytes(memory_path, limit=safe_files.TEXT_BYTES, follow=False)
+    return memory_file.recorded_position(data.decode("utf-8", "replace"))

@@ -285,13 +285,4 @@ def _metrics(doc: dict[str, Any], source: str) -> dict[str, float]:
     raw = doc.get("metrics") or {}
     if not isinstance(raw, dict):
         raise BadInput(f"{source}: metrics must be an object of numbers")
-    return {
-        str(k): float(v)
-        for k, v in raw.items()
-        if isinstance(v, int | float) and not isinstance(v, bool)
-    }
-
-
-def tail(text: str, size: int) -> str:
-    """The last `size` characters of a command's output."""
-    return text[-size:]
+    return {str(k): float(v) for k, v in raw.items() if _is_number(v)}

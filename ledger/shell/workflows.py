@@ -24,14 +24,13 @@ from ledger.domain.hints import Step
 from ledger.domain.samples import median
 from ledger.errors import BadInput
 from ledger.log import codec
-from ledger.projections.attempt_rows import resolve_attempt
 from ledger.shell import harness, layout_check, measure_target, runner
 from ledger.shell import measure as measuring
 from ledger.shell import measure_plan as planning
 from ledger.shell.manifest_file import file_digest_of, read_manifest
 from stages import commands as cmd
+from stages.binding import expected_impl_digest
 from stages.remeasure import DEVICE_PRIOR
-from stages.stop import stopped_refusal
 
 if TYPE_CHECKING:
     from ledger.domain.manifest import Manifest
@@ -67,7 +66,6 @@ class Invocation:
 
 def measure_plan(ledger: OpLedger, attempt: str | None = None, *, python: str) -> planning.Plan:
     """What `measure` would run for `attempt` (an id, a unique prefix; None: the pending one)."""
-    ledger.require()
     return _plan(ledger, read_manifest(ledger.dir), attempt, python)
 
 
@@ -80,9 +78,6 @@ def measure(
     executor: measuring.Executor = measuring.run_here,
     invocation: Invocation = Invocation(),  # frozen: one shared default is safe
 ) -> StepResult:
-    """Run the manifest's verifier on the attempt's config (None: the pending one) and record
-    its result: the verdict, a failure, or a harness error that writes nothing (R8, R11)."""
-
     def build() -> cmd.Verify | cmd.Fail:
         manifest = read_manifest(ledger.dir)
         plan = _plan(ledger, manifest, attempt, python)
@@ -114,9 +109,6 @@ def target_from_spec(
     executor: measuring.Executor = measuring.run_here,
     invocation: Invocation = Invocation(),
 ) -> StepResult:
-    """Write the target sheet from SPEC.md's manifest (P0 shape, perf_target, baseline config),
-    its baseline measured by the manifest's verifier (R3, R11)."""
-
     def build() -> cmd.SetTarget:
         manifest = read_manifest(ledger.dir)
         shape = manifest.p0_shape if manifest else None
@@ -138,10 +130,7 @@ def target_from_spec(
                 "--target and the baseline",
             )
         state = ledger.load().state
-        impl = ledger.dir / f"{ledger.op}_impl.py"
-        digest = state.activation_digest or (
-            inputs.file_digest(impl, ledger.root) if impl.is_file() else None
-        )
+        digest = state.activation_digest or ledger.on_disk()["disk_digest"]
         plan, ran = measure_target.run_baseline(
             manifest, planning.BASELINE, digest, root=ledger.root, op=ledger.op, python=python,
             env=env, executor=executor,
@@ -195,18 +184,14 @@ def evidence_from_spec(
     executor: measuring.Executor = measuring.run_here,
     invocation: Invocation = Invocation(),
 ) -> StepResult:
-    """Record activation evidence the ledger obtains itself from the op folder (R1, R11): the
-    E2E compare from one verifier run of the manifest's baseline config, or the op's layout
-    check on it; `impl` is the implementation it is evidence for (default custom/OP/OP_impl.py)."""
     if kind not in ("compare", "layout"):
         raise BadInput(f"unknown evidence {kind!r}", hint="give compare or layout")
 
     def build() -> cmd.RecordCompare | cmd.RecordLayout:
-        path, shown = impl_file(ledger, impl)
-        # the op's own file may not be a link out of the root; an --impl named by the caller
-        # is read as given (ledger/log/safe_files.py)
-        digest = inputs.file_digest(path, None if impl else ledger.root)
-        manifest = _manifest_with_verifier(ledger)
+        shown, digest = ledger.implementation(impl)
+        manifest = read_manifest(ledger.dir)
+        planning.require_verifier(manifest, ledger.op)
+        assert manifest is not None  # require_verifier refuses None
         if kind == "compare":
             checks, origin = _compare(ledger, manifest, digest, python, env, executor)
             return cmd.RecordCompare(
@@ -226,12 +211,6 @@ def evidence_from_spec(
     return _step(
         ledger, build, invocation, f"evidence {kind} --from-spec", impl=impl, python=python
     )
-
-
-def impl_file(ledger: OpLedger, impl: Path | str | None) -> tuple[Path, str]:
-    """The implementation file (`impl`, else custom/OP/OP_impl.py) and its name as recorded."""
-    path = Path(impl) if impl else ledger.dir / f"{ledger.op}_impl.py"
-    return path, inputs.recorded_path(path, ledger.root)
 
 
 # --- the steps' parts ------------------------------------------------------------------------
@@ -266,27 +245,20 @@ def _request_digest(workflow: str, arguments: Mapping[str, Any]) -> str:
 def _plan(
     ledger: OpLedger, manifest: Manifest | None, attempt: str | None, python: str
 ) -> planning.Plan:
-    """The verifier command for the attempt `attempt` names; after a stop, the stop's refusal
-    comes first (R10, exit 6)."""
+    """The verifier command for the full config of the attempt `attempt` names (None: the
+    pending one), bound to the kernel it must run."""
+    attempt_id = ledger.attempt_to_record(attempt or "pending")
     state = ledger.load().state
-    refusal = stopped_refusal(state)
-    if refusal is not None:
-        raise refusal.to_error()
-    attempt_id = resolve_attempt(state, attempt or "pending")
-    return planning.plan(state, manifest, attempt_id, root=ledger.root, op=ledger.op, python=python)
-
-
-def _manifest_with_verifier(ledger: OpLedger) -> Manifest:
-    manifest = read_manifest(ledger.dir)
-    if manifest is None or manifest.verifier is None:
-        raise BadInput(
-            f"custom/{ledger.op}/SPEC.md declares no verifier, so the ledger cannot run the "
-            "check itself",
-            rule="R11",
-            hint="declare `verifier` in SPEC.md's front matter (docs/OP_FOLDER.md), or give "
-            "--run CMD or --output NAME=true|false",
-        )
-    return manifest
+    started = state.attempts[attempt_id]
+    return planning.plan_config(
+        manifest,
+        started.config,
+        attempt_id,
+        expected_impl_digest(state, started),
+        root=ledger.root,
+        op=ledger.op,
+        python=python,
+    )
 
 
 def _compare(
