@@ -10,7 +10,6 @@ their text in as data (`op_page(kernel_texts=...)`), so this module never reads 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +18,7 @@ from attrs import frozen
 from ledger.domain.state import Point, Relaxation, State, TargetSheet
 from ledger.log.codec import canonical_json
 from ledger.projections.dashboard_rows import OpView
+from ledger.projections.kernels import kernel_diff
 from ledger.projections.memory_target import cube_shapes
 from ledger.projections.report_chart import ChartSize, chart_svg
 from ledger.projections.timeline import (
@@ -165,14 +165,7 @@ def kernel_versions(state: State, texts: Mapping[str, str]) -> tuple[KernelVersi
 
 def _diff(a: str, b: str, a_name: tuple[str, str], b_name: tuple[str, str]) -> tuple[str, int]:
     """The unified diff of two kernels' text, as `kernel diff` prints it, cut at DIFF_LINES."""
-    lines = list(
-        difflib.unified_diff(
-            a.splitlines(keepends=True),
-            b.splitlines(keepends=True),
-            fromfile=f"{a_name[0]} ({a_name[1][:12]})",
-            tofile=f"{b_name[0]} ({b_name[1][:12]})",
-        )
-    )
+    lines = kernel_diff(a, b, a_name, b_name)
     shown = [line if line.endswith("\n") else line + "\n" for line in lines[:DIFF_LINES]]
     return "".join(shown), max(0, len(lines) - DIFF_LINES)
 

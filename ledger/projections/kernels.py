@@ -67,3 +67,18 @@ def _binding_digest(data: dict[str, Any]) -> str | None:
     binding = data.get("binding")
     digest = binding.get("impl_digest") if isinstance(binding, dict) else None
     return digest if isinstance(digest, str) else None
+
+
+def kernel_diff(a: str, b: str, a_name: tuple[str, str], b_name: tuple[str, str]) -> list[str]:
+    """The unified diff of two kernels' text, each side named by its attempt and digest: what
+    `kernel diff` prints and the dashboard shows."""
+    import difflib  # only these two readers need it, not every append
+
+    return list(
+        difflib.unified_diff(
+            a.splitlines(keepends=True),
+            b.splitlines(keepends=True),
+            fromfile=f"{a_name[0]} ({a_name[1][:12]})",
+            tofile=f"{b_name[0]} ({b_name[1][:12]})",
+        )
+    )

@@ -13,7 +13,6 @@ file against its name. Nothing here appends to the ledger.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
 from collections.abc import Sequence
@@ -24,7 +23,7 @@ from ledger.domain.hints import Fill, Step
 from ledger.errors import BadInput, LedgerDamaged
 from ledger.log import safe_files
 from ledger.log.record import Event
-from ledger.projections.kernels import DIGEST, attempt_kernels, bound_digests
+from ledger.projections.kernels import DIGEST, attempt_kernels, bound_digests, kernel_diff
 from stages.binding import best_impl_digest
 
 if TYPE_CHECKING:
@@ -209,16 +208,10 @@ def diff(ledger: OpLedger, first: str, second: str) -> dict[str, Any]:
         text = kept(ledger, digest).decode("utf-8", errors="replace")
         sides.append((label, digest, text))
     (a, a_digest, a_text), (b, b_digest, b_text) = sides
-    lines = difflib.unified_diff(
-        a_text.splitlines(keepends=True),
-        b_text.splitlines(keepends=True),
-        fromfile=f"{a} ({a_digest[:12]})",
-        tofile=f"{b} ({b_digest[:12]})",
-    )
     return {
         "op": ledger.op,
         "a": {"attempt": a, "impl_digest": a_digest},
         "b": {"attempt": b, "impl_digest": b_digest},
         "same": a_digest == b_digest,
-        "diff": "".join(lines),
+        "diff": "".join(kernel_diff(a_text, b_text, (a, a_digest), (b, b_digest))),
     }
