@@ -2,7 +2,8 @@
 
 `parse_knowledge` checks the file's contents; `builtin_priors` turns them into `Prior`s for the
 keys asked for: typical values, vec tiles within the design range (R3; larger powers of two
-once a relaxation is recorded) and the cube tile row for the op's M. All pure.
+once a relaxation is recorded) and the cube tile row for the op's M (the table is R3's,
+stages/target.py; the file says how much it is trusted). All pure.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from attrs import frozen
 from ledger.log import codec
 from ledger.priors.prior import Prior
 from ledger.priors.profile import OpProfile
-
-VEC_DESIGN_MAX = 64  # R3: the design range of a vec tile axis is [16, 64]
+from stages.target import CUBE_TABLE, VEC_LIMIT, CubeRow, cube_table_row
 
 
 @frozen
@@ -45,22 +45,12 @@ class VecRule:
 
 
 @frozen
-class CubeRow:
-    """One row of the M-based cube tile table; "K" stands for the full K dimension."""
-
-    m_min: int
-    m_max: int | None
-    tiles: list[list[int | str]]
-
-
-@frozen
 class CubeRule:
-    """The M-based cube tile table."""
+    """How much the rows of R3's M-based cube tile table are trusted as priors."""
 
     weight: float
     sources: tuple[str, ...]
     note: str
-    rows: tuple[CubeRow, ...]
 
 
 @frozen
@@ -126,19 +116,10 @@ def parse_knowledge(doc: Any) -> Knowledge:
     cube = None
     if "cube_tiles" in doc:
         raw = _get(doc, "cube_tiles", dict, "priors")
-        rows = tuple(
-            CubeRow(
-                m_min=_get(r, "m_min", int, "cube_tiles.rows"),
-                m_max=r.get("m_max"),
-                tiles=_get(r, "tiles", list, "cube_tiles"),
-            )
-            for r in _get(raw, "rows", list, "cube_tiles")
-        )
         cube = CubeRule(
             weight=_weight(raw, "cube_tiles"),
             sources=_sources(raw, sources, "cube_tiles"),
             note=_get(raw, "note", str, "cube_tiles"),
-            rows=rows,
         )
     return Knowledge(sources=dict(sources), values=tuple(values), vec=vec, cube=cube)
 
@@ -193,7 +174,7 @@ def _vec_priors(
         ]
     axes = _varied_axes(template, op, rule.max_varied_axes)
     sizes = set(rule.axis_values)
-    relaxed = vec_max > VEC_DESIGN_MAX
+    relaxed = vec_max > VEC_LIMIT
     if relaxed:  # a recorded relaxation opens larger powers of two (R3)
         sizes |= {2**e for e in range(7, int(math.log2(vec_max)) + 1)}
     dims = op.shapes[0] if op.shapes and len(op.shapes[0]) == len(template) else None
@@ -209,7 +190,7 @@ def _vec_priors(
     priors = []
     for tile, volume in tiles:
         larger = math.log(volume) / math.log(top) if top > 1 else 1.0
-        beyond = " (beyond 64 under the relaxed limit)" if max(tile) > VEC_DESIGN_MAX else ""
+        beyond = " (beyond 64 under the relaxed limit)" if max(tile) > VEC_LIMIT else ""
         priors.append(
             Prior(
                 values={"vec_tile_shape": tile},
@@ -224,14 +205,10 @@ def _vec_priors(
     return priors, []
 
 
-def _row_matches(row: CubeRow, cube_m: int) -> bool:
-    return row.m_min <= cube_m and (row.m_max is None or cube_m <= row.m_max)
-
-
 def _cube_priors(
     rule: CubeRule, op: OpProfile, cube_m: int | None
 ) -> tuple[list[Prior], list[str]]:
-    rows = [r for r in rule.rows if cube_m is None or _row_matches(r, cube_m)]
+    rows = [r for r in CUBE_TABLE if cube_m is None or r == cube_table_row(cube_m)]
     notes = (
         []
         if cube_m is not None
@@ -241,13 +218,13 @@ def _cube_priors(
     )
     priors = []
     for row in rows:
-        if any(v == "K" for pair in row.tiles for v in pair) and op.cube_k is None:
+        if any(v is None for pair in row.limit for v in pair) and op.cube_k is None:
             notes.append(
                 f"builtin cube tiles: the row for M {_m_range(row)} needs K "
                 "(SPEC front matter cube_k) and is left out"
             )
             continue
-        tiles = [[op.cube_k if v == "K" else v for v in pair] for pair in row.tiles]
+        tiles = [[op.cube_k if v is None else v for v in pair] for pair in row.limit]
         priors.append(
             Prior(
                 values={"cube_tile_shape": tiles},
