@@ -11,14 +11,19 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Collection, Mapping, Sequence
+from functools import partial
 from typing import Any
 
-from attrs import frozen
+import cattrs
+from attrs import field, frozen, validators
 
 from ledger.log import codec
 from ledger.priors.prior import Prior
 from ledger.priors.profile import OpProfile
 from stages.target import CUBE_TABLE, VEC_LIMIT, CubeRow, cube_table_row
+
+# A trust: each weight of the file lies in [0, 1].
+_UNIT = [validators.ge(0), validators.le(1)]
 
 
 @frozen
@@ -26,11 +31,11 @@ class KnownValue:
     """A typical value of one key, with the sources that give it."""
 
     key: str
-    value: Any
-    weight: float
+    weight: float = field(validator=_UNIT)
     basis: str  # stated by the sources, or derived from them (the note says how)
     sources: tuple[str, ...]
     note: str
+    value: Any = None
 
 
 @frozen
@@ -38,7 +43,7 @@ class VecRule:
     """Vec tile recommendations: values per tiled axis."""
 
     axis_values: tuple[int, ...]
-    weight: float
+    weight: float = field(validator=_UNIT)
     sources: tuple[str, ...]
     note: str
     max_varied_axes: int
@@ -48,7 +53,7 @@ class VecRule:
 class CubeRule:
     """How much the rows of R3's M-based cube tile table are trusted as priors."""
 
-    weight: float
+    weight: float = field(validator=_UNIT)
     sources: tuple[str, ...]
     note: str
 
@@ -59,69 +64,36 @@ class Knowledge:
 
     sources: dict[str, str]
     values: tuple[KnownValue, ...]
-    vec: VecRule | None
-    cube: CubeRule | None
-
-
-def _get(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    value = doc.get(key)
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise ValueError(f"{where}: {key} is {value!r}")
-    return value
-
-
-def _weight(doc: Mapping[str, Any], where: str) -> float:
-    weight = float(_get(doc, "weight", (int, float), where))
-    if not 0 <= weight <= 1:
-        raise ValueError(f"{where}: weight {weight} is outside [0, 1]")
-    return weight
-
-
-def _sources(doc: Mapping[str, Any], known: Mapping[str, str], where: str) -> tuple[str, ...]:
-    names = _get(doc, "sources", list, where)
-    unknown = [n for n in names if n not in known]
-    if not names or unknown:
-        raise ValueError(f"{where}: sources {names!r} must name entries of 'sources'")
-    return tuple(names)
+    vec_tile: VecRule | None = None
+    cube_tiles: CubeRule | None = None
 
 
 def parse_knowledge(doc: Any) -> Knowledge:
     """The knowledge file's contents, checked; ValueError names what is malformed."""
     if not isinstance(doc, dict) or doc.get("schema_version") != 1:
         raise ValueError("not a priors file of schema_version 1")
-    sources = _get(doc, "sources", dict, "priors")
-    values = []
-    for index, entry in enumerate(_get(doc, "values", list, "priors")):
-        where = f"values[{index}]"
-        values.append(
-            KnownValue(
-                key=_get(entry, "key", str, where),
-                value=entry.get("value"),
-                weight=_weight(entry, where),
-                basis=_get(entry, "basis", str, where),
-                sources=_sources(entry, sources, where),
-                note=_get(entry, "note", str, where),
-            )
-        )
-    vec = None
-    if "vec_tile" in doc:
-        raw = _get(doc, "vec_tile", dict, "priors")
-        vec = VecRule(
-            axis_values=tuple(_get(raw, "axis_values", list, "vec_tile")),
-            weight=_weight(raw, "vec_tile"),
-            sources=_sources(raw, sources, "vec_tile"),
-            note=_get(raw, "note", str, "vec_tile"),
-            max_varied_axes=_get(raw, "max_varied_axes", int, "vec_tile"),
-        )
-    cube = None
-    if "cube_tiles" in doc:
-        raw = _get(doc, "cube_tiles", dict, "priors")
-        cube = CubeRule(
-            weight=_weight(raw, "cube_tiles"),
-            sources=_sources(raw, sources, "cube_tiles"),
-            note=_get(raw, "note", str, "cube_tiles"),
-        )
-    return Knowledge(sources=dict(sources), values=tuple(values), vec=vec, cube=cube)
+    if not isinstance(doc.get("values"), list):  # cattrs would read a mapping's keys
+        raise ValueError("priors: values must be a list")
+    converter = cattrs.Converter()
+    for kind in (str, int, float):
+        converter.register_structure_hook(kind, partial(_exactly, kind))
+    try:
+        knowledge = converter.structure(doc, Knowledge)
+    except cattrs.BaseValidationError as e:
+        raise ValueError("; ".join(cattrs.transform_error(e, path="priors"))) from e
+    for part in (*knowledge.values, knowledge.vec_tile, knowledge.cube_tiles):
+        if part is not None and (not part.sources or set(part.sources) - set(knowledge.sources)):
+            raise ValueError(f"sources {list(part.sources)!r} must name entries of 'sources'")
+    return knowledge
+
+
+def _exactly(kind: type, value: Any, _type: Any) -> Any:
+    """`value` when JSON gave it as `kind` (an int for a float), never converted from another
+    type (cattrs would take str(5) as a string)."""
+    allowed = (int, float) if kind is float else kind
+    if isinstance(value, bool) or not isinstance(value, allowed):
+        raise TypeError(f"{value!r} is not a {kind.__name__}")
+    return kind(value)
 
 
 def _canon(value: Any) -> str:
@@ -257,12 +229,12 @@ def builtin_priors(
     rules only when `keys` has their key), with notes for what could not be offered."""
     priors = [p for p in _value_priors(knowledge) if set(p.values) & set(keys)]
     notes: list[str] = []
-    if knowledge.vec is not None and "vec_tile_shape" in keys:
-        vec, vec_notes = _vec_priors(knowledge.vec, best, op, vec_max)
+    if knowledge.vec_tile is not None and "vec_tile_shape" in keys:
+        vec, vec_notes = _vec_priors(knowledge.vec_tile, best, op, vec_max)
         priors.extend(vec)
         notes.extend(vec_notes)
-    if knowledge.cube is not None and "cube_tile_shape" in keys:
-        cube, cube_notes = _cube_priors(knowledge.cube, op, cube_m)
+    if knowledge.cube_tiles is not None and "cube_tile_shape" in keys:
+        cube, cube_notes = _cube_priors(knowledge.cube_tiles, op, cube_m)
         priors.extend(cube)
         notes.extend(cube_notes)
     return priors, notes
