@@ -17,7 +17,7 @@ from typing import Any
 import cattrs
 from attrs import field, frozen, validators
 
-from ledger.log import codec
+from ledger.log.codec import canonical_json
 from ledger.priors.prior import Prior
 from ledger.priors.profile import OpProfile
 from stages.target import CUBE_TABLE, VEC_LIMIT, CubeRow, cube_table_row
@@ -96,10 +96,6 @@ def _exactly(kind: type, value: Any, _type: Any) -> Any:
     return kind(value)
 
 
-def _canon(value: Any) -> str:
-    return codec.canonical_json(value)
-
-
 def _value_priors(knowledge: Knowledge) -> list[Prior]:
     """One prior per typical value of the knowledge file."""
     return [
@@ -107,7 +103,7 @@ def _value_priors(knowledge: Knowledge) -> list[Prior]:
             values={v.key: v.value},
             kind="builtin",
             weight=v.weight,
-            provenance=f"builtin: {v.key} {_canon(v.value)}, {v.note.split(';')[0]} "
+            provenance=f"builtin: {v.key} {canonical_json(v.value)}, {v.note.split(';')[0]} "
             f"({', '.join(v.sources)})",
             reasons=(v.note, f"basis: {v.basis}", _cited(v.sources)),
         )
@@ -168,7 +164,7 @@ def _vec_priors(
                 values={"vec_tile_shape": tile},
                 kind="builtin",
                 weight=rule.weight * (0.6 + 0.4 * larger),
-                provenance=f"builtin: vec_tile_shape {_canon(tile)}, tiled axes in "
+                provenance=f"builtin: vec_tile_shape {canonical_json(tile)}, tiled axes in "
                 f"{{{', '.join(str(s) for s in sorted(sizes))}}}{beyond} "
                 f"({', '.join(rule.sources)})",
                 reasons=(rule.note, _cited(rule.sources)),
@@ -202,8 +198,8 @@ def _cube_priors(
                 values={"cube_tile_shape": tiles},
                 kind="builtin",
                 weight=rule.weight,
-                provenance=f"builtin: cube_tile_shape {_canon(tiles)}, the M-based table row for "
-                f"M {_m_range(row)} ({', '.join(rule.sources)})",
+                provenance=f"builtin: cube_tile_shape {canonical_json(tiles)}, the M-based table "
+                f"row for M {_m_range(row)} ({', '.join(rule.sources)})",
                 reasons=(rule.note, _cited(rule.sources)),
             )
         )
