@@ -238,13 +238,7 @@ def proposal_json(proposal: Proposal) -> dict[str, Any]:
             for rank, c in enumerate(proposal.candidates, start=1)
         ],
         "filtered": [
-            {
-                "config": f.config,
-                "prior": f.prior,
-                "reason": f.reason,
-                "rule": f.rule,
-                "learned": learned_json(f.learned),
-            }
+            {**attrs.asdict(f, recurse=False), "learned": learned_json(f.learned)}
             for f in proposal.filtered
         ],
         "unselected": len(proposal.unselected),
