@@ -191,17 +191,16 @@ def _base_missing(base: bytes, name: str, present: set[str]) -> int:
     return sum(1 for event in log.events if event.id not in present)
 
 
-def _verified(data: bytes, name: str) -> chain.Log:
-    """`data` scanned; a merged or reordered ledger that does not verify is refused."""
+def _verified(data: bytes, name: str) -> None:
+    """Refuse a merged or reordered ledger that does not verify."""
     try:
-        log = chain.scan(data, name)
+        chain.scan(data, name)
     except LedgerDamaged as e:
         raise LedgerDamaged(
             f"{name}: the valid lines do not form a ledger in canonical order ({e.message})",
             hint=_NORMALIZE_HINT,
             details=e.details,
         ) from None
-    return log
 
 
 # --- normalize -------------------------------------------------------------------------------
