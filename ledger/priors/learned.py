@@ -23,6 +23,7 @@ from typing import Any, Literal
 from attrs import field, frozen
 
 from ledger.domain.configs import filled
+from ledger.domain.keys import knob_defaults
 from ledger.domain.state import State
 from ledger.log import codec
 from ledger.priors.diversity import config_distance
@@ -300,7 +301,7 @@ def _values(config: Mapping[str, Any], keys: set[str], *, named: bool = True) ->
 def op_measurements(state: State) -> OpMeasurements:
     """The configs this op measured with the best's kernel, in the order they were measured."""
     manifest = state.manifest
-    defaults = manifest.defaults() if manifest is not None else {}
+    defaults = knob_defaults(state)
     kinds = {
         name: str(spec.get("kind", "json"))
         for name, spec in (manifest.knobs.items() if manifest is not None else ())
