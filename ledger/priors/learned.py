@@ -17,6 +17,7 @@ faster ranks it first, then untested ones, then no gain, then mixed evidence. Pu
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -165,9 +166,7 @@ class Judge:
             return Learned("untested", ())
         seen = self.along(frozenset(m.key for m in moves))
         findings = self._failures(moves, seen) or self._nearest_pairs(moves, seen)
-        counts: dict[str, int] = {}
-        for finding in findings:
-            counts[finding.outcome] = counts.get(finding.outcome, 0) + 1
+        counts: dict[str, int] = dict(Counter(finding.outcome for finding in findings))
         call: Call = "untested"
         if "failed" in counts:
             call = "failed"
