@@ -18,17 +18,13 @@ from pathlib import Path, PurePosixPath
 from ledger.domain.replay import replay
 from ledger.errors import LedgerError
 from ledger.log import chain, safe_files
+from ledger.log.files import LEDGER_NAME
 from ledger.projections import memory_file, splice
 from ledger.projections.line_ends import normalize_newlines
 from stages.policy import effective_policy
 
 _STASH = PurePosixPath("tune-ledger") / "merged"
 _LAST = re.compile(r"<!-- tune-ledger:rendered-from op=\S+ events=\d+ last=(?P<last>[0-9a-f]+)")
-
-
-def ledger_of(memory_path: str) -> str:
-    """The ledger beside a MEMORY.md path (`custom/<op>/events.jsonl`)."""
-    return str(PurePosixPath(memory_path).parent / "events.jsonl")
 
 
 def stash(folder: Path, ledger_path: str, data: bytes) -> None:
@@ -65,7 +61,7 @@ def _last_rendered(text: str) -> str | None:
 def bodies_source(memory_path: str, theirs_text: str, folder: Path | None) -> bytes | str | None:
     """What the merged MEMORY.md's managed sections come from: the merged ledger's bytes (the
     stash in the git `folder`), "theirs" (git took their ledger as it is), or None (keep ours)."""
-    ledger_path = ledger_of(memory_path)
+    ledger_path = str(PurePosixPath(memory_path).parent / LEDGER_NAME)  # beside MEMORY.md
     theirs_last = _last_rendered(theirs_text)
     try:  # git has not touched the work tree yet; run in its top folder
         top = Path.cwd()
