@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from ledger.domain.configs import config_key
 from ledger.domain.keys import measured_key
 from ledger.domain.state import State
@@ -154,10 +156,6 @@ def screen(
             f"warning: failed ({failed.failure}) in {failed.op} attempt "
             f"{failed.attempt} (similarity {failed.similarity:.2f}); score lowered"
         )
-    return Candidate(
-        config=config,
-        prior=candidate.prior,
-        score=score,
-        reasons=(*candidate.reasons, *warnings),
-        kinds=candidate.kinds,
+    return attrs.evolve(
+        candidate, config=config, score=score, reasons=(*candidate.reasons, *warnings)
     )
