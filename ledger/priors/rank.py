@@ -97,14 +97,12 @@ def propose(
     filtered: list[Filtered] = []
     for candidate in built:
         screened = screen(state, candidate, keys, failures)
+        if isinstance(screened, Candidate):
+            screened = _judged(screened, judge)
         if isinstance(screened, Filtered):
             filtered.append(screened)
         else:
-            judged = _judged(screened, judge)
-            if isinstance(judged, Filtered):
-                filtered.append(judged)
-            else:
-                pool.append(judged)
+            pool.append(screened)
     chosen = _pick(pool, wanted, keys)
     unselected = [c for c in pool if c not in chosen]
     all_notes = [*notes, *key_notes, *count_notes, *_learning_notes(measurements, filtered, pool)]
