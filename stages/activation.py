@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledger.domain.hints import Step
 from ledger.domain.state import Evidence, State
@@ -12,6 +12,9 @@ from stages.policy import measured_only
 from stages.refusal import Refusal
 
 if TYPE_CHECKING:  # annotations only: a read asks the blockers, not the commands
+    from collections.abc import Callable
+
+    from ledger.schema.events import Payload
     from stages.commands import Activate, RecordCompare, RecordLayout
 
 _NEXT = (
@@ -50,36 +53,43 @@ def _unmeasured_evidence(state: State, kind: str, level: str) -> Refusal | None:
 
 def decide_compare(state: State, command: RecordCompare) -> Result:
     """Record E2E tensor-compare evidence for an implementation digest (R1)."""
-    nonempty(command.impl_digest, "the implementation digest")
-    refused = _unmeasured_evidence(state, "compare", command.origin.level)
-    if refused is not None:
-        return refused
-    return accept(
-        build(
-            CompareEvidence,
-            "tensor-compare evidence",
-            outputs=command.outputs,
-            impl_path=command.impl_path,
-            impl_digest=command.impl_digest,
-            origin=command.origin,
-        )
+    return _evidence(
+        state,
+        command,
+        "compare",
+        CompareEvidence,
+        "tensor-compare evidence",
+        outputs=command.outputs,
     )
 
 
 def decide_layout(state: State, command: RecordLayout) -> Result:
     """Record a layout check's exit code for an implementation digest (R1)."""
+    return _evidence(
+        state, command, "layout", LayoutEvidence, "layout evidence", exit_code=command.exit_code
+    )
+
+
+def _evidence(
+    state: State,
+    command: RecordCompare | RecordLayout,
+    kind: str,
+    factory: Callable[..., Payload],
+    what: str,
+    **fields: Any,
+) -> Result:
     nonempty(command.impl_digest, "the implementation digest")
-    refused = _unmeasured_evidence(state, "layout", command.origin.level)
+    refused = _unmeasured_evidence(state, kind, command.origin.level)
     if refused is not None:
         return refused
     return accept(
         build(
-            LayoutEvidence,
-            "layout evidence",
-            exit_code=command.exit_code,
+            factory,
+            what,
             impl_path=command.impl_path,
             impl_digest=command.impl_digest,
             origin=command.origin,
+            **fields,
         )
     )
 
@@ -177,16 +187,10 @@ def activation_gate(state: State) -> Refusal | None:
 def _gate_next(state: State) -> str:
     """The true next step before activation: activate when both pieces of evidence pass
     for one implementation, else record them (R1); a failed activation hands back."""
-    compare, layout = state.compare, state.layout
-    if (
-        compare is not None
-        and layout is not None
-        and compare.passed
-        and layout.passed
-        and compare.impl_digest == layout.impl_digest
-    ):
+    if evidence_ready(state):
+        assert state.compare is not None  # evidence_ready checked it
         return (
-            f"both pieces of evidence pass for implementation {_short(compare.impl_digest)}: "
+            f"both pieces of evidence pass for implementation {_short(state.compare.impl_digest)}: "
             f"{Step('activate', state.op)}"
         )
     if state.handed_back:

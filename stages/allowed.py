@@ -29,46 +29,12 @@ from stages.search import (
 from stages.skills import load_blocker
 from stages.stop import after_stop
 
-# Keyed by the command class's name: a read asks `allowed` and never builds the command
-# classes (stages/commands.py), which only a write needs.
-COMMAND_NAMES: dict[str, str] = {
-    "Init": "init",
-    "RecordCompare": "evidence compare",
-    "RecordLayout": "evidence layout",
-    "Activate": "activate",
-    "SetTarget": "target",
-    "Relax": "relax",
-    "LoadSkill": "skill load",
-    "UnloadSkill": "skill unload",
-    "EnterStage": "stage enter",
-    "ExitStage": "stage exit",
-    "OpenPoint": "point open",
-    "ClosePoint": "point close",
-    "ProposeCandidate": "candidate",
-    "TryMutation": "try",
-    "TryAlgorithm": "try",
-    "Verify": "verify",
-    "Fail": "fail",
-    "Abandon": "abandon",
-    "Stop": "stop",
-    "HandBack": "handback",
-    "ResumeCampaign": "resume-campaign",
-    "RecordReport": "report",
-    "SetPolicy": "policy",
-    "AddNote": "note",
-}
-
 # Allowed whenever the op exists, even after a stop (R10); not listed by `allowed`.
 # What works at any time while the campaign runs: notes, policies, the report and the reads
 # (issue 28: `allowed` is complete, not only the protocol's next steps). Listed after those;
 # after a stop `after_stop` names its own, and a merge conflict gates to finishing it.
 ALWAYS = ("note", "policy", "report")  # the writes accepted at any time after init
 ANYTIME = (*ALWAYS, "status", "resume", "log", "audit")
-
-
-def command_name(command: object) -> str:
-    """The CLI name of a command (`try` for both mutations and algorithm changes)."""
-    return COMMAND_NAMES[type(command).__name__]
 
 
 def allowed(state: State) -> list[str]:

@@ -1,8 +1,12 @@
-"""The commands an agent can give, as plain values; `stages.decide` turns each into events."""
+"""The commands an agent can give, as plain values; `stages.decide` turns each into events.
+
+Each names the CLI command that gives it (`NAME`, the word `allowed` lists for it; `try` gives
+both changes), as a payload names its event type.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from attrs import field, frozen
 
@@ -13,6 +17,7 @@ from ledger.schema.events import Binding, Device, Origin, OutputCheck
 class Init:
     """Create the op's ledger."""
 
+    NAME: ClassVar[str] = "init"
     op: str
 
 
@@ -20,6 +25,7 @@ class Init:
 class RecordCompare:
     """Record E2E tensor-compare evidence for the implementation with this digest (R1)."""
 
+    NAME: ClassVar[str] = "evidence compare"
     outputs: tuple[OutputCheck, ...]
     impl_path: str
     impl_digest: str
@@ -30,6 +36,7 @@ class RecordCompare:
 class RecordLayout:
     """Record a layout check's exit code for the implementation with this digest (R1)."""
 
+    NAME: ClassVar[str] = "evidence layout"
     exit_code: int
     impl_path: str
     impl_digest: str
@@ -40,6 +47,7 @@ class RecordLayout:
 class Activate:
     """Check the evidence against the current implementation digest (R1)."""
 
+    NAME: ClassVar[str] = "activate"
     impl_digest: str
 
 
@@ -47,6 +55,7 @@ class Activate:
 class SetTarget:
     """Write the Performance target sheet (R3)."""
 
+    NAME: ClassVar[str] = "target"
     baseline_us: float
     shape: str
     target_us: float
@@ -69,6 +78,7 @@ class SetTarget:
 class Relax:
     """Relax a tile-shape upper limit, with its basis (R3)."""
 
+    NAME: ClassVar[str] = "relax"
     what: str
     limit: Any
     basis: str
@@ -88,6 +98,7 @@ class Relax:
 class LoadSkill:
     """Load a skill (R2)."""
 
+    NAME: ClassVar[str] = "skill load"
     name: str
 
 
@@ -95,6 +106,7 @@ class LoadSkill:
 class UnloadSkill:
     """Unload a skill (R2)."""
 
+    NAME: ClassVar[str] = "skill unload"
     name: str
 
 
@@ -102,6 +114,7 @@ class UnloadSkill:
 class EnterStage:
     """Enter the next stage (R4)."""
 
+    NAME: ClassVar[str] = "stage enter"
     stage: str
 
 
@@ -109,6 +122,7 @@ class EnterStage:
 class ExitStage:
     """Exit the current stage; `by_user` claims the user's stop as the exit condition (R4)."""
 
+    NAME: ClassVar[str] = "stage exit"
     stage: str
     reason: str = ""
     by_user: bool = False
@@ -120,6 +134,7 @@ class ExitStage:
 class OpenPoint:
     """Open an optimization point in the current stage for named knobs (R5, R7)."""
 
+    NAME: ClassVar[str] = "point open"
     name: str
     knobs: tuple[str, ...] = ()
 
@@ -128,6 +143,7 @@ class OpenPoint:
 class ClosePoint:
     """Close the open optimization point (R7); not_applicable needs a reason."""
 
+    NAME: ClassVar[str] = "point close"
     name: str
     reason: str
     not_applicable: bool = False
@@ -137,6 +153,7 @@ class ClosePoint:
 class ProposeCandidate:
     """Measure a full config proposed from a prior (R7 candidate phase)."""
 
+    NAME: ClassVar[str] = "candidate"
     config: dict[str, Any]
     prior: str
     override: str | None = None
@@ -150,6 +167,7 @@ class ProposeCandidate:
 class TryMutation:
     """Change exactly one parameter of the best config (R6, R7 mutation phase)."""
 
+    NAME: ClassVar[str] = "try"
     param: str
     value: Any
     override: str | None = None
@@ -161,6 +179,7 @@ class TryMutation:
 class TryAlgorithm:
     """Try an algorithm change, described in words, with the new implementation digest (R5)."""
 
+    NAME: ClassVar[str] = "try"
     description: str
     impl_digest: str | None = None
     override: str | None = None
@@ -170,6 +189,7 @@ class TryAlgorithm:
 class Verify:
     """Record the verifier's result for the pending attempt; the ledger computes the verdict."""
 
+    NAME: ClassVar[str] = "verify"
     attempt: str
     outputs: tuple[OutputCheck, ...]
     layout_exit: int
@@ -190,6 +210,7 @@ class Verify:
 class Fail:
     """Record that the attempt failed (compile, timeout, oom, accuracy, runtime)."""
 
+    NAME: ClassVar[str] = "fail"
     attempt: str
     category: str
     detail: str = ""
@@ -200,6 +221,7 @@ class Fail:
 class Abandon:
     """Give up a pending attempt without a result (e.g. interrupted by a crash)."""
 
+    NAME: ClassVar[str] = "abandon"
     attempt: str
     reason: str
 
@@ -208,6 +230,7 @@ class Abandon:
 class Stop:
     """The user stops the campaign (R10)."""
 
+    NAME: ClassVar[str] = "stop"
     reason: str
 
 
@@ -215,6 +238,7 @@ class Stop:
 class HandBack:
     """Hand the stopped campaign's result back to the orchestrator with its report (R10)."""
 
+    NAME: ClassVar[str] = "handback"
     summary: str = ""
 
 
@@ -223,6 +247,7 @@ class ResumeCampaign:
     """A person lifts a utilization stop, or a budget stop once the budget no longer holds,
     and tuning goes on (R10): a person's decision."""
 
+    NAME: ClassVar[str] = "resume-campaign"
     reason: str
     person: str | None = None
     # True only when audit re-decides a resume recorded before issue 27 (person unknown).
@@ -233,6 +258,7 @@ class ResumeCampaign:
 class RecordReport:
     """Record that a tuning report was written (R4: needed before the algorithm stage)."""
 
+    NAME: ClassVar[str] = "report"
     path: str
     digest: str
 
@@ -241,6 +267,7 @@ class RecordReport:
 class SetPolicy:
     """Set a policy threshold for this op; lowering a guard needs a person (DESIGN §3.3)."""
 
+    NAME: ClassVar[str] = "policy"
     key: str
     value: Any
     reason: str = ""
@@ -254,6 +281,7 @@ class SetPolicy:
 class AddNote:
     """Record free text."""
 
+    NAME: ClassVar[str] = "note"
     text: str
 
 
@@ -261,6 +289,7 @@ class AddNote:
 class RecordManifest:
     """Record SPEC.md's op manifest as the one the campaign uses from here on (DESIGN §4)."""
 
+    NAME: ClassVar[str] = "manifest"
     digest: str
     source: str
     declared: dict[str, Any]

@@ -18,11 +18,11 @@ from ledger.domain.hints import Fill, Step
 from ledger.domain.keys import measured_key
 from ledger.domain.state import Attempt, State
 from ledger.schema.events import AttemptStarted
-from stages.commands import ProposeCandidate
 from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.search import pending_blocker
 
 if TYPE_CHECKING:
+    from stages.commands import ProposeCandidate
     from stages.verdict import Comparison
 
 
@@ -58,14 +58,19 @@ def decide_remeasure(state: State, command: ProposeCandidate) -> Result:
     if blocker is not None:
         return blocker
     prior = nonempty(command.prior, "the candidate's prior (its provenance)")
+    return _measure_again(best.stage, best.point, best.config, prior)
+
+
+def _measure_again(stage: str, point: str | None, config: dict[str, Any], prior: str) -> Result:
+    """A candidate measuring a config the campaign measured before (R8; no R9 override)."""
     return accept(
         build(
             AttemptStarted,
             "candidate",
             kind="candidate",
-            stage=best.stage,
-            point=best.point,
-            config=best.config,
+            stage=stage,
+            point=point,
+            config=config,
             prior=prior,
             retry_override=None,
         )
@@ -112,18 +117,7 @@ def decide_device_remeasure(state: State, command: ProposeCandidate) -> Result:
         )
     best = state.best
     assert best is not None  # is_device_remeasure checked it
-    return accept(
-        build(
-            AttemptStarted,
-            "candidate",
-            kind="candidate",
-            stage=stage,
-            point=None,
-            config=best.config,
-            prior=(command.prior or "").strip(),
-            retry_override=None,
-        )
-    )
+    return _measure_again(stage, None, best.config, (command.prior or "").strip())
 
 
 def next_step(state: State) -> str | None:

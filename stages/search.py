@@ -224,32 +224,44 @@ def decide_candidate(state: State, command: ProposeCandidate) -> Result:
         return blocker
     prior = nonempty(command.prior, "the candidate's prior (its provenance)")
     config = validate_config(command.config, "the candidate config")
-    override = override_reason(command.override)
-    refusal = _config_refusal(state, config, "the candidate config", override, command)
-    if refusal is not None:
-        return refusal
-    point = _open_point(state)
-    warnings = []
-    policy = effective_policy(state)
+    point, policy = _open_point(state), effective_policy(state)
+    warning = None
     if point.candidates + 1 > int(policy["candidates_max"]):
-        warnings.append(
+        warning = (
             f"point {point.name} has {point.candidates + 1} candidates, more than "
             f"the {policy['candidates_max']} the policy expects (R7)"
         )
+    return _start(state, command, "candidate", config, "the candidate config", warning, prior=prior)
+
+
+def _start(
+    state: State,
+    command: ProposeCandidate | TryMutation,
+    kind: str,
+    config: dict[str, Any],
+    what: str,
+    warning: str | None,
+    **fields: Any,
+) -> Result:
+    """Start a candidate or a mutation of `config` in the open point (R7, R9)."""
+    override = override_reason(command.override)
+    refusal = _config_refusal(state, config, what, override, command)
+    if refusal is not None:
+        return refusal
+    point = _open_point(state)
     recorded, note = _recorded_override(state, config, override)
-    warnings.extend(note)
     return accept(
         build(
             AttemptStarted,
-            "candidate",
-            kind="candidate",
+            kind,
+            kind=kind,
             stage=point.stage,
             point=point.name,
             config=config,
-            prior=prior,
             retry_override=recorded,
+            **fields,
         ),
-        warnings=warnings,
+        warnings=[*([] if warning is None else [warning]), *note],
     )
 
 
@@ -289,34 +301,16 @@ def decide_mutation(state: State, command: TryMutation) -> Result:
     if unchanged is not None:
         return unchanged
     config = validate_config({**best.config, param: value}, "the mutated config")
-    override = override_reason(command.override)
-    refusal = _config_refusal(state, config, "the mutated config", override, command)
-    if refusal is not None:
-        return refusal
-    point = _open_point(state)
-    warnings = []
-    policy = effective_policy(state)
+    point, policy = _open_point(state), effective_policy(state)
+    warning = None
     if point.mutations == 0 and point.candidates < int(policy["candidates_min"]):
-        warnings.append(
+        warning = (
             f"point {point.name} ends its candidate phase with {point.candidates} "
             f"candidate{'' if point.candidates == 1 else 's'}, fewer than the "
             f"{policy['candidates_min']} the policy expects (R7)"
         )
-    recorded, note = _recorded_override(state, config, override)
-    warnings.extend(note)
-    return accept(
-        build(
-            AttemptStarted,
-            "mutation",
-            kind="mutation",
-            stage=point.stage,
-            point=point.name,
-            config=config,
-            param=param,
-            value=value,
-            retry_override=recorded,
-        ),
-        warnings=warnings,
+    return _start(
+        state, command, "mutation", config, "the mutated config", warning, param=param, value=value
     )
 
 

@@ -3,6 +3,8 @@ the result is handed back with a report, and the user may lift a utilization sto
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger.domain.hints import TEXT, Step, named
 from ledger.domain.state import State
 from ledger.schema.events import (
@@ -13,12 +15,14 @@ from ledger.schema.events import (
     Payload,
 )
 from stages import budget
-from stages.commands import HandBack, ResumeCampaign, Stop
 from stages.outcome import Result, accept, nonempty, refuse
 from stages.person import person_name, person_refusal
 from stages.pipeline import utilization_met
 from stages.policy import effective_policy
 from stages.refusal import Refusal
+
+if TYPE_CHECKING:
+    from stages.commands import HandBack, ResumeCampaign, Stop
 
 USER_STOP_ABANDON = "the user stopped the campaign"
 

@@ -9,7 +9,7 @@ from the attempt id, a recorded value, so audit re-derives the verdict exactly.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from attrs import frozen
 
@@ -35,7 +35,6 @@ from stages import remeasure
 from stages.binding import attempt_binding_problem
 from stages.bootstrap import bootstrap_interval
 from stages.budget import budget_stop
-from stages.commands import Abandon, Fail, Verify
 from stages.outcome import Result, accept, build, nonempty, refuse
 from stages.policy import (
     NOISE_KEYS,
@@ -47,6 +46,9 @@ from stages.policy import (
 from stages.refusal import Refusal
 from stages.search import exhaustion
 from stages.stop import utilization_stop
+
+if TYPE_CHECKING:
+    from stages.commands import Abandon, Fail, Verify
 
 
 @frozen

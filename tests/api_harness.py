@@ -8,7 +8,7 @@ from driver import IMPL, candidate, compare, layout, sheet, vec
 
 from ledger.domain.replay import replay
 from ledger.domain.state import State
-from ledger.log.store import Store
+from ledger.log.store_interface import Store
 from ledger.shell.api import OpLedger
 from stages import commands as cmd
 

@@ -209,8 +209,8 @@ def ambiguous_ledger(root: Path) -> tuple[str, str]:
     from driver import PROVENANCE, candidate, in_point, vec
 
     from ledger.log import codec
+    from ledger.log.files import ledger_path
     from ledger.log.record import Draft, seal, to_line, to_record
-    from ledger.log.store import ledger_path
 
     driver = in_point()
     first = driver.start(candidate(prior="prior 0", vec_tile_shape=vec(32)))

@@ -9,7 +9,7 @@ import pytest
 from api_harness import OP, Open
 from cli_harness import Cli
 
-from ledger.log.store import MemoryStore
+from ledger.log.memory_store import MemoryStore
 from ledger.shell.api import OpLedger
 
 

@@ -7,8 +7,10 @@ from typing import Any
 
 from attrs import evolve
 
+from ledger.log.file_store import FileStore
+from ledger.log.memory_store import MemoryStore
 from ledger.log.record import Draft, Provenance
-from ledger.log.store import FileStore, MemoryStore, Store
+from ledger.log.store_interface import Store
 from ledger.schema.events import NoteAdded, Payload, SkillLoaded
 
 FIXED_AT = "2024-05-01T12:00:00.000000Z"

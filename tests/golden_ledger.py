@@ -15,8 +15,8 @@ then review the diff of tests/data/ledger/.
 from __future__ import annotations
 
 from ledger.domain.replay import attempt_id, replay
+from ledger.log.memory_store import MemoryStore
 from ledger.log.record import Draft, Provenance
-from ledger.log.store import MemoryStore
 from ledger.schema.events import Device, Origin, OutputCheck
 from stages import commands as cmd
 from stages.decide import decide

@@ -14,7 +14,9 @@ from driver import candidate, vec, verify
 
 from ledger.domain import hints
 from ledger.errors import BadInput, RuleRefusal
-from ledger.log.store import FileStore, MemoryStore, Store
+from ledger.log.file_store import FileStore
+from ledger.log.memory_store import MemoryStore
+from ledger.log.store_interface import Store
 from ledger.shell.api import OpLedger
 from stages import commands as cmd
 

@@ -10,9 +10,10 @@ from factories import note
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger.log.file_store import FileStore
+from ledger.log.files import ledger_path
 from ledger.log.position import TAIL, Position, after_append
 from ledger.log.record import Event
-from ledger.log.store import FileStore, ledger_path
 
 
 def test_a_failed_write_after_a_tip_leaves_the_ledger_as_it_was(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cli_harness import run_main
 
-from ledger.log.store import FileStore
+from ledger.log.file_store import FileStore
 from ledger.shell.api import OpLedger
 from tools.bench import campaign, core, ledgers, run
 from tools.bench.timing import Guardrail

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.log.store import FileStore
+from ledger.log.file_store import FileStore
 from ledger.shell import audit
 from stages.bootstrap import DrawStream, bootstrap_interval, linear_quantile, uniform_indices
 from stages.verdict import seed_of

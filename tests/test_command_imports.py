@@ -75,3 +75,36 @@ def test_the_command_table_names_every_module_command() -> None:
     for module, names in COMMAND_MODULES.items():
         defined = [c.name for c in importlib.import_module(module).COMMANDS]
         assert sorted(defined) == sorted(names), module
+
+
+def test_a_read_builds_no_command_classes(cli: Cli) -> None:
+    """`status` lists what is allowed by asking every decider's blockers, without the command
+    classes (built only by a write), cattrs (a write's encoder) or markdown-it (a splice's
+    parser): the deciders name the commands in annotations only."""
+    frontend(cli)
+    cli.ok("note", OP, "--text", "x")
+    out, modules = imported(cli.root, "--json", "status", OP)
+    assert json.loads(out)["allowed"]  # the deciders' blockers were asked: can fail
+    assert "stages.allowed" in modules
+    assert not modules.intersection({"stages.commands", "cattrs", "markdown_it"}), sorted(
+        modules.intersection({"stages.commands", "cattrs", "markdown_it"})
+    )
+    _out, write_modules = imported(cli.root, "--json", "note", OP, "--text", "y")
+    assert {"stages.commands", "cattrs"} <= write_modules  # a write does build them
+
+
+def test_every_command_names_the_cli_command_that_gives_it() -> None:
+    """A command's NAME (what `allowed` lists) is a command of the CLI, subcommand included."""
+    from typing import get_args
+
+    import click
+
+    from ledger.cli import cli
+    from stages.commands import Command
+
+    for command in get_args(Command):
+        found: click.Command | None = cli
+        for word in command.NAME.split():
+            assert isinstance(found, click.Group), command.NAME
+            found = found.get_command(click.Context(found), word)
+        assert found is not None and not isinstance(found, click.Group), command.NAME

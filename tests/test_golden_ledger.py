@@ -21,7 +21,7 @@ import pytest
 from ledger.domain import hints
 from ledger.domain.replay import replay
 from ledger.log import codec
-from ledger.log.store import FileStore
+from ledger.log.file_store import FileStore
 from ledger.projections import status_view
 from ledger.schema.events import PAYLOAD_TYPES
 from ledger.shell import audit

@@ -18,7 +18,7 @@ from ledger.domain import hints
 from ledger.domain.replay import replay
 from ledger.domain.state import State
 from ledger.log import chain, codec
-from ledger.log.store import FileStore
+from ledger.log.file_store import FileStore
 from ledger.projections import conflicts as conflict_view
 from ledger.projections import status_view
 from ledger.shell import audit

@@ -11,8 +11,8 @@ import pytest
 from factories import note
 
 from ledger.log import locks, safe_files
+from ledger.log.file_store import FileStore
 from ledger.log.files import ledger_path
-from ledger.log.store import FileStore
 
 
 def _failing_fsync(monkeypatch: pytest.MonkeyPatch, code: int) -> list[int]:

@@ -12,7 +12,9 @@ from api_harness import OP, Open, fresh_state, pending_attempt
 from driver import verify
 
 from ledger.errors import LedgerDamaged
-from ledger.log.store import FileStore, MemoryStore, Store
+from ledger.log.file_store import FileStore
+from ledger.log.memory_store import MemoryStore
+from ledger.log.store_interface import Store
 from ledger.shell.api import OpLedger
 from stages import commands as cmd
 

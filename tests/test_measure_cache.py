@@ -14,7 +14,7 @@ import pytest
 from cli_harness import OP, Cli, activate
 
 from ledger.domain.manifest import parse_manifest
-from ledger.shell import measure_cache
+from ledger.shell import measure_cache, measure_key, tool_versions
 from ledger.shell.runner import CommandRun
 
 # A fake verifier shared by every root of a test (so their templates are equal): it appends a
@@ -102,7 +102,7 @@ def _material(op_dir: Path, config: dict[str, Any], **overrides: Any) -> dict[st
     assert manifest.verifier is not None
     values = {"python": sys.executable, "op_dir": str(op_dir), "config": json.dumps(config)}
     argv = tuple(token.format(**values) for token in manifest.verifier.argv)
-    material = measure_cache.key_material(
+    material = measure_key.key_material(
         manifest,
         config,
         argv,
@@ -138,22 +138,22 @@ def test_the_key_changes_with_everything_that_determines_the_result(
     the root the op lives in and the prose of SPEC.md do not."""
     op_dir = _op_folder(tmp_path / "a", verifier)
     config = {"vec_tile_shape": [1, 16, 1, 64]}
-    key = measure_cache.key_of(_material(op_dir, config))
+    key = measure_key.key_of(_material(op_dir, config))
     other_root = _op_folder(tmp_path / "b", verifier)
-    assert measure_cache.key_of(_material(other_root, config)) == key
+    assert measure_key.key_of(_material(other_root, config)) == key
     spelled = {**config}
-    assert measure_cache.key_of(_material(op_dir, spelled)) == key
+    assert measure_key.key_of(_material(op_dir, spelled)) == key
     spec = op_dir / "SPEC.md"
     spec.write_text(spec.read_text("utf-8") + "More prose.\n", "utf-8")
-    assert measure_cache.key_of(_material(op_dir, config)) == key
+    assert measure_key.key_of(_material(op_dir, config)) == key
 
     changed: dict[str, str] = {}
-    changed["config"] = measure_cache.key_of(_material(op_dir, {"vec_tile_shape": [1, 8, 1, 64]}))
+    changed["config"] = measure_key.key_of(_material(op_dir, {"vec_tile_shape": [1, 8, 1, 64]}))
 
     def edited(path: Path, old: str, new: str) -> str:
         text = path.read_text("utf-8")
         path.write_text(text.replace(old, new), "utf-8")
-        found = measure_cache.key_of(_material(op_dir, config))
+        found = measure_key.key_of(_material(op_dir, config))
         path.write_text(text, "utf-8")
         return found
 
@@ -165,19 +165,19 @@ def test_the_key_changes_with_everything_that_determines_the_result(
     changed["verifier"] = edited(spec, "timeout_s: 60", "timeout_s: 61")
     changed["tolerance"] = edited(spec, "---\n# sm", "tolerance: {rtol: 0.1, atol: 0.1}\n---\n# sm")
     changed["script"] = edited(verifier, "import hashlib", "import hashlib  # v2")
-    changed["cann"] = measure_cache.key_of(
+    changed["cann"] = measure_key.key_of(
         _material(op_dir, config, env={"ASCEND_HOME_PATH": "/usr/local/Ascend"})
     )
-    probe = measure_cache._probe
+    probe = tool_versions.probe
 
     def newer_pypto(*args: Any) -> dict[str, Any] | None:
         found = probe(*args)
         return None if found is None else {**found, "pypto": "0.2.1"}
 
-    monkeypatch.setattr(measure_cache, "_probe", newer_pypto)
-    changed["pypto"] = measure_cache.key_of(_material(op_dir, config))
-    monkeypatch.setattr(measure_cache, "__version__", "9.9.9")
-    changed["tune-ledger"] = measure_cache.key_of(_material(op_dir, config))
+    monkeypatch.setattr(tool_versions, "probe", newer_pypto)
+    changed["pypto"] = measure_key.key_of(_material(op_dir, config))
+    monkeypatch.setattr(measure_key, "__version__", "9.9.9")
+    changed["tune-ledger"] = measure_key.key_of(_material(op_dir, config))
     assert key not in changed.values()
     assert len(set(changed.values())) == len(changed), changed
 
@@ -188,7 +188,7 @@ def test_the_ledgers_own_files_are_not_part_of_the_key(tmp_path: Path, verifier:
     they leave the key as it is, anywhere in the folder for byte code."""
     op_dir = _op_folder(tmp_path / "a", verifier)
     config = {"vec_tile_shape": [1, 16, 1, 64]}
-    key = measure_cache.key_of(_material(op_dir, config))
+    key = measure_key.key_of(_material(op_dir, config))
     for name in (
         "events.jsonl",
         "events.jsonl.lock",
@@ -206,9 +206,9 @@ def test_the_ledgers_own_files_are_not_part_of_the_key(tmp_path: Path, verifier:
     ):
         (op_dir / name).parent.mkdir(parents=True, exist_ok=True)
         (op_dir / name).write_text("written by the ledger or by Python\n", "utf-8")
-    assert measure_cache.key_of(_material(op_dir, config)) == key
+    assert measure_key.key_of(_material(op_dir, config)) == key
     (op_dir / "lib" / "more.py").write_text("X = 1\n", "utf-8")
-    assert measure_cache.key_of(_material(op_dir, config)) != key
+    assert measure_key.key_of(_material(op_dir, config)) != key
 
 
 def test_a_folder_the_key_cannot_vouch_for_is_not_cached(tmp_path: Path, verifier: Path) -> None:
@@ -220,13 +220,13 @@ def test_a_folder_the_key_cannot_vouch_for_is_not_cached(tmp_path: Path, verifie
     shared.mkdir()
     (shared / "common.py").write_text("A = 1\n", "utf-8")
     (op_dir / "common").symlink_to(shared, target_is_directory=True)
-    key = measure_cache.key_of(_material(op_dir, config))
+    key = measure_key.key_of(_material(op_dir, config))
     (shared / "common.py").write_text("A = 2\n", "utf-8")
-    assert measure_cache.key_of(_material(op_dir, config)) != key
+    assert measure_key.key_of(_material(op_dir, config)) != key
     manifest = parse_manifest((op_dir / "SPEC.md").read_text("utf-8"), "SPEC.md")
 
     def material() -> dict[str, Any] | None:
-        return measure_cache.key_material(
+        return measure_key.key_material(
             manifest, config, (), op_dir=op_dir, op=OP, python=sys.executable,
             cwd=op_dir.parent.parent,
         )  # fmt: skip
@@ -440,7 +440,7 @@ def test_a_second_real_pypto_measure_of_the_same_config_is_a_hit(tmp_path: Path)
     import shutil
     import time
 
-    from ledger.shell import measure
+    from ledger.shell import measure, measure_plan
     from ledger.shell.manifest_file import read_manifest
 
     repo = Path(__file__).resolve().parent.parent
@@ -454,7 +454,7 @@ def test_a_second_real_pypto_measure_of_the_same_config_is_a_hit(tmp_path: Path)
         spec.write_text(spec.read_text().replace('"last"', '"graph"'))  # a few seconds a run
         manifest = read_manifest(op_dir)
         config = {"vec_tile_shape": [1, 16, 1, 64], "unroll_list": [1]}
-        plan = measure.plan_config(
+        plan = measure_plan.plan_config(
             manifest, config, "x", None, root=tmp_path / name, op="softmax", python=sys.executable
         )
         started = time.monotonic()
@@ -478,22 +478,22 @@ def test_the_interpreter_is_probed_again_only_when_what_it_read_changed(
     (adapter / "__init__.py").write_text("VERSION = 1\n", "utf-8")
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
     calls = []
-    real = measure_cache._run_probe
+    real = tool_versions._run_probe
 
     def counted(*args: Any) -> dict[str, Any] | None:
         calls.append(args)
         return real(*args)
 
-    monkeypatch.setattr(measure_cache, "_probed", {})
-    monkeypatch.setattr(measure_cache, "_run_probe", counted)
-    first = measure_cache._probe(sys.executable, "fake_adapter", tmp_path, env)
-    again = measure_cache._probe(sys.executable, "fake_adapter", tmp_path, env)
+    monkeypatch.setattr(tool_versions, "_probed", {})
+    monkeypatch.setattr(tool_versions, "_run_probe", counted)
+    first = tool_versions.probe(sys.executable, "fake_adapter", tmp_path, env)
+    again = tool_versions.probe(sys.executable, "fake_adapter", tmp_path, env)
     assert first is not None and again == first and "watch" not in first
     assert len(calls) == 1
     (adapter / "__init__.py").write_text("VERSION = 2  # a changed source\n", "utf-8")
-    changed = measure_cache._probe(sys.executable, "fake_adapter", tmp_path, env)
+    changed = tool_versions.probe(sys.executable, "fake_adapter", tmp_path, env)
     assert len(calls) == 2
     assert changed is not None and changed["adapter"] != first["adapter"]
     (tmp_path / "site" / "newpkg-1.0.dist-info").mkdir()  # what an install does
-    measure_cache._probe(sys.executable, "fake_adapter", tmp_path, env)
+    tool_versions.probe(sys.executable, "fake_adapter", tmp_path, env)
     assert len(calls) == 3

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from ledger.errors import LedgerDamaged
 from ledger.git import merge
 from ledger.log import chain, codec, integrity
-from ledger.log.store import MemoryStore
+from ledger.log.memory_store import MemoryStore
 from ledger.schema.events import NoteAdded
 
 # A small alphabet of texts; events two ledgers share (a common prefix, an earlier merge)

@@ -12,8 +12,9 @@ from factories import draft, note
 from ledger.errors import Conflict, LedgerDamaged
 from ledger.git import merge
 from ledger.log import chain, codec, upcast
+from ledger.log.file_store import FileStore
+from ledger.log.memory_store import MemoryStore
 from ledger.log.record import converter
-from ledger.log.store import FileStore, MemoryStore
 from ledger.schema.events import NoteAdded
 
 

@@ -16,8 +16,8 @@ from test_measure_cache import VERIFIER, _in_frontend, _op
 
 from ledger.domain.replay import replay
 from ledger.log import upcast
+from ledger.log.file_store import FileStore
 from ledger.log.record import converter
-from ledger.log.store import FileStore
 from ledger.schema.events import PAYLOAD_TYPES
 from stages.person import person_decisions
 

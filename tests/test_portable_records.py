@@ -13,8 +13,8 @@ from cli_harness import OP, Cli
 from driver import REPORTED, Driver
 from kernel_campaign import candidate, measured_op
 
+from ledger.log.files import ledger_path
 from ledger.log.record import to_line
-from ledger.log.store import ledger_path
 from ledger.schema.events import OutputCheck
 from ledger.shell.portable import portable
 from stages import commands as cmd

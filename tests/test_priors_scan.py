@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.priors.scan import KernelValue, ScanResult, scan_paths, scan_source
+from ledger.priors.scan import scan_paths, scan_source
+from ledger.priors.scan_result import KernelValue, ScanResult
 
 KERNELS = Path(__file__).parent / "data" / "kernels"
 

@@ -12,7 +12,7 @@ from ledger.domain import replay
 from ledger.domain.state import State
 from ledger.log.record import Event
 from ledger.schema import events as ev
-from ledger.shell import audit
+from ledger.shell import audit, audit_commands
 
 
 def _classes_of(entries: tuple[tuple[type[ev.Payload], object], ...]) -> Counter[type]:
@@ -41,7 +41,7 @@ def test_every_payload_type_has_exactly_one_replay_handler() -> None:
 
 def test_every_payload_type_has_exactly_one_audit_entry() -> None:
     """Audit says once per payload class how a batch it starts is re-decided, or that none is."""
-    counts = _classes_of(audit.AUDIT_ENTRIES)
+    counts = _classes_of(audit_commands.AUDIT_ENTRIES)
     assert set(counts) == set(ev.PAYLOAD_CLASSES)
     assert [cls for cls, n in counts.items() if n != 1] == []
     assert {
@@ -49,8 +49,8 @@ def test_every_payload_type_has_exactly_one_audit_entry() -> None:
         "conflict.resolved",
         "ledger.newline_restored",
         "ledger.rollback_accepted",
-    } == audit._NOT_DECIDED
-    assert set(audit._COMMAND_OF) | audit._NOT_DECIDED == set(ev.PAYLOAD_TYPES)
+    } == audit_commands.NOT_DECIDED
+    assert set(audit_commands.COMMAND_OF) | audit_commands.NOT_DECIDED == set(ev.PAYLOAD_TYPES)
 
 
 def _event(type_name: str, data: dict[str, object]) -> Event:

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
+from ledger.log.file_store import FileStore
 from ledger.log.record import converter
-from ledger.log.store import FileStore
 from ledger.projections.formatting import md_table, md_text
 from ledger.schema.events import TargetSheetWritten
 

@@ -34,7 +34,7 @@ from ledger.schema.events import (
     OutputCheck,
 )
 from stages import commands as cmd
-from stages.allowed import ALWAYS, allowed, command_name
+from stages.allowed import ALWAYS, allowed
 from stages.conflicts import conflicts
 
 # Accepted without being listed by `allowed`: evidence and activation again after activation,
@@ -152,7 +152,7 @@ class Campaign(RuleBasedStateMachine):
         except LedgerError:
             assert len(self.driver.events) == before  # a refusal writes nothing
             return
-        name = command_name(command)
+        name = type(command).NAME
         if stopped is not None:
             assert name in ALWAYS, f"{name} accepted after a stop"
         else:

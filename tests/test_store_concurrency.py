@@ -8,7 +8,7 @@ from pathlib import Path
 
 from factories import note
 
-from ledger.log.store import FileStore
+from ledger.log.file_store import FileStore
 
 WRITERS = 4
 APPENDS = 250

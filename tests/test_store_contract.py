@@ -10,9 +10,12 @@ from factories import draft, make_store, note, raw_bytes, set_raw_bytes, skill
 
 from ledger.errors import Conflict
 from ledger.log import codec
+from ledger.log.file_store import FileStore
+from ledger.log.files import ledger_path
 from ledger.log.integrity import schema_findings
+from ledger.log.memory_store import MemoryStore
 from ledger.log.record import seal_batch
-from ledger.log.store import FileStore, MemoryStore, Store, ledger_path
+from ledger.log.store_interface import Store
 from ledger.schema.events import NoteAdded, PolicySet, SkillLoaded
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from factories import note
 
-from ledger.log.store import FileStore
+from ledger.log.file_store import FileStore
 
 KILLS = 200
 SEED = 20240501

@@ -20,9 +20,10 @@ from factories import (
 
 from ledger.errors import LedgerDamaged
 from ledger.log import codec
+from ledger.log.file_store import FileStore, chain_findings
 from ledger.log.integrity import check, schema_findings
 from ledger.log.record import Draft, Event, seal_batch
-from ledger.log.store import FileStore, Store, chain_findings
+from ledger.log.store_interface import Store
 from ledger.schema.events import LedgerRepaired, NewlineRestored, NoteAdded
 from ledger.shell import audit
 

@@ -11,7 +11,9 @@ import pytest
 from factories import make_store, note, raw_bytes
 
 from ledger.errors import Conflict, LedgerDamaged
-from ledger.log.store import FileStore, MemoryStore, Store
+from ledger.log.file_store import FileStore
+from ledger.log.memory_store import MemoryStore
+from ledger.log.store_interface import Store
 
 
 @pytest.fixture(params=["memory", "file"])

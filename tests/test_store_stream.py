@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 
 from ledger.errors import Conflict, LedgerDamaged
 from ledger.log import file_store
+from ledger.log.file_store import FileStore
+from ledger.log.memory_store import MemoryStore
 from ledger.log.position import Position
 from ledger.log.record import Event, seal_batch
-from ledger.log.store import FileStore, MemoryStore, Store
+from ledger.log.store_interface import Store
 
 
 @pytest.fixture(params=["memory", "file"])

@@ -21,6 +21,7 @@ from ledger.errors import HandBack, RetryRefusal, RuleRefusal
 from ledger.log import codec
 from ledger.projections.verdict_result import attempt_result
 from ledger.shell import measure as measuring
+from ledger.shell import measure_plan as planning
 from ledger.shell import report_files
 from ledger.shell.api import OpLedger, StepResult
 from ledger.shell.layout_check import adapter_package
@@ -208,7 +209,7 @@ class Autopilot:
         """A worker's run of `config` by `executor` into the measurement cache
         (tools/measure_ahead.py)."""
         manifest = read_manifest(self.ledger.dir)
-        plan = measuring.plan_config(
+        plan = planning.plan_config(
             manifest, config, "measure-ahead", None, root=self.root, op=self.op, python=self.python
         )
         measuring.run(

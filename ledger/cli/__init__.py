@@ -34,10 +34,8 @@ _GLOBAL_OPTIONS = ("--json", *_GLOBAL_WITH_VALUE)
 # The module of each command, so that a command is found without importing the others' modules
 # (a test keeps this equal to each module's COMMANDS).
 COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
+    "ledger.cli.activation": ("init", "evidence", "activate"),
     "ledger.cli.campaign": (
-        "init",
-        "evidence",
-        "activate",
         "skill",
         "stage",
         "point",

@@ -247,18 +247,18 @@ def verify(
 
             return harness.run_verifier(attempt_id, run_cmd, ctx.root, timeout_s)
         if perf_dir:
-            from ledger.shell import runner
+            from ledger.shell import documents, runner
 
-            document = runner.dir_document(perf_dir, ctx.root)
+            document = documents.dir_document(perf_dir, ctx.root)
             if split:
                 return runner.split_verify_command(
                     attempt_id, document, checks, int(layout_exit or 0)
                 )
             return runner.verify_command(attempt_id, document)
         if from_json:
-            from ledger.shell import runner
+            from ledger.shell import documents, runner
 
-            return runner.verify_command(attempt_id, runner.file_document(from_json))
+            return runner.verify_command(attempt_id, documents.file_document(from_json))
         return cmd.Verify(
             attempt=attempt_id,
             outputs=checks,
@@ -338,11 +338,11 @@ def measure(ctx: Ctx, op: str, attempt: str, dry_run: bool, python: str) -> None
     verifier that cannot start or reports its own error writes nothing (exit 2).
     """
     if dry_run:
-        from ledger.shell import measure as measuring
+        from ledger.shell.measure_plan import dry_run as dry_run_of
         from ledger.shell.workflows import measure_plan
 
         plan = measure_plan(ctx.op(op), attempt, python=python)
-        ctx.emit(measuring.dry_run(plan), plan.command_line)
+        ctx.emit(dry_run_of(plan), plan.command_line)
         return
     run_workflow(
         ctx,

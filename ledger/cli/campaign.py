@@ -1,33 +1,25 @@
-"""The protocol's steps up to the search: init, evidence, activation, skills, stages, points,
-and the bookkeeping commands (stop, note, policy); the target sheet is in `target`."""
+"""The frame of the search: skills, stages and points, and the bookkeeping commands (stop, note,
+policy); the steps before it are in `activation`, the target sheet in `target`."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
 from ledger.cli.base import (
-    EXIT_STATUS,
     OP,
     Ctx,
     StrictGroup,
     event_data,
-    impl_digest,
-    impl_path,
-    one_source,
-    output_options,
     pass_ctx,
     person_option,
     run_step,
-    run_workflow,
 )
 from ledger.domain import inputs
-from ledger.domain.hints import Fill, arg
 from ledger.errors import BadInput
-from ledger.schema.events import SKILLS, STAGES, Origin
+from ledger.schema.events import SKILLS, STAGES
 from ledger.shell.api import OpLedger, StepResult
 from stages import commands as cmd
 
@@ -35,209 +27,10 @@ SKILL = click.Choice(list(SKILLS))
 STAGE = click.Choice(list(STAGES))
 
 
-# --- init, evidence, activation --------------------------------------------------------------
-
-
-@click.command()
-@click.argument("op", type=OP)
-@pass_ctx
-def init(ctx: Ctx, op: str) -> None:
-    """Create custom/OP/events.jsonl and MEMORY.md for a new op."""
-
-    def next_steps(_outcome: StepResult) -> tuple[dict[str, Any], str]:
-        # resume's next steps: the evidence with the sources this op's SPEC.md accepts.
-        from ledger.projections.resume_view import resume_fields
-
-        steps = resume_fields(ctx.op(op).load().state, ())["next"]
-        return {"created": True}, "\n  ".join([f"initialized {op}; next:", *steps])
-
-    run_step(ctx, op, lambda _ledger: cmd.Init(op=op), next_steps, must_exist=False)
-
-
-@click.group(cls=StrictGroup)
-def evidence() -> None:
-    """Record accuracy evidence for the current implementation (R1)."""
-
-
-_IMPL = click.option(
-    "--impl", metavar="PATH", help="Implementation file (default custom/OP/OP_impl.py)."
-)
-_FROM_SPEC = click.option(
-    "--from-spec",
-    is_flag=True,
-    help="Run it from the op folder on SPEC.md's baseline config (the verifier, or "
-    "layout_check.py --before-tuning): provenance measured.",
-)
-_PYTHON = click.option(
-    "--python",
-    "python",
-    default=sys.executable,
-    show_default=True,
-    help="With --from-spec: the interpreter that runs the check.",
-)
-
-
-@evidence.command("compare")
-@click.argument("op", type=OP)
-@output_options
-@click.option(
-    "--from-json",
-    "from_json",
-    metavar="FILE",
-    help="Read outputs [{name, all_close, max_diff}] from a JSON file.",
-)
-@click.option(
-    "--run",
-    "run_cmd",
-    metavar="CMD",
-    help="Run CMD; it prints a JSON object with outputs (its exit code is recorded).",
-)
-@_FROM_SPEC
-@_PYTHON
-@_IMPL
-@pass_ctx
-def evidence_compare(
-    ctx: Ctx,
-    op: str,
-    outputs: Sequence[str],
-    max_diffs: Sequence[str],
-    from_json: str | None,
-    run_cmd: str | None,
-    from_spec: bool,
-    python: str,
-    impl: str | None,
-) -> None:
-    """Record an E2E tensor compare: every output's all_close (R1)."""
-    one_source(output=bool(outputs), from_json=from_json, run=run_cmd, from_spec=from_spec)
-    if not (outputs or from_json or run_cmd or from_spec):
-        raise BadInput(
-            f"no outputs given: give {arg('from_spec')}, {arg('run', Fill('CMD'))}, "
-            f"{arg('from_json', Fill('FILE'))} or {arg('output', [Fill('NAME=true|false')])}",
-            hint=f"{arg('from_spec')} runs SPEC.md's verifier on its baseline config (R11: "
-            "measured)",
-        )
-
-    def build(ledger: OpLedger) -> Any:
-        path = impl_path(ledger, impl)
-        shown = inputs.recorded_path(path, ledger.root)
-        digest = impl_digest(ledger, impl)
-        if from_json or run_cmd:
-            from ledger.shell import runner  # subprocess: only for evidence read or run
-
-            document = (
-                runner.file_document(from_json)
-                if from_json
-                else runner.run_document(runner.run_command(run_cmd or "", ctx.root), "outputs")
-            )
-            checks = inputs.outputs_from_document(document.doc, document.source)
-            origin = document.origin
-        else:
-            checks, origin = inputs.parse_outputs(outputs, max_diffs), Origin(level="reported")
-        return cmd.RecordCompare(outputs=checks, impl_path=shown, impl_digest=digest, origin=origin)
-
-    def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
-        data = event_data(outcome, "evidence.compare")
-        passed = all(o["all_close"] for o in data.get("outputs", ()))
-        failing = [o["name"] for o in data.get("outputs", ()) if not o["all_close"]]
-        human = (
-            "compare evidence recorded: every output all_close"
-            if passed
-            else f"compare evidence recorded: NOT all_close: {', '.join(failing)}"
-        )
-        return {"passed": passed, "impl_digest": data.get("impl_digest")}, human
-
-    if from_spec:
-        run_workflow(
-            ctx,
-            op,
-            lambda ledger, asked: ledger.evidence_from_spec(
-                "compare", impl=impl, python=python, invocation=asked
-            ),
-            present,
-        )
-        return
-    run_step(ctx, op, build, present)
-
-
-@evidence.command("layout")
-@click.argument("op", type=OP)
-@click.option("--exit-code", "exit_code", type=EXIT_STATUS, help="The layout check's exit code.")
-@click.option("--run", "run_cmd", metavar="CMD", help="Run the layout check; record its exit code.")
-@_FROM_SPEC
-@_PYTHON
-@_IMPL
-@pass_ctx
-def evidence_layout(
-    ctx: Ctx,
-    op: str,
-    exit_code: int | None,
-    run_cmd: str | None,
-    from_spec: bool,
-    python: str,
-    impl: str | None,
-) -> None:
-    """Record a layout check's exit code (R1)."""
-    if [exit_code is not None, run_cmd is not None, from_spec].count(True) != 1:
-        raise BadInput(
-            f"give exactly one of {arg('from_spec')}, {arg('run', Fill('CMD'))} or "
-            f"{arg('exit_code', Fill('N'))}",
-            hint=f"{arg('from_spec')} runs the op's layout_check.py on SPEC.md's baseline config; "
-            "the ledger records the real exit code (R11)",
-        )
-
-    def build(ledger: OpLedger) -> Any:
-        path = impl_path(ledger, impl)
-        shown = inputs.recorded_path(path, ledger.root)
-        digest = impl_digest(ledger, impl)
-        if run_cmd is not None:
-            from ledger.shell import runner  # subprocess: only for a check the ledger runs
-
-            run = runner.run_command(run_cmd, ctx.root)
-            code, origin = run.exit_code, runner.origin_of_run(run)
-        else:
-            code, origin = int(exit_code or 0), Origin(level="reported")
-        return cmd.RecordLayout(exit_code=code, impl_path=shown, impl_digest=digest, origin=origin)
-
-    def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
-        data = event_data(outcome, "evidence.layout")
-        code = data.get("exit_code")
-        return (
-            {"exit_code": code, "passed": code == 0, "impl_digest": data.get("impl_digest")},
-            f"layout evidence recorded: exit {code}",
-        )
-
-    if from_spec:
-        run_workflow(
-            ctx,
-            op,
-            lambda ledger, asked: ledger.evidence_from_spec(
-                "layout", impl=impl, python=python, invocation=asked
-            ),
-            present,
-        )
-        return
-    run_step(ctx, op, build, present)
-
-
-@click.command()
-@click.argument("op", type=OP)
-@_IMPL
-@pass_ctx
-def activate(ctx: Ctx, op: str, impl: str | None) -> None:
-    """Open tuning once both pieces of evidence pass for the current implementation (R1).
-
-    On failure the failed check is recorded and the exit code is 5: hand back to the
-    orchestrator.
-    """
-    run_step(
-        ctx,
-        op,
-        lambda ledger: cmd.Activate(impl_digest=impl_digest(ledger, impl)),
-        lambda _outcome: (
-            {"activated": True},
-            "activation passed: next, write the target sheet (tune-ledger target)",
-        ),
-    )
+def _record(ctx: Ctx, op: str, command: Any, data: dict[str, Any], human: str) -> None:
+    """`run_step` for a command built from the arguments alone, printed as `data` and `human`
+    whatever it appended."""
+    run_step(ctx, op, lambda _ledger: command, lambda _outcome: (data, human))
 
 
 # --- skills, stages, points ---------------------------------------------------------------------
@@ -254,12 +47,7 @@ def skill() -> None:
 @pass_ctx
 def skill_load(ctx: Ctx, op: str, name: str) -> None:
     """Load a skill (R2): pypto-op-perf-tune, perf-analyzer, tune-frontend|swimlane|incore."""
-    run_step(
-        ctx,
-        op,
-        lambda _ledger: cmd.LoadSkill(name=name),
-        lambda _outcome: ({"skill": name, "loaded": True}, f"loaded {name}"),
-    )
+    _record(ctx, op, cmd.LoadSkill(name=name), {"skill": name, "loaded": True}, f"loaded {name}")
 
 
 @skill.command("unload")
@@ -268,11 +56,8 @@ def skill_load(ctx: Ctx, op: str, name: str) -> None:
 @pass_ctx
 def skill_unload(ctx: Ctx, op: str, name: str) -> None:
     """Unload a skill (R2)."""
-    run_step(
-        ctx,
-        op,
-        lambda _ledger: cmd.UnloadSkill(name=name),
-        lambda _outcome: ({"skill": name, "loaded": False}, f"unloaded {name}"),
+    _record(
+        ctx, op, cmd.UnloadSkill(name=name), {"skill": name, "loaded": False}, f"unloaded {name}"
     )
 
 
@@ -287,12 +72,7 @@ def stage() -> None:
 @pass_ctx
 def stage_enter(ctx: Ctx, op: str, name: str) -> None:
     """Enter the next stage (R4): frontend, swimlane, incore, algorithm."""
-    run_step(
-        ctx,
-        op,
-        lambda _ledger: cmd.EnterStage(stage=name),
-        lambda _outcome: ({"stage": name}, f"entered {name}"),
-    )
+    _record(ctx, op, cmd.EnterStage(stage=name), {"stage": name}, f"entered {name}")
 
 
 @stage.command("exit")
@@ -341,12 +121,7 @@ def point() -> None:
 @pass_ctx
 def point_open(ctx: Ctx, op: str, name: str, knobs: tuple[str, ...]) -> None:
     """Open an optimization point in the current stage for named knobs (R5, R7)."""
-    run_step(
-        ctx,
-        op,
-        lambda _ledger: cmd.OpenPoint(name=name, knobs=knobs),
-        lambda _outcome: ({"point": name}, f"opened point {name}"),
-    )
+    _record(ctx, op, cmd.OpenPoint(name=name, knobs=knobs), {"point": name}, f"opened point {name}")
 
 
 @point.command("close")
@@ -379,14 +154,12 @@ def point_close(ctx: Ctx, op: str, name: str, reason: str, not_applicable: bool)
 @pass_ctx
 def stop(ctx: Ctx, op: str, reason: str) -> None:
     """Stop the campaign at the user's request (R10); tuning steps are refused afterwards."""
-    run_step(
+    _record(
         ctx,
         op,
-        lambda _ledger: cmd.Stop(reason=reason),
-        lambda _outcome: (
-            {"stopped": "user"},
-            "campaign stopped by the user; status, log, report and audit still work",
-        ),
+        cmd.Stop(reason=reason),
+        {"stopped": "user"},
+        "campaign stopped by the user; status, log, report and audit still work",
     )
 
 
@@ -396,9 +169,7 @@ def stop(ctx: Ctx, op: str, reason: str) -> None:
 @pass_ctx
 def note(ctx: Ctx, op: str, text: str) -> None:
     """Record a free-text note in the ledger."""
-    run_step(
-        ctx, op, lambda _ledger: cmd.AddNote(text=text), lambda _outcome: ({}, "note recorded")
-    )
+    _record(ctx, op, cmd.AddNote(text=text), {}, "note recorded")
 
 
 # `policy`'s budget options (R10, stages/budget.py) and the policy key each sets.
@@ -507,4 +278,4 @@ def _refuse_any(ledger: OpLedger, commands: Sequence[cmd.SetPolicy]) -> None:
 
 
 # The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).
-COMMANDS = (init, evidence, activate, skill, stage, point, stop, note, policy)
+COMMANDS = (skill, stage, point, stop, note, policy)

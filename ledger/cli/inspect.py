@@ -272,6 +272,7 @@ def report(ctx: Ctx, op: str) -> None:
     """Write custom/OP/OP_tuning_report.md and its chart, and record the report (R4)."""
 
     from ledger.projections import report as report_mod
+    from ledger.shell.report_files import write_files
 
     def present(outcome: StepResult) -> tuple[dict[str, Any], str]:
         data = event_data(outcome, "report.generated")
@@ -282,7 +283,7 @@ def report(ctx: Ctx, op: str) -> None:
             f"report written: {path} (chart {chart})",
         )
 
-    run_step(ctx, op, lambda ledger: ledger.write_report_files(), present)
+    run_step(ctx, op, write_files, present)
 
 
 # The commands this module adds to `tune-ledger` (ledger.cli names them, to load them lazily).

@@ -12,7 +12,7 @@ from ledger.domain.hints import Step
 from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.priors.rank import proposal_json
-from ledger.priors.scan import ScanResult
+from ledger.priors.scan_result import ScanResult
 from ledger.schema.vocabulary import CONFIG_STAGES
 from ledger.shell.priors_load import Gathered, gather
 

@@ -31,7 +31,7 @@ from ledger.domain.units import parse_time_us
 from ledger.errors import BadInput
 from ledger.projections.formatting import fmt_time_us
 from ledger.schema.events import Origin
-from ledger.shell import runner
+from ledger.shell import documents, runner
 from ledger.shell.api import OpLedger, StepResult
 from stages import commands as cmd
 
@@ -182,11 +182,7 @@ def target(
             util_value, bubble_value = util_pct, bubble_pct
             device = None  # a typed-in baseline names no device: unknown
         else:
-            document = (
-                runner.file_document(from_json)
-                if from_json
-                else runner.run_document(runner.run_command(run_cmd or "", ctx.root), "times_us")
-            )
+            document = documents.given_document(from_json, run_cmd, ctx.root, "times_us")
             samples = runner.times_of(document.doc, document.source)
             origin = document.origin
             if tool and not origin.tool:

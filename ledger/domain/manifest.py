@@ -1,8 +1,8 @@
 """The op manifest: what SPEC.md's YAML front matter declares about an op (DESIGN §4).
 
 `parse_manifest` is pure (text in, `Manifest` or `BadInput` with file:line out). The front
-matter is read by a real YAML parser (PyYAML's safe loader); every error names the line of
-the key it is about, so a person fixes SPEC.md without guessing.
+matter is read by `ledger.domain.front_matter`; every error names the line of the key it is
+about, so a person fixes SPEC.md without guessing.
 
 A manifest declares the P0 shapes, the performance target, the tolerance, the baseline config,
 the knobs (each with its stage, its kind or domain, and its default) and the verifier: the
@@ -22,6 +22,7 @@ from typing import Any
 from attrs import frozen
 
 from ledger.domain.configs import canonical_config, filled
+from ledger.domain.front_matter import parsed_front_matter
 from ledger.domain.knobs import (
     KNOB_KINDS,
     Knob,
@@ -116,7 +117,7 @@ class Manifest:
 
 def parse_manifest(text: str, source: str = "SPEC.md") -> Manifest:
     """The manifest in the YAML front matter of `text` (BadInput naming file:line if not)."""
-    data, lines = _parsed_front_matter(text, source)
+    data, lines = parsed_front_matter(text, source)
     try:
         return _Reader(source, lines).manifest(data)
     except ValueError as e:  # a non-finite number (.inf, .nan) anywhere in a value
@@ -124,75 +125,6 @@ def parse_manifest(text: str, source: str = "SPEC.md") -> Manifest:
             f"{source}:2: the front matter holds {e}",
             hint="numbers in the manifest must be finite",
         ) from e
-
-
-def read_front_matter(text: str, source: str = "SPEC.md") -> dict[str, Any]:
-    """The YAML front matter of `text` as plain data (BadInput naming file:line if invalid)."""
-    return _parsed_front_matter(text, source)[0]
-
-
-def _parsed_front_matter(
-    text: str, source: str
-) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
-    front, first_line = _front_matter(text, source)
-    import yaml  # lazily: only commands that read SPEC.md pay for the parser
-
-    # libyaml's safe loader when PyYAML has it: every writing command reads SPEC.md now (the
-    # manifest is in force by its presence), and it parses this front matter in 2 ms, not 16.
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        node = yaml.compose(front, Loader=loader)
-        data = yaml.load(front, Loader=loader)  # a safe loader either way, as safe_load
-    except yaml.YAMLError as e:
-        # Where the broken construct starts (an unclosed bracket) says more than where the
-        # parser gave up (often the end of the front matter).
-        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
-        line = first_line + mark.line if mark is not None else first_line
-        raise BadInput(
-            f"{source}:{line}: the front matter is not valid YAML ({_yaml_problem(e)})",
-            hint="fix the YAML between the two '---' lines at the top of SPEC.md",
-        ) from e
-    if not isinstance(data, dict):
-        raise BadInput(
-            f"{source}:{first_line}: the front matter must be a mapping of keys to values",
-            hint="write `key: value` lines between the two '---' lines",
-        )
-    return data, _key_lines(node, first_line)
-
-
-def _front_matter(text: str, source: str) -> tuple[str, int]:
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
-        raise BadInput(
-            f"{source}:1: no front matter (SPEC.md must start with a '---' line)",
-            hint="put the op manifest (p0_shapes, perf_target, knobs, verifier, ...) "
-            "between two '---' lines at the top of SPEC.md",
-        )
-    for number, line in enumerate(lines[1:], start=1):
-        if line.strip() in ("---", "..."):
-            return "\n".join(lines[1:number]) + "\n", 2
-    raise BadInput(
-        f"{source}: the front matter is not closed with a '---' line",
-        hint="end the front matter with a line holding only '---'",
-    )
-
-
-def _key_lines(node: Any, first_line: int) -> dict[tuple[str, ...], int]:
-    """The line of every mapping key, by its path of keys (for file:line errors)."""
-    import yaml
-
-    found: dict[tuple[str, ...], int] = {}
-
-    def walk(mapping: Any, path: tuple[str, ...]) -> None:
-        for key_node, value_node in mapping.value:
-            key = (*path, str(key_node.value))
-            found[key] = first_line + key_node.start_mark.line
-            if isinstance(value_node, yaml.MappingNode):
-                walk(value_node, key)
-
-    if isinstance(node, yaml.MappingNode):
-        walk(node, ())
-    return found
 
 
 class _Reader:
@@ -430,10 +362,3 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError("not a finite number")
     return value
-
-
-def _yaml_problem(error: Exception) -> str:
-    # The parser's own text names lines of the front matter alone; file:line is given above.
-    parts = [getattr(error, "context", None), getattr(error, "problem", None)]
-    text = ": ".join(p for p in parts if p) or str(error)
-    return " ".join(text.split())

@@ -25,7 +25,7 @@ from ledger.domain.state import State
 from ledger.errors import Conflict, LedgerDamaged
 from ledger.log import chain, codec, record, walker
 from ledger.log.record import Event
-from ledger.log.store import Store
+from ledger.log.store_interface import Store
 
 _NORMALIZE_HINT = (
     "normalize only reorders and de-duplicates valid lines; restore the file from git "

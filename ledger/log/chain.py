@@ -110,16 +110,7 @@ def stream(data: bytes, name: str, sink: Callable[[Event], object]) -> Position:
             seen = min((b.first for b in walker.open.values()), default=len(lines))
             for event in log.events[seen:]:
                 sink(event)
-        return Position(
-            events=len(log.events),
-            last=log.events[-1].id if log.events else "",
-            name=name,
-            head=log.head,
-            lamport=log.lamport,
-            size=log.size,
-            torn=log.torn,
-            repaired=frozenset(walker.repaired),
-        )
+        return log.position()
     walker.verified = len(data)
     return Position(
         events=len(lines),

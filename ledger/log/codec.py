@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -32,16 +31,7 @@ BODY_START = ID_END + 2  # where the record goes on: after the id's closing quot
 
 def canonical_json(value: Any) -> str:
     """Encode `value` canonically: sorted keys, no spaces, UTF-8 text, no NaN or infinity."""
-    # Only the standard library encodes, so the committed bytes never depend on an optional
-    # package: orjson and json format some floats differently (1e+16 vs 1e16).
-    return json.dumps(
-        value,
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-        default=_plain_scalar,
-    )
+    return _CANONICAL.encode(value)
 
 
 def sorted_json(value: Any) -> str:
@@ -72,6 +62,18 @@ def _plain_scalar(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON data")
 
 
+# Only the standard library encodes, so the committed bytes never depend on an optional
+# package: orjson and json format some floats differently (1e+16 vs 1e16). One encoder for
+# every call (json.dumps with options builds a new one each time).
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True,
+    separators=(",", ":"),
+    ensure_ascii=False,
+    allow_nan=False,
+    default=_plain_scalar,
+)
+
+
 def digest(data: bytes) -> str:
     """The sha256 hex digest of `data`, the one content hash used everywhere."""
     return hashlib.sha256(data).hexdigest()
@@ -92,24 +94,18 @@ def encode_line(record_without_id: dict[str, Any]) -> tuple[str, bytes]:
 def encode_body(body: str) -> tuple[str, bytes]:
     """Return (id, line bytes with trailing newline) for the canonical JSON of a record
     without its id (a non-empty object)."""
-    event_id = content_id(body)
-    line = '{"id":"' + event_id + '",' + body[1:] + "\n"
-    return event_id, line.encode("utf-8")
+    encoded = body.encode("utf-8")
+    event_id = digest(encoded)[:ID_HEX]
+    return event_id, b'{"id":"' + event_id.encode("ascii") + b'",' + encoded[1:] + b"\n"
 
 
 def id_of_line(line: bytes) -> str | None:
     """The id a line (without its newline) claims if its bytes hash to it, else None."""
-    if not line.startswith(ID_PREFIX) or len(line) <= BODY_START:
-        return None
-    claimed = line[len(ID_PREFIX) : ID_END]
-    if line[ID_END:BODY_START] != b'",':
+    if len(line) <= BODY_START:
         return None
     actual = hashlib.sha256(b"{" + line[BODY_START:]).hexdigest()[:ID_HEX]
-    try:
-        text = claimed.decode("ascii")
-    except UnicodeDecodeError:
-        return None
-    return text if text == actual else None
+    # The line must start with exactly `{"id":"<that id>",`: the hash covers everything after.
+    return actual if line.startswith(f'{{"id":"{actual}",'.encode()) else None
 
 
 def is_canonical_line(line: bytes) -> bool:
@@ -126,11 +122,3 @@ def is_canonical_line(line: bytes) -> bool:
     except (TypeError, ValueError):
         return False
     return again == line + b"\n" and again_id == event_id
-
-
-def check_finite(value: float, what: str) -> float:
-    """Return `value` as a float, refusing NaN and infinities (R11)."""
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(f"{what} must be a finite number, got {value!r}")
-    return number

@@ -138,27 +138,24 @@ def seal(
     parents: tuple[str, ...],
     lamport: int,
     part: tuple[int, int],
-    provenance_json: str | None = None,
-    provenance_data: dict[str, Any] | None = None,
+    provenance: tuple[str, dict[str, Any]] | None = None,
 ) -> tuple[Event, bytes]:
     """Place a draft in the log: compute its content id; return the event and its line.
 
-    `provenance_json` is the draft's provenance already encoded, and `provenance_data` that
-    text parsed (a batch shares both)."""
-    if provenance_json is None:
-        provenance_json = encode_provenance(draft.provenance)
-    if provenance_data is None:
-        provenance_data = codec.loads(provenance_json)
+    `provenance` is the draft's provenance already encoded, as its JSON and its plain data
+    (`encode_provenance`; a batch shares one)."""
+    provenance_json, provenance_data = (
+        encode_provenance(draft.provenance) if provenance is None else provenance
+    )
     payload_json = codec.canonical_json(unstructure_payload(draft.payload))
     payload = draft.payload
     body = envelope_body(
         lamport, parents, part, payload_json, provenance_json, payload.SCHEMA, payload.TYPE
     )
     event_id, line = codec.encode_body(body)
-    # The payload and provenance are read back from the written text, so the in-memory event
-    # equals what a later replay sees (tuples become lists, numpy scalars become floats); the
-    # envelope's other fields are the very values just written. Only the payload is parsed
-    # (the whole line was parsed before: a third of an append's own work, measured).
+    # The payload is read back from the written text, so the in-memory event equals what a
+    # later replay sees (tuples become lists, numpy scalars become floats); the envelope's
+    # other fields are the very values just written.
     event = new_event(
         Event,
         (
@@ -184,15 +181,12 @@ def seal_batch(
     events: list[Event] = []
     lines: list[bytes] = []
     parents = head
-    # (provenance, its JSON, that JSON parsed): a batch shares one
-    encoded: tuple[object, str, dict[str, Any]] | None = None
+    written_by: Provenance | None = None
     for index, draft in enumerate(drafts):
-        if encoded is None or encoded[0] is not draft.provenance:
-            text = encode_provenance(draft.provenance)
-            encoded = (draft.provenance, text, codec.loads(text))
-        event, line = seal(
-            draft, parents, lamport + 1, (index, len(drafts)), encoded[1], encoded[2]
-        )
+        if written_by is not draft.provenance:  # a batch shares one
+            written_by = draft.provenance
+            encoded = encode_provenance(written_by)
+        event, line = seal(draft, parents, lamport + 1, (index, len(drafts)), encoded)
         events.append(event)
         lines.append(line)
         parents, lamport = (event.id,), event.lamport
@@ -221,9 +215,11 @@ def envelope_body(
     )
 
 
-def encode_provenance(provenance: Provenance) -> str:
-    """A provenance as canonical JSON."""
-    return codec.canonical_json(converter().unstructure(provenance))
+def encode_provenance(provenance: Provenance) -> tuple[str, dict[str, Any]]:
+    """A provenance as canonical JSON, and as the plain data a replay reads back from it (its
+    fields are strings, an int and nulls, which JSON gives back as they are)."""
+    data: dict[str, Any] = converter().unstructure(provenance)
+    return codec.canonical_json(data), data
 
 
 _EVENT_ID = re.compile(f"[0-9a-f]{{{codec.ID_HEX}}}")

@@ -75,47 +75,46 @@ class Walker:
     def _deliver(self, event: Event) -> None:
         """Hand `event` to the sink once its batch is complete (all or none, DESIGN §4)."""
         i, n = event.part
+        pending, sink = self.pending, self.sink
+        assert sink is not None
         if i == 0:
             # Parts of an earlier batch still pending never finished: the scan reports that
             # batch as damage or as a torn tail, so they must not reach the sink.
-            self.pending.clear()
-        if n > 1:
-            self.pending.append(event)
-            if i < n - 1:
-                return
-            batch = self.pending[:]
-            self.pending.clear()  # in place: the hot loop holds this list
-        else:
-            batch = [event]
-        sink = self.sink
-        assert sink is not None
-        for part in batch:
+            pending.clear()
+        pending.append(event)
+        if i < n - 1:
+            return
+        for part in pending:
             if part.type == "ledger.repaired":
                 self.repaired.add(str(part.data.get("quarantine")))
             sink(part)
+        pending.clear()  # in place: the hot loop holds this list
 
     def feed(self, lines: Sequence[bytes], start: int = 0) -> None:
         """Verify and record `lines[start:]` in order; raise BadLine at the first that fails."""
+        # Once a line: the walker's tables as locals (replay's hot loop).
+        check, lamports, heads, open_batches = self.check, self.lamports, self.heads, self.open
+        sink, events, pending = self.sink, self.events, self.pending
         for index in range(start, len(lines)):
             try:
-                event = self.check(lines[index])
+                event = check(lines[index])
             except BadLine as bad:
                 bad.index = index
                 raise
-            i, n = event.part
-            first = index if i == 0 else self.open.pop(event.parents[0]).first
+            event_id, lamport, parents, (i, n) = event[:4]
+            first = index if i == 0 else open_batches.pop(parents[0]).first
             if i < n - 1:
-                self.open[event.id] = OpenBatch(i, n, first)
-            self.lamports[event.id] = event.lamport
-            if event.lamport > self.max_lamport:
-                self.max_lamport = event.lamport
-            self.heads.difference_update(event.parents)
-            self.heads.add(event.id)
-            self.last = event.id
-            if self.sink is None:
-                self.events.append(event)
-            elif n == 1 and not self.pending and event.type != "ledger.repaired":
-                self.sink(event)  # a one-event batch, the usual case, goes straight on
+                open_batches[event_id] = OpenBatch(i, n, first)
+            lamports[event_id] = lamport
+            if lamport > self.max_lamport:
+                self.max_lamport = lamport
+            heads.difference_update(parents)
+            heads.add(event_id)
+            self.last = event_id
+            if sink is None:
+                events.append(event)
+            elif n == 1 and not pending and event.type != "ledger.repaired":
+                sink(event)  # a one-event batch, the usual case, goes straight on
             else:
                 self._deliver(event)
 
@@ -131,15 +130,6 @@ class Walker:
             self.last = events[-1].id
             self.max_lamport = max(self.max_lamport, events[-1].lamport)
         self.verified = verified
-
-    def diagnose(self, index: int, line: bytes) -> BadLine:
-        """Why `line` (the `index`-th, 0-based) cannot be the next event."""
-        try:
-            self.check(line)
-        except BadLine as bad:
-            bad.index = index
-            return bad
-        return BadLine("the line does not fit the events before it", claimed_id(line), index=index)
 
     def check(self, line: bytes) -> Event:
         """The event `line` holds if it may follow the events seen so far; else raise BadLine."""

@@ -16,11 +16,17 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
-
 from ledger.errors import LedgerError
 from ledger.log import safe_files
 from ledger.priors.literals import NotLiteral, ParsedModule, dotted_name
+from ledger.priors.scan_result import (
+    MODULE_SCOPE,
+    KernelValue,
+    ScanResult,
+    Skipped,
+    Unreadable,
+    merge,
+)
 
 # Calls that name config values, by the last part of their dotted name.
 VEC_TILE_CALL = "set_vec_tile_shapes"
@@ -32,77 +38,6 @@ OPTION_KWARGS = ("runtime_options", "pass_options")
 # Entries of runtime_options that select how a kernel runs, not how it is tuned: a non-literal
 # `run_mode: pypto.RunMode.SIM` is in every simulated kernel and reporting it is only noise.
 _NOT_KNOBS = frozenset({"run_mode"})
-MODULE_SCOPE = "<module>"
-
-
-@frozen
-class KernelValue:
-    """Config values that one call in a kernel source sets, and where."""
-
-    path: str
-    line: int
-    scope: str  # the enclosing function ("outer.inner"), or <module>
-    call: str  # the call's dotted name as written, e.g. "pypto.set_vec_tile_shapes"
-    values: dict[str, Any]  # config key -> plain JSON value
-    via: tuple[str, ...] = ()  # module constants the values were read from, "NAME (file:line)"
-
-    @property
-    def where(self) -> str:
-        """file:line of the call."""
-        return f"{self.path}:{self.line}"
-
-
-@frozen
-class Skipped:
-    """An argument the scanner could not read as a literal, with why."""
-
-    path: str
-    line: int
-    call: str
-    reason: str
-
-    @property
-    def where(self) -> str:
-        """file:line of the argument."""
-        return f"{self.path}:{self.line}"
-
-
-@frozen
-class Unreadable:
-    """A file the scanner could not read or parse."""
-
-    path: str
-    line: int | None
-    reason: str
-
-    @property
-    def where(self) -> str:
-        """file:line of the problem (file alone when no line is known)."""
-        return self.path if self.line is None else f"{self.path}:{self.line}"
-
-
-@frozen
-class ScanResult:
-    """What scanning kernel sources found, skipped, and could not read."""
-
-    findings: tuple[KernelValue, ...] = ()
-    skipped: tuple[Skipped, ...] = ()
-    errors: tuple[Unreadable, ...] = ()
-    files: int = 0
-
-
-def merge(results: Iterable[ScanResult]) -> ScanResult:
-    """One ScanResult holding every result's findings, skips, errors and file count."""
-    found: list[KernelValue] = []
-    skipped: list[Skipped] = []
-    errors: list[Unreadable] = []
-    files = 0
-    for result in results:
-        found.extend(result.findings)
-        skipped.extend(result.skipped)
-        errors.extend(result.errors)
-        files += result.files
-    return ScanResult(tuple(found), tuple(skipped), tuple(errors), files)
 
 
 # --- the visitor -------------------------------------------------------------------------------
@@ -223,12 +158,13 @@ class _Scanner(ast.NodeVisitor):
             )
             return
         values: dict[str, Any] = {"cube_tile_shape": shape}
-        values.update(self._keywords(node, call, (kw for kw in node.keywords), via))
+        values.update(self._keywords(call, node.keywords, via))
         self.found(node, call, values, via)
 
     def _keywords(
-        self, node: ast.Call, call: str, keywords: Iterable[ast.keyword], via: list[str]
+        self, call: str, keywords: Iterable[ast.keyword], via: list[str]
     ) -> dict[str, Any]:
+        """The literal keyword arguments among `keywords`; each other one is reported."""
         values: dict[str, Any] = {}
         for keyword in keywords:
             if keyword.arg is None:
@@ -248,15 +184,9 @@ class _Scanner(ast.NodeVisitor):
         return values
 
     def loop(self, node: ast.Call, call: str) -> None:
-        for keyword in node.keywords:
-            if keyword.arg != "unroll_list":
-                continue
-            try:
-                value, via = self.module.literal(keyword.value)
-            except NotLiteral as e:
-                self.skip(keyword.value, call, f"unroll_list= not read: {e}")
-                return
-            self.found(node, call, {"unroll_list": value}, via)
+        via: list[str] = []
+        unroll = (keyword for keyword in node.keywords if keyword.arg == "unroll_list")
+        self.found(node, call, self._keywords(call, unroll, via), via)
 
     def jit(self, node: ast.Call, call: str) -> None:
         via: list[str] = []
@@ -271,7 +201,7 @@ class _Scanner(ast.NodeVisitor):
         values: dict[str, Any] = {}
         for arg in node.args:
             values.update(self._options(arg, call, "pass options", via))
-        values.update(self._keywords(node, call, node.keywords, via))
+        values.update(self._keywords(call, node.keywords, via))
         self.found(node, call, values, via)
 
     def _options(self, node: ast.AST, call: str, what: str, via: list[str]) -> dict[str, Any]:

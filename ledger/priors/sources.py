@@ -18,7 +18,7 @@ from attrs import frozen
 from ledger.domain.state import State
 from ledger.priors.prior import FailedConfig, Prior
 from ledger.priors.profile import OpProfile, name_tokens, similarity
-from ledger.priors.scan import MODULE_SCOPE, KernelValue, ScanResult
+from ledger.priors.scan_result import MODULE_SCOPE, KernelValue, ScanResult
 
 LATEST_BEST_WEIGHT = 1.0  # another op's current best, times its similarity
 EARLIER_ADOPTED_WEIGHT = 0.8  # a config it adopted and later improved on

@@ -18,11 +18,13 @@ from ledger.domain.hints import Step
 from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.domain.units import check_op_name
-from ledger.errors import BadInput, Conflict, HandBack, LedgerError
-from ledger.log import codec
+from ledger.errors import BadInput, Conflict, LedgerError
+from ledger.log.file_store import FileStore
 from ledger.log.files import LEDGER_NAME, ledger_path
-from ledger.log.record import Draft, Event, converter
-from ledger.log.store import AppendResult, FileStore, MemoryStore, Position, Store
+from ledger.log.memory_store import MemoryStore
+from ledger.log.position import Position
+from ledger.log.record import Draft, Event
+from ledger.log.store_interface import AppendResult, Store
 from ledger.shell import portable, rollback
 
 # MEMORY.md's rendering is imported where a command writes it: a read (`priors`, `log`,
@@ -58,12 +60,6 @@ class Loaded:
 
     position: Position
     state: State
-
-
-def request_digest(command: object) -> str:
-    """A digest of a command's type and arguments, to match retried idempotency keys."""
-    body = {"command": type(command).__name__, "args": converter().unstructure(command)}
-    return codec.digest(codec.canonical_json(body).encode("utf-8"))[:32]
 
 
 class OpLedger:
@@ -169,7 +165,11 @@ class OpLedger:
                 "legacy=True re-decides an old event in audit; it cannot be appended",
                 hint="drop legacy; a person's decision names the person (person=NAME)",
             )
-        request = request or request_digest(command)
+        if request is None:
+            # Idempotency (ledger/shell/idempotency.py) is imported when a key or request needs it.
+            from ledger.shell.idempotency import request_digest
+
+            request = request_digest(command)
         # Recorded as template plus values: no path of this machine (issue 27.7).
         command = portable.command(command, self.root)
         # The manifest is in force by its presence (issue 27): SPEC.md's, when it is not the
@@ -180,28 +180,12 @@ class OpLedger:
             self._record_spec_manifest_for(command, key, request, decide_step)
         result = self._decide_and_append(command, key, command_line, request, decide_step)
         if in_force and isinstance(command, cmd.Init):
-            recorded = self._spec_manifest_command()
+            from ledger.shell import manifest_file
+
+            recorded = manifest_file.spec_manifest_command(self)
             if recorded is not None:
                 return attrs.evolve(result, state=self.execute(recorded).state)
         return result
-
-    def _spec_manifest_command(self) -> Any:
-        """RecordManifest of custom/OP/SPEC.md's manifest when it declares a verifier or knobs
-        and is not the one the ledger uses (a ledger on file only), else None. A SPEC.md that
-        does not parse is bad input naming file:line."""
-        if not isinstance(self.store, FileStore) or not self.exists():
-            return None
-        from ledger.shell.manifest_file import read_manifest, recording
-
-        manifest = read_manifest(self.dir)
-        # A front matter that declares neither a verifier nor knobs (only what priors read:
-        # op_family, dtypes, shapes) governs nothing: it is recorded only when asked.
-        if manifest is None or (manifest.verifier is None and not manifest.knobs):
-            return None
-        recorded = self.load().state.manifest
-        if recorded is not None and recorded.digest == manifest.digest:
-            return None
-        return recording(self, manifest)
 
     def _record_spec_manifest_for(
         self,
@@ -213,26 +197,20 @@ class OpLedger:
         """Record SPEC.md's changed manifest when `command` stands under it: decided first on
         a trial state with the manifest folded in (dropped after), so a refusal or bad input
         it brings writes nothing."""
+        from ledger.shell import manifest_file
         from stages.decide import decide
-        from stages.refusal import Refusal
 
-        recording = self._spec_manifest_command()
+        recording = manifest_file.spec_manifest_command(self)
         if recording is None:
             return
         loaded = self.load()
         if key is not None and _replayed(loaded, key, request) is not None:
             return
-        trial = loaded.state
         # The trial folds into the kept state: drop it, so the next load reads the ledger.
         self._loaded = None
-        manifest = decide(trial, recording)
-        if isinstance(manifest, Refusal):
-            raise manifest.to_error()
-        for payload in manifest.events:
-            evolve(trial, _trial_event(payload))
-        decision = decide_step(trial, command)
-        if isinstance(decision, Refusal) and not decision.events:
-            raise decision.to_error()
+        manifest_file.refuse_under(loaded.state, recording, command, decide_step)
+        from ledger.shell.idempotency import request_digest
+
         self._decide_and_append(recording, None, None, request_digest(recording), decide)
 
     def _decide_and_append(
@@ -281,7 +259,7 @@ class OpLedger:
 
         written_by = provenance.capture(command_line, self.root)
         if key is not None:
-            written_by = _with_key(written_by, key, request)
+            written_by = attrs.evolve(written_by, key=key, request=request)
         drafts = [Draft(payload=p, provenance=written_by) for p in payloads]
         if loaded is None:
             return self.store.append(drafts, expected_head=())
@@ -383,82 +361,14 @@ class OpLedger:
 
         return workflows.evidence_from_spec(self, kind, impl=impl, **options)
 
-    def write_report_files(self) -> Any:
-        """Write OP_tuning_report.md and its SVG chart; return the command that records them.
-
-        The same files as `report_files.write_report`, which also appends the event; the CLI
-        appends it itself so that a retried idempotency key is matched first.
-        """
-        from ledger.projections import report, splice
-        from stages import commands as cmd
-        from stages.policy import effective_policy
-
-        state = self.load().state
-        # The report is appended as an event: refused before its files are written.
-        rollback.refuse_unaccepted(self.store, self.memory_path, state, self.op)
-        markdown, svg = report.render_report(state, None, effective_policy(state))
-        splice.write_if_changed(self.dir / report.report_name(self.op), markdown, root=self.root)
-        splice.write_if_changed(self.dir / report.chart_name(self.op), svg, root=self.root)
-        relative = (self.dir / report.report_name(self.op)).relative_to(self.root).as_posix()
-        return cmd.RecordReport(path=relative, digest=codec.digest(markdown.encode("utf-8")))
-
-
-def _trial_event(payload: Payload) -> Event:
-    """A payload as an event that was never written, to fold into a trial state."""
-    from ledger.log.record import unstructure_payload
-
-    data = unstructure_payload(payload)
-    return Event("(trial)", 0, (), (0, 1), payload.TYPE, payload.SCHEMA, data, {})
-
-
-def _with_key(written_by: Any, key: str, request: str) -> Any:
-    from attrs import evolve
-
-    return evolve(written_by, key=key, request=request)
-
 
 def _replayed(loaded: Loaded, key: str, request: str) -> StepResult | None:
-    found = _events_for_key(loaded.state.keyed.get(key, ()), key, request)
+    from ledger.shell.idempotency import earlier_events
+
+    found = earlier_events(loaded.state, key, request)
     if not found:
         return None
-    _raise_recorded_refusal(found, loaded.state)
     return StepResult(events=found, warnings=(), state=loaded.state, replayed=True)
-
-
-def _raise_recorded_refusal(events: Sequence[Event], state: State) -> None:
-    """A retried failed activation fails again: its hand-back is the original result (R1)."""
-    from stages.allowed import allowed
-
-    failed = next((e for e in events if e.type == "activation.failed"), None)
-    if failed is None:
-        return
-    problems = "; ".join(failed.data.get("problems", ())) or "activation failed"
-    raise HandBack(
-        f"activation failed: {problems}",
-        rule="R1",
-        blocking=problems,
-        hint=f"hand back to {failed.data.get('handed_back_to', 'the orchestrator')}: fix "
-        "accuracy, record passing evidence for the current implementation, then activate",
-        allowed=allowed(state),
-        details={"replayed": True},
-    )
-
-
-# Written by the store while appending a keyed command, not by the command itself.
-_NOT_THE_COMMANDS = frozenset({"ledger.repaired", "ledger.newline_restored"})
-
-
-def _events_for_key(events: Sequence[Event], key: str, request: str) -> tuple[Event, ...]:
-    """The events an earlier command with this idempotency key appended (DESIGN §5)."""
-    found = tuple(
-        e for e in events if e.provenance.get("key") == key and e.type not in _NOT_THE_COMMANDS
-    )
-    if found and found[0].provenance.get("request") != request:
-        raise BadInput(
-            f"idempotency key {key!r} was used before for a different command",
-            hint="use a new key for a new command; reuse a key only to retry the same command",
-        )
-    return found
 
 
 def list_ops(root: Path | str) -> list[str]:

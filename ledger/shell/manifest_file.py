@@ -1,18 +1,28 @@
-"""Reading an op's manifest from `custom/<op>/SPEC.md` (the shell side of the manifest)."""
+"""Reading an op's manifest from `custom/<op>/SPEC.md` (the shell side of the manifest), and
+recording it when it is in force."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.domain.manifest import Manifest, parse_manifest, read_front_matter
+from ledger.domain.front_matter import read_front_matter
+from ledger.domain.manifest import Manifest, parse_manifest
+from ledger.domain.replay import evolve
+from ledger.domain.state import State
 from ledger.errors import BadInput, LedgerError
 from ledger.log import codec, safe_files
+from ledger.log.file_store import FileStore
+from ledger.log.record import Event, unstructure_payload
 
 if TYPE_CHECKING:
+    from ledger.schema.events import Payload
     from ledger.shell.api import OpLedger
     from stages.commands import RecordManifest
+    from stages.outcome import Decision
+    from stages.refusal import Refusal
 
 
 SPEC_NAME = "SPEC.md"
@@ -105,11 +115,62 @@ def recording(ledger: OpLedger, manifest: Manifest) -> RecordManifest:
 
 def record_if_changed(ledger: OpLedger, manifest: Manifest) -> bool:
     """Record SPEC.md's manifest when it is not the one the ledger uses; True if it recorded."""
-    recorded = ledger.load().state.manifest
-    if recorded is not None and recorded.digest == manifest.digest:
+    if _in_use(ledger, manifest):
         return False
     ledger.execute(recording(ledger, manifest))
     return True
+
+
+def _in_use(ledger: OpLedger, manifest: Manifest) -> bool:
+    """True when `manifest` is the one the ledger recorded last."""
+    recorded = ledger.load().state.manifest
+    return recorded is not None and recorded.digest == manifest.digest
+
+
+# The manifest is in force by its presence (issue 27): SPEC.md's, when it is not the one the
+# ledger recorded, is recorded before a command that stands under it (after it, for `init`);
+# a command it refuses writes nothing, the manifest included (ledger/shell/api.py).
+
+
+def spec_manifest_command(ledger: OpLedger) -> Any:
+    """RecordManifest of custom/OP/SPEC.md's manifest when it declares a verifier or knobs
+    and is not the one the ledger uses (a ledger on file only), else None. A SPEC.md that
+    does not parse is bad input naming file:line."""
+    if not isinstance(ledger.store, FileStore) or not ledger.exists():
+        return None
+    manifest = read_manifest(ledger.dir)
+    # A front matter that declares neither a verifier nor knobs (only what priors read:
+    # op_family, dtypes, shapes) governs nothing: it is recorded only when asked.
+    if manifest is None or (manifest.verifier is None and not manifest.knobs):
+        return None
+    return None if _in_use(ledger, manifest) else recording(ledger, manifest)
+
+
+def refuse_under(
+    trial: State,
+    recording: Any,
+    command: Any,
+    decide_step: Callable[[State, Any], Decision | Refusal],
+) -> None:
+    """Raise what refuses `recording` on `trial`, or `command` on `trial` with the manifest
+    folded in (`trial` is changed: the caller drops it)."""
+    from stages.decide import decide
+    from stages.refusal import Refusal
+
+    manifest = decide(trial, recording)
+    if isinstance(manifest, Refusal):
+        raise manifest.to_error()
+    for payload in manifest.events:
+        evolve(trial, _trial_event(payload))
+    decision = decide_step(trial, command)
+    if isinstance(decision, Refusal) and not decision.events:
+        raise decision.to_error()
+
+
+def _trial_event(payload: Payload) -> Event:
+    """A payload as an event that was never written, to fold into a trial state."""
+    data = unstructure_payload(payload)
+    return Event("(trial)", 0, (), (0, 1), payload.TYPE, payload.SCHEMA, data, {})
 
 
 def verifier_digest(manifest: Manifest, root: Path, op: str) -> str | None:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from attrs import frozen
 
-from ledger.domain.manifest import parse_manifest, read_front_matter
+from ledger.domain.front_matter import read_front_matter
+from ledger.domain.manifest import parse_manifest
 from ledger.errors import BadInput
 from ledger.log import safe_files
 from ledger.shell import layout_check

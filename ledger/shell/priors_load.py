@@ -18,14 +18,15 @@ from attrs import frozen
 from ledger.domain.replay import evolve
 from ledger.domain.state import State
 from ledger.errors import BadInput, LedgerError
+from ledger.log.file_store import FileStore
 from ledger.log.files import LEDGER_NAME
-from ledger.log.store import FileStore
 from ledger.priors.focus import applicable_keys, resolve_focus
 from ledger.priors.knowledge import Knowledge, builtin_priors, parse_knowledge
 from ledger.priors.prior import Prior
 from ledger.priors.profile import OpProfile, profile
 from ledger.priors.rank import Proposal, propose
-from ledger.priors.scan import ScanResult, scan_paths
+from ledger.priors.scan import scan_paths
+from ledger.priors.scan_result import ScanResult
 from ledger.priors.sources import OtherOp, ledger_priors, source_priors
 from ledger.shell.api import OpLedger
 from ledger.shell.manifest_file import read_front_matter_of, spec_path

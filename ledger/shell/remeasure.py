@@ -32,6 +32,7 @@ from ledger.log import safe_files
 from ledger.projections.kernels import attempt_kernels
 from ledger.shell import kernels
 from ledger.shell import measure as measuring
+from ledger.shell import measure_plan as planning
 from ledger.shell.manifest_file import read_manifest
 from stages import commands as cmd
 from stages import remeasure as rules
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from ledger.domain.state import State
     from ledger.shell.api import OpLedger
 
-BASELINE = "baseline"
 # What is never copied into the temporary op folder: the kept kernels, caches, locks.
 _LEFT_OUT = ("kernels", ".tune-ledger-cache", "__pycache__", "*.lock")
 
@@ -64,7 +64,7 @@ def chosen(state: State, events_kernels: Mapping[str, str], count: int) -> list[
     picked: list[Measured] = []
     best = state.best
     if best is not None and best.measurement.origin_level == "measured":
-        label = best.attempt or BASELINE
+        label = best.attempt or planning.BASELINE
         digest = events_kernels.get(best.attempt) if best.attempt else state.activation_digest
         picked.append(Measured(label, best.config, digest, tuple(best.measurement.times_us)))
     ordered = sorted(state.attempts.values(), key=lambda a: a.seq, reverse=True)
@@ -94,7 +94,7 @@ def remeasure(
     """Measure `count` measured attempts again; each one's comparison and whether it agrees."""
     ledger.require()
     manifest = read_manifest(ledger.dir)
-    measuring.require_verifier(manifest, ledger.op)
+    planning.require_verifier(manifest, ledger.op)
     assert manifest is not None  # require_verifier refuses None
     log = ledger.store.read()
     state = replay(log.events)  # audit trusts the ledger's bytes only
@@ -129,7 +129,7 @@ def _again(
         )
     source = kernels.kept(ledger, measured.impl_digest)  # exit 2 missing, 7 edited
     with _copy(ledger, source) as root:
-        plan = measuring.plan_config(
+        plan = planning.plan_config(
             manifest,
             measured.config,
             measured.attempt,

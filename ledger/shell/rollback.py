@@ -28,7 +28,7 @@ from ledger.schema.events import RollbackAccepted
 # the API and never looks.
 if TYPE_CHECKING:
     from ledger.domain.state import State
-    from ledger.log.store import Store
+    from ledger.log.store_interface import Store
     from stages.outcome import Decision
     from stages.refusal import Refusal
 

@@ -1,4 +1,5 @@
-"""Running a verifier command for the ledger (`--run`) and reading measurement documents.
+"""Running a command for the ledger (`--run`), and reading a measurement document into the
+command it records (where a document comes from: ledger/shell/documents.py).
 
 A measurement document is the JSON object a verifier prints (the PyPTO adapter in tools/ does):
 `times_us` (list) or `time_us`, optional `util_pct`, `bubble_pct`, `metrics` {name: number},
@@ -9,9 +10,6 @@ A measurement document is the JSON object a verifier prints (the PyPTO adapter i
 from __future__ import annotations
 
 import math
-import os
-import shlex
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ from attrs import frozen
 from ledger import processes
 from ledger.domain import inputs
 from ledger.errors import BadInput
-from ledger.log import codec, safe_files
+from ledger.log import codec
 from ledger.schema.events import FAILURES, Binding, Device, Origin, OriginLevel, OutputCheck
 from stages import commands as cmd
 
@@ -161,73 +159,8 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def perf_dir_document(directory: str) -> tuple[dict[str, Any], str, str]:
-    """Read `measurement.json` from a perf folder: (document, its path, its digest)."""
-    path = Path(directory) / "measurement.json"
-    if not path.is_file():
-        raise BadInput(
-            f"{directory} has no measurement.json",
-            hint="parse the artefacts first: python -m tools.pypto.run --perf-dir DIR --json "
-            "> DIR/measurement.json",
-        )
-    data = safe_files.read_bytes(path, limit=safe_files.JSON_BYTES)
-    try:
-        doc = codec.loads(data)
-    except ValueError as e:
-        raise BadInput(f"{path} is not valid JSON ({e})") from e
-    if not isinstance(doc, dict):
-        raise BadInput(f"{path} must hold a JSON object")
-    return doc, os.fspath(path), codec.digest(data)
-
-
 def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def file_document(path: str) -> Document:
-    """A measurement or evidence document read from a JSON file (provenance "artefact")."""
-    doc, digest = inputs.read_json_file(path)
-    if not isinstance(doc, dict):
-        raise BadInput(f"{path} must hold a JSON object", hint="see `tune-ledger verify --help`")
-    return Document(doc=doc, origin=origin_of_file(path, digest, doc), source=path)
-
-
-def dir_document(directory: str, root: Path | None = None) -> Document:
-    """`DIR/measurement.json`, or a raw PyPTO output folder parsed by the adapter (provenance
-    "artefact": the digest recorded is the measurement's)."""
-    if not (Path(directory) / "measurement.json").is_file() and _is_pypto_folder(directory):
-        return _parsed_pypto_folder(directory, root or Path.cwd())
-    doc, path, digest = perf_dir_document(directory)
-    return Document(doc=doc, origin=origin_of_file(path, digest, doc), source=path)
-
-
-def _is_pypto_folder(directory: str) -> bool:
-    folder = Path(directory)
-    return folder.is_dir() and (
-        any(folder.rglob("CostModelSimulationOutput")) or any(folder.rglob("bubble_analysis.log"))
-    )
-
-
-def _parsed_pypto_folder(directory: str, root: Path) -> Document:
-    # The adapter is the shell's tool (tools/pypto), run as a process: the ledger never imports
-    # pypto. Its document names the artefacts' digests; the one recorded is its own bytes'.
-    argv = [sys.executable, "-m", "tools.pypto.run", "--perf-dir", os.fspath(directory), "--json"]
-    try:
-        run = command_run(processes.run(argv, cwd=root))
-    except OSError as e:
-        raise BadInput(f"cannot run {shlex.join(argv)!r}: {e}") from e
-    doc = last_json_object(run.output)
-    if doc is None or reported_error(doc) is not None:
-        raise BadInput(
-            f"{directory} looks like a PyPTO output folder, but the adapter could not parse it "
-            f"(exit {run.exit_code}): {tail(run.output, 300)}",
-            hint="install the adapter (`pip install 'tune-ledger[pypto]'`), or write "
-            "DIR/measurement.json yourself",
-        )
-    digest = codec.digest(codec.canonical_json(doc).encode("utf-8"))
-    return Document(
-        doc=doc, origin=origin_of_file(os.fspath(directory), digest, doc), source=directory
-    )
 
 
 def split_verify_command(
@@ -251,22 +184,6 @@ def split_verify_command(
     )
 
 
-def run_document(run: CommandRun, what: str) -> Document:
-    """The JSON object a command the ledger ran printed (provenance "measured").
-
-    Raises BadInput naming the command and its exit code when it printed none.
-    """
-    doc = last_json_object(run.output)
-    if doc is None:
-        raise BadInput(
-            f"{run.command!r} printed no JSON object with {what} (exit code {run.exit_code})",
-            hint=f"the command must print one JSON object with {what} on its last line; "
-            f"output tail: {tail(run.output, 200)!r}",
-        )
-    _refuse_reported_error(doc, run.command)
-    return Document(doc=doc, origin=origin_of_run(run, doc), source=run.command)
-
-
 def reported_error(doc: dict[str, Any]) -> str | None:
     """The error a document reports instead of a result (the adapter's bad arguments)."""
     if "error" in doc and not any(k in doc for k in ("times_us", "time_us", "failure")):
@@ -274,7 +191,8 @@ def reported_error(doc: dict[str, Any]) -> str | None:
     return None
 
 
-def _refuse_reported_error(doc: dict[str, Any], source: str) -> None:
+def refuse_reported_error(doc: dict[str, Any], source: str) -> None:
+    """Raise BadInput when the document reports an error instead of a result."""
     error = reported_error(doc)
     if error is not None:
         raise BadInput(
@@ -300,7 +218,7 @@ def percent_of(doc: dict[str, Any], key: str, given: float | None = None) -> flo
 def verify_command(attempt: str, document: Document) -> cmd.Verify | cmd.Fail:
     """The Verify (or Fail, for a run failure) command a measurement document gives (R8)."""
     doc, source, origin = document.doc, document.source, document.origin
-    _refuse_reported_error(doc, source)
+    refuse_reported_error(doc, source)
     failure = failure_of(doc)
     if failure is not None and failure[0] not in ("accuracy", "layout"):
         return cmd.Fail(attempt=attempt, category=failure[0], detail=failure[1], origin=origin)

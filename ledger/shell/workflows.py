@@ -25,8 +25,9 @@ from ledger.domain.samples import median
 from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.projections.attempt_rows import resolve_attempt
-from ledger.shell import harness, layout_check, runner
+from ledger.shell import harness, layout_check, measure_target, runner
 from ledger.shell import measure as measuring
+from ledger.shell import measure_plan as planning
 from ledger.shell.manifest_file import file_digest_of, read_manifest
 from stages import commands as cmd
 from stages.remeasure import DEVICE_PRIOR
@@ -64,7 +65,7 @@ class Invocation:
     command_line: str | None = None
 
 
-def measure_plan(ledger: OpLedger, attempt: str | None = None, *, python: str) -> measuring.Plan:
+def measure_plan(ledger: OpLedger, attempt: str | None = None, *, python: str) -> planning.Plan:
     """What `measure` would run for `attempt` (an id, a unique prefix; None: the pending one)."""
     ledger.require()
     return _plan(ledger, read_manifest(ledger.dir), attempt, python)
@@ -141,16 +142,16 @@ def target_from_spec(
         digest = state.activation_digest or (
             inputs.file_digest(impl, ledger.root) if impl.is_file() else None
         )
-        plan, ran = measuring.run_baseline(
-            manifest, measuring.BASELINE, digest, root=ledger.root, op=ledger.op, python=python,
+        plan, ran = measure_target.run_baseline(
+            manifest, planning.BASELINE, digest, root=ledger.root, op=ledger.op, python=python,
             env=env, executor=executor,
         )  # fmt: skip
-        document = measuring.baseline_document(plan, ran)
-        measuring.refuse_unbound_baseline("the baseline", manifest, digest, document.doc)
+        document = measure_target.baseline_document(plan, ran)
+        measure_target.refuse_unbound_baseline("the baseline", manifest, digest, document.doc)
         samples = runner.times_of(document.doc, document.source)
         measured_target = None
         if target_us is None and fallback is not None:
-            measured_target = measuring.run_fallback(
+            measured_target = measure_target.run_fallback(
                 manifest, fallback, root=ledger.root, op=ledger.op, python=python, env=env,
                 executor=executor,
             )  # fmt: skip
@@ -264,7 +265,7 @@ def _request_digest(workflow: str, arguments: Mapping[str, Any]) -> str:
 
 def _plan(
     ledger: OpLedger, manifest: Manifest | None, attempt: str | None, python: str
-) -> measuring.Plan:
+) -> planning.Plan:
     """The verifier command for the attempt `attempt` names; after a stop, the stop's refusal
     comes first (R10, exit 6)."""
     state = ledger.load().state
@@ -272,9 +273,7 @@ def _plan(
     if refusal is not None:
         raise refusal.to_error()
     attempt_id = resolve_attempt(state, attempt or "pending")
-    return measuring.plan(
-        state, manifest, attempt_id, root=ledger.root, op=ledger.op, python=python
-    )
+    return planning.plan(state, manifest, attempt_id, root=ledger.root, op=ledger.op, python=python)
 
 
 def _manifest_with_verifier(ledger: OpLedger) -> Manifest:
@@ -299,7 +298,7 @@ def _compare(
     executor: measuring.Executor,
 ) -> tuple[tuple[Any, ...], Any]:
     """Every output's all_close from one verifier run of the baseline config, bound to it."""
-    plan, ran = measuring.run_baseline(
+    plan, ran = measure_target.run_baseline(
         manifest, EVIDENCE_LABEL, impl_digest, root=ledger.root, op=ledger.op, python=python,
         env=env, executor=executor,
     )  # fmt: skip
@@ -307,7 +306,7 @@ def _compare(
     doc = harness.result_document(
         ran.run, runner.last_json_object(ran.run.output), fix, pending=None
     )
-    measuring.refuse_unbound_baseline("the compare", manifest, impl_digest, doc)
+    measure_target.refuse_unbound_baseline("the compare", manifest, impl_digest, doc)
     failure = runner.failure_of(doc)
     if failure is not None and not isinstance(doc.get("outputs"), list):
         raise BadInput(

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ledger.log.store import FileStore
+from ledger.log.file_store import FileStore
 from tools.bench.commands import cli
 from tools.bench.timing import PROCESS_ENV, Guardrail
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from ledger.log.store import FileStore
+from ledger.log.file_store import FileStore
 from ledger.schema.events import Origin, OutputCheck
 from ledger.shell.api import OpLedger
 from stages import commands as cmd

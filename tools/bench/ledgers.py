@@ -190,11 +190,13 @@ def write_campaign(root: Path, events: int, seed: int = 1, op: str = OP) -> int:
 
 
 def code_digest() -> str:
-    """The cache key's code part: this module and the event schema shape the bytes."""
+    """The cache key's code part: this module and the event schema (every module of
+    `ledger/schema/`, where the payloads are defined) shape the bytes."""
     sha = hashlib.sha256(__version__.encode())
-    import ledger.schema.events as schema
+    import ledger.schema as schema
 
-    for path in (Path(__file__), Path(schema.__file__)):
+    schema_files = sorted(Path(schema.__file__).parent.glob("*.py"))
+    for path in (Path(__file__), *schema_files):
         sha.update(path.read_bytes())
     return sha.hexdigest()[:12]
 

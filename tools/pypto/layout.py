@@ -20,7 +20,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ledger.domain.manifest import parse_manifest, read_front_matter
+from ledger.domain.front_matter import read_front_matter
+from ledger.domain.manifest import parse_manifest
 from ledger.errors import BadInput
 
 from . import lint_rules as rules

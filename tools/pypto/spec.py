@@ -12,7 +12,7 @@ from typing import Any
 
 from attrs import frozen
 
-from ledger.domain.manifest import read_front_matter
+from ledger.domain.front_matter import read_front_matter
 from ledger.errors import BadInput
 
 
