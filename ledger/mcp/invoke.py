@@ -39,13 +39,9 @@ class Invoker:
         # the server takes it to run a quick step on its own thread (`ledger/mcp/server.py`).
         self.lock = threading.RLock()
 
-    def run(self, argv: list[str]) -> tuple[int, dict[str, Any]]:
-        """The command's exit code and JSON object (the CLI's error object when it refused)."""
-        code, data, _text = self._run_text(argv)
-        return code, data
-
     def _run_text(self, argv: list[str]) -> tuple[int, dict[str, Any], str]:
-        """`run`, and the object as the CLI printed it (sorted keys, no spaces)."""
+        """The command's exit code, its JSON object (the CLI's error object when it refused)
+        and the object as the CLI printed it (sorted keys, no spaces)."""
         code, printed = self.run_raw(["--root", str(self.root), "--json", *argv])
         data, text = _one_object(printed, code)
         # In the caller's terms (ledger/domain/hints.py): the CLI printed its hints for MCP
@@ -56,7 +52,7 @@ class Invoker:
         if code != 0 and "code" not in data:
             data["code"] = code
             text = ""
-        return code, data, text or _compact(data)
+        return code, data, text or compact(data)
 
     def call(self, argv: list[str]) -> CallToolResult:
         """The command as a tool's result: its JSON object, or, when it exits non-zero, a tool
@@ -109,7 +105,7 @@ def _inside(root: Path) -> Iterator[None]:
         yield
 
 
-def _compact(data: dict[str, Any]) -> str:
+def compact(data: dict[str, Any]) -> str:
     """JSON as the CLI prints it: sorted keys, no spaces, UTF-8 text."""
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 

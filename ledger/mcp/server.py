@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from ledger import __version__
 from ledger.errors import BadInput
 from ledger.mcp import stdio_lines
-from ledger.mcp.invoke import Invoker
+from ledger.mcp.invoke import Invoker, compact
 from ledger.mcp.protocol_prompt import protocol
 from ledger.mcp.reads import OpResources, ReadTools
 from ledger.mcp.steps import StepTools
@@ -51,7 +51,8 @@ INSTRUCTIONS = (
 )
 
 
-# Each op's files as a client lists them: (scheme, file in custom/OP/, name, MIME type).
+# Each op's files as resources and as a client lists them: (scheme, file in custom/OP/ that
+# must exist to list it, name, MIME type); the scheme names the OpResources method.
 _OP_FILES = (
     ("memory", "MEMORY.md", "MEMORY.md", "text/markdown"),
     ("spec", "SPEC.md", "SPEC.md", "text/markdown"),
@@ -136,9 +137,10 @@ def argument_error(tool: str, error: ValidationError, schema: dict[str, Any]) ->
         hint=f"call {tool} again with {first['field']} as its schema describes (tools/list)",
         details={"field": first["field"], "expected": first["expected"], "fields": problems},
     ).to_json()
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=data, is_error=True
+        content=[TextContent(type="text", text=compact(data))],
+        structured_content=data,
+        is_error=True,
     )
 
 
@@ -204,9 +206,8 @@ def build_server(root: Path) -> MCPServer[Any]:
         description = " ".join((function.__doc__ or "").split())
         server.add_tool(_served(name, function, invoker), name=name, description=description)
     files = OpResources(invoker)
-    server.resource("memory://{op}", name="MEMORY.md", mime_type="text/markdown")(files.memory)
-    server.resource("spec://{op}", name="SPEC.md", mime_type="text/markdown")(files.spec)
-    server.resource("status://{op}", name="status", mime_type="application/json")(files.status)
+    for scheme, _file, name, mime in _OP_FILES:
+        server.resource(f"{scheme}://{{op}}", name=name, mime_type=mime)(getattr(files, scheme))
     server.prompt(name="protocol", description="Walk the tuning protocol for one op.")(protocol)
     return server
 

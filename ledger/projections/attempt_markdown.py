@@ -25,7 +25,7 @@ from ledger.projections.formatting import (
     reported_mark,
     short_digest,
 )
-from ledger.projections.timeline import Step, config_diff, outcome
+from ledger.projections.timeline import Step, config_diff, outcome, point_state
 from ledger.schema.events import STAGES
 from stages.policy import DEFAULT_POLICY, patience, policy_value
 
@@ -44,18 +44,24 @@ def point_cell(name: str | None) -> str:
     return md_code(name, 40) if name else "-"
 
 
-def change_text(step: Step, limit: int = CELL) -> str:
+def change_text(step: Step) -> str:
     """What an attempt changed, as Markdown for one table cell."""
     attempt = step.attempt
     if attempt.kind == "mutation":
-        return md_code(f"{attempt.param}={canonical_json(attempt.value)}", limit)
+        return md_code(f"{attempt.param}={canonical_json(attempt.value)}", CELL)
     if attempt.kind == "algorithm":
-        text = "algorithm: " + md_text(attempt.description or "", limit)
+        text = "algorithm: " + md_text(attempt.description or "", CELL)
         if attempt.impl_digest:
             text += f" (impl {md_code(short_digest(attempt.impl_digest))})"
         return text
     prior = md_text(attempt.prior or "unknown prior", 40)
-    return f"candidate ({prior}): {md_code(config_diff(step.best_config, attempt.config), limit)}"
+    return f"candidate ({prior}): {md_code(config_diff(step.best_config, attempt.config), CELL)}"
+
+
+def attempt_cells(step: Step) -> list[str]:
+    """The cells every table starts an attempt's row with: id, stage, point, change."""
+    attempt = step.attempt
+    return [md_code(attempt.id), attempt.stage, point_cell(attempt.point), change_text(step)]
 
 
 def time_text(step: Step) -> str:
@@ -83,21 +89,16 @@ def reason_text(step: Step) -> str:
     return detail or "-"
 
 
-def outcome_counts(state: State) -> dict[str, int]:
-    """How many attempts had each outcome."""
-    counts: dict[str, int] = {}
-    for attempt in state.attempts.values():
-        key = outcome(attempt)
-        counts[key] = counts.get(key, 0) + 1
-    return counts
+def outcome_counts(state: State) -> list[tuple[str, int]]:
+    """How many attempts had each outcome, in OUTCOME_ORDER (outcomes it lacks last, sorted)."""
+    counts = Counter(outcome(attempt) for attempt in state.attempts.values())
+    known = [k for k in OUTCOME_ORDER if k in counts]
+    return [(k, counts[k]) for k in known + sorted(set(counts) - set(OUTCOME_ORDER))]
 
 
 def counts_text(state: State) -> str:
     """The number of attempts, then how many had each outcome (in OUTCOME_ORDER)."""
-    counts = outcome_counts(state)
-    known = [k for k in OUTCOME_ORDER if counts.get(k)]
-    other = sorted(k for k in counts if k not in OUTCOME_ORDER)
-    detail = ", ".join(f"{k} {counts[k]}" for k in known + other)
+    detail = ", ".join(f"{k} {n}" for k, n in outcome_counts(state))
     return f"{len(state.attempts)}" + (f" ({detail})" if detail else "")
 
 
@@ -121,14 +122,10 @@ def points_table(state: State, policy: Mapping[str, Any], limit: int | None = No
     rows = [_point_row(point, policy) for point in shown]
     listed = {id(p) for p in shown}
     rest = [p for p in _ordered_points(state) if id(p) not in listed]
-    summary: list[tuple[str, Mapping[str, int]]] = []
-    for stage in dict.fromkeys(p.stage for p in rest):
-        outcomes: dict[str, int] = {}
-        for point in rest:
-            if point.stage == stage:
-                key = _point_key(point)
-                outcomes[key] = outcomes.get(key, 0) + 1
-        summary.append((stage, outcomes))
+    summary = [
+        (stage, Counter(point_state(p) for p in rest if p.stage == stage))
+        for stage in dict.fromkeys(p.stage for p in rest)
+    ]
     return _points_text(rows, summary)
 
 
@@ -166,59 +163,27 @@ def _points_text(rows: list[list[str]], rest: Sequence[tuple[str, Mapping[str, i
     return text
 
 
-def _point_key(point: Point) -> str:
-    """How the table's summary counts a point it does not list."""
-    return "open" if point.is_open else point.outcome or "closed"
-
-
 def _stage_order(stage: str) -> int:
     return _STAGE_INDEX.get(stage, len(_STAGE_INDEX))
 
 
 def _point_row(point: Point, policy: Mapping[str, Any]) -> list[str]:
-    return list(
-        _point_cells(
-            point.stage,
-            point.name,
-            point.is_open,
-            point.outcome,
-            point.reason,
-            point.candidates,
-            point.mutations,
-            point.streak,
-            len(point.attempts),
-            patience(policy, point.stage),
-        )
-    )
-
-
-def _point_cells(
-    stage: str,
-    name: str,
-    is_open: bool,
-    outcome: str | None,
-    reason: str,
-    candidates: int,
-    mutations: int,
-    streak: int,
-    attempts: int,
-    limit: int | None,
-) -> tuple[str, ...]:
-    if is_open:
+    if point.is_open:
         condition = "**open**"
     else:
-        condition = md_text(outcome or "closed")
-        if reason:
-            condition += ": " + md_text(reason, 60)
-    return (
-        stage,
-        point_cell(name),
+        condition = md_text(point_state(point))
+        if point.reason:
+            condition += ": " + md_text(point.reason, 60)
+    limit = patience(policy, point.stage)
+    return [
+        point.stage,
+        point_cell(point.name),
         condition,
-        str(candidates),
-        str(mutations),
-        f"{streak} / {limit}" if limit else str(streak),
-        str(attempts),
-    )
+        str(point.candidates),
+        str(point.mutations),
+        f"{point.streak} / {limit}" if limit else str(point.streak),
+        str(len(point.attempts)),
+    ]
 
 
 def _group_key(attempt: Attempt) -> tuple[str, str]:
@@ -229,23 +194,17 @@ def _group_key(attempt: Attempt) -> tuple[str, str]:
     return attempt.stage, "algorithm ideas" if attempt.kind == "algorithm" else attempt.kind
 
 
-def _idea(step: Step) -> str:
-    """What a failed attempt tried, as a key: equal keys are the same idea in a group."""
+def _idea(step: Step) -> tuple[str, str]:
+    """What a failed attempt tried: a key (equal keys are the same idea in a group) and the
+    idea as its group's cell shows it."""
     attempt = step.attempt
     if attempt.kind == "mutation":
-        return canonical_json(attempt.value)
+        value = canonical_json(attempt.value)
+        return value, md_code(value, 30)
     if attempt.kind == "algorithm":
-        return attempt.description or ""
-    return attempt.id  # a candidate's full config is never measured twice (R9)
-
-
-def _example(step: Step) -> str:
-    attempt = step.attempt
-    if attempt.kind == "mutation":
-        return md_code(canonical_json(attempt.value), 30)
-    if attempt.kind == "algorithm":
-        return md_text(attempt.description or "", 50)
-    return md_code(config_diff(step.best_config, attempt.config), 50)
+        return attempt.description or "", md_text(attempt.description or "", 50)
+    # A candidate's full config is never measured twice (R9): each is an idea of its own.
+    return attempt.id, md_code(config_diff(step.best_config, attempt.config), 50)
 
 
 # How many distinct ideas a group shows, by the kind of its attempts (cells stay short).
@@ -290,11 +249,11 @@ def _group_row(key: tuple[str, str], steps: Sequence[Step]) -> list[str]:
         )
     )
     # Distinct ideas, most recent first, each shown by its most recent step.
-    latest: dict[str, Step] = {}
+    latest: dict[str, str] = {}
     for step in reversed(steps):
-        latest.setdefault(_idea(step), step)
+        latest.setdefault(*_idea(step))
     keep = _EXAMPLES.get(steps[0].attempt.kind, 2)
-    examples = [_example(step) for step in list(latest.values())[:keep]]
+    examples = list(latest.values())[:keep]
     if len(latest) > keep:
         examples.append(f"+{len(latest) - keep} more")
     return [key[0], key[1], str(len(steps)), outcomes, ", ".join(examples)]

@@ -103,7 +103,7 @@ CSP = (
 )
 
 
-def document(title: str, body: str, *, script: bool) -> str:
+def document(title: str, body: str) -> str:
     """A whole page: the frame around `body` (already HTML), titled `title` (text)."""
     parts = [
         "<!DOCTYPE html>",
@@ -118,8 +118,8 @@ def document(title: str, body: str, *, script: bool) -> str:
         "</head>",
         "<body>",
         body.rstrip("\n"),
+        f"<script>{SCRIPT}</script>",
+        "</body>",
+        "</html>",
     ]
-    if script:
-        parts.append(f"<script>{SCRIPT}</script>")
-    parts += ["</body>", "</html>"]
     return "\n".join(parts) + "\n"

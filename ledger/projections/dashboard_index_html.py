@@ -49,7 +49,7 @@ def render_index(views: Sequence[OpView]) -> str:
         table("ops", headers, rows),
         "</main>",
     ]
-    return assets.document("tune-ledger dashboard", "\n".join(body), script=True)
+    return assets.document("tune-ledger dashboard", "\n".join(body))
 
 
 def _index_row(view: OpView) -> str:

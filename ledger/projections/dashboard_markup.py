@@ -34,17 +34,12 @@ def link(href: str, text: str) -> str:
     return f'<a href="{t(href)}">{t(text)}</a>'
 
 
-def table(
-    table_id: str | None, headers: Sequence[str], rows: Sequence[str], caption: str = ""
-) -> str:
+def table(table_id: str | None, headers: Sequence[str], rows: Sequence[str]) -> str:
     """A table; `rows` are whole `<tr>` elements, headers are text (column headers)."""
     ident = f' id="{t(table_id)}"' if table_id else ""
     head = "".join(f'<th scope="col">{t(h)}</th>' for h in headers)
-    cap = f"<caption>{t(caption)}</caption>" if caption else ""
     body = "\n".join(rows)
-    return (
-        f"<table{ident}>{cap}\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>"
-    )
+    return f"<table{ident}>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>"
 
 
 def field_table(rows: Sequence[tuple[str, str]]) -> str:

@@ -1,5 +1,7 @@
 """The data of an op's dashboard page beyond its index row: chart, attempts, points, target
-sheet, kernel versions and timeline, as plain data.
+sheet, kernel versions and timeline. The replayed steps, points, sheet and relaxations are
+held as they are (the HTML formats them); this module adds only what the page derives: the
+limits in force, the evidence behind each relaxation, the kernel diffs and the stage spans.
 
 Pure, like the index rows (dashboard_rows.py): the same replayed state and audit report. The
 kept kernels' text is the one thing not in the state: the shell reads those files and passes
@@ -9,53 +11,29 @@ their text in as data (`op_page(kernel_texts=...)`), so this module never reads 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from attrs import frozen
 
-from ledger.domain import devices
-from ledger.domain.state import Attempt, State
+from ledger.domain.state import Point, Relaxation, State, TargetSheet
 from ledger.log.codec import canonical_json
 from ledger.projections.dashboard_rows import OpView
+from ledger.projections.memory_target import cube_shapes
 from ledger.projections.report_chart import ChartSize, chart_svg
-from ledger.projections.timeline import Step, best_after, config_diff, is_failed, outcome, steps
+from ledger.projections.timeline import (
+    StageSpan,
+    Step,
+    is_failed,
+    outcome,
+    stage_spans,
+    steps,
+)
 from stages.person import person_label
 from stages.target import VEC_LIMIT, cube_table_row, latest_relaxation
 
 PAGE_CHART = ChartSize(1200, 560)  # the report's chart is 900 x 440
 DIFF_LINES = 2000  # a diff between two kernels is cut after this many lines (said so)
-
-
-@frozen
-class AttemptRow:
-    """One attempt as the page lists it: what it changed, its time, against what, its outcome."""
-
-    seq: int
-    id: str
-    kind: str
-    stage: str
-    point: str | None
-    change: str
-    time_us: float | None
-    best_us: float | None  # the best it was compared with (R8)
-    outcome: str
-    provenance: str | None  # the measurement's origin level
-    detail: str  # a failure's detail or an abandon reason
-    device: str | None = None  # where it was measured (devices.label); None: not measured
-
-
-@frozen
-class PointRow:
-    """An optimization point and its constrained-search progress (R7)."""
-
-    name: str
-    stage: str
-    state: str  # "open", or how it was closed
-    reason: str
-    candidates: int
-    mutations: int
-    streak: int
 
 
 @frozen
@@ -70,12 +48,9 @@ class EvidenceRef:
 
 @frozen
 class RelaxationRow:
-    """A tile-limit relaxation with its basis and the evidence behind it (R3)."""
+    """A tile-limit relaxation with the evidence behind it (R3)."""
 
-    what: str
-    limit: str  # canonical JSON
-    basis: str
-    event: str
+    relaxation: Relaxation
     evidence: tuple[EvidenceRef, ...] | None  # None: relaxed without measured evidence
     person: str | None = None  # who relaxed without evidence (person_label), else None
 
@@ -97,32 +72,10 @@ class KernelVersion:
 class TargetView:
     """The Performance target sheet with its limits in force and their relaxations (R3)."""
 
-    baseline_us: float
-    target_us: float
-    required_speedup: float
-    shape: str
-    metric: str
-    tool: str | None
-    device: str  # where the baseline was measured (devices.label: "unknown" when not recorded)
-    target_source: str
-    source_ref: str | None
-    provenance: str
+    sheet: TargetSheet
     vec_limit: str
     cube_limit: str
     relaxations: tuple[RelaxationRow, ...]
-
-
-@frozen
-class StageSpan:
-    """One stage on the timeline: its attempts, the best at its start and end, how it ended."""
-
-    stage: str
-    first: int | None  # attempt numbers, None when it has none
-    last: int | None
-    attempts: int
-    best_start_us: float | None
-    best_end_us: float | None
-    exit: str  # the exit condition, "current" or "-"
 
 
 @frozen
@@ -132,11 +85,11 @@ class OpPage:
     view: OpView
     chart: str | None  # the report's chart, larger, as an inline <svg>
     target: TargetView | None
-    adopted: tuple[AttemptRow, ...]
-    failed: tuple[AttemptRow, ...]
-    points: tuple[PointRow, ...]
+    adopted: tuple[Step, ...]
+    failed: tuple[Step, ...]
+    points: tuple[Point, ...]
     timeline: tuple[StageSpan, ...]
-    attempts: tuple[AttemptRow, ...]
+    attempts: tuple[Step, ...]
     decisions: tuple[str, ...]  # audit's: stops lifted, hand-backs, retry overrides, R11
     notes: tuple[str, ...]
     kernels: tuple[KernelVersion, ...] | None
@@ -154,9 +107,8 @@ def op_page(
     if state is None or view.summary is None:
         return OpPage(view, None, None, (), (), (), (), (), (), (), None)
     walk = steps(state)
-    rows = tuple(_attempt_row(step) for step in walk)
-    adopted = tuple(r for r in rows if r.outcome in ("adopt", "target-reached"))
-    failed = tuple(r for r, s in zip(rows, walk, strict=True) if is_failed(s.attempt))
+    adopted = tuple(s for s in walk if outcome(s.attempt) in ("adopt", "target-reached"))
+    failed = tuple(s for s in walk if is_failed(s.attempt))
     decisions = (
         *(str(d) for d in report.get("decisions", ())),
         *(f"retry override on attempt {o['attempt']}: {o['reason']}" for o in _overrides(report)),
@@ -168,9 +120,9 @@ def op_page(
         target=_target(state),
         adopted=adopted,
         failed=failed,
-        points=tuple(_point_rows(state)),
-        timeline=tuple(_timeline(state, walk)),
-        attempts=rows,
+        points=tuple(state.points.values()),
+        timeline=tuple(stage_spans(state, walk)),
+        attempts=tuple(walk),
         decisions=decisions,
         notes=tuple(state.notes),
         kernels=kernel_versions(state, kernel_texts or {}),
@@ -245,74 +197,18 @@ def relaxation_evidence(state: State, event: str) -> tuple[EvidenceRef, ...] | N
     return tuple(refs)
 
 
-def _change(step: Step) -> str:
-    attempt = step.attempt
-    if attempt.kind == "mutation":
-        return f"{attempt.param}={canonical_json(attempt.value)}"
-    if attempt.kind == "algorithm":
-        return f"algorithm: {attempt.description or ''}"
-    diff = config_diff(step.best_config, attempt.config)
-    return f"candidate ({attempt.prior or 'unknown prior'}): {diff}"
-
-
-def _attempt_row(step: Step) -> AttemptRow:
-    attempt: Attempt = step.attempt
-    m = attempt.measurement
-    return AttemptRow(
-        seq=attempt.seq,
-        id=attempt.id,
-        kind=attempt.kind,
-        stage=attempt.stage,
-        point=attempt.point,
-        change=_change(step),
-        time_us=m.median_us if m else None,
-        best_us=step.best_us,
-        outcome=outcome(attempt),
-        provenance=m.origin_level if m else None,
-        detail=attempt.detail,
-        device=devices.label(m.device) if m else None,
-    )
-
-
-def _point_rows(state: State) -> list[PointRow]:
-    return [
-        PointRow(
-            name=p.name,
-            stage=p.stage,
-            state="open" if p.is_open else (p.outcome or "closed"),
-            reason=p.reason,
-            candidates=p.candidates,
-            mutations=p.mutations,
-            streak=p.streak,
-        )
-        for p in state.points.values()
-    ]
-
-
 def _target(state: State) -> TargetView | None:
     sheet = state.target
     if sheet is None:
         return None
     vec = latest_relaxation(state, "vec")
     return TargetView(
-        baseline_us=sheet.baseline_us,
-        target_us=sheet.target_us,
-        required_speedup=sheet.required_speedup,
-        shape=sheet.shape,
-        metric=sheet.metric,
-        tool=sheet.tool,
-        device=devices.label(sheet.device),
-        target_source=sheet.target_source,
-        source_ref=sheet.source_ref,
-        provenance=sheet.origin_level,
+        sheet=sheet,
         vec_limit=f"relaxed to {canonical_json(vec.limit)}" if vec else f"≤ {VEC_LIMIT} per axis",
         cube_limit=_cube_limit(state),
         relaxations=tuple(
             RelaxationRow(
-                what=r.what,
-                limit=canonical_json(r.limit),
-                basis=r.basis,
-                event=r.event,
+                relaxation=r,
                 evidence=relaxation_evidence(state, r.event),
                 person=person_label(r.person) if not r.evidence else None,
             )
@@ -331,34 +227,7 @@ def _cube_limit(state: State) -> str:
     row = cube_table_row(m)
     if row is None:
         return f"M = {m}: no row of the table applies"
-    shapes = ", ".join(
-        "[" + ",".join("K" if b is None else str(b) for b in pair) + "]" for pair in row.limit
-    )
-    return f"M = {m}: {shapes}"
-
-
-def _timeline(state: State, walk: Sequence[Step]) -> list[StageSpan]:
-    """Each stage entered (and any stage attempts ran in), in order, with its attempts."""
-    stages = list(dict.fromkeys([*state.entered, *(s.attempt.stage for s in walk)]))
-    best_us = state.target.baseline_us if state.target else None
-    spans = []
-    for stage in stages:
-        members = [s for s in walk if s.attempt.stage == stage]
-        start_us = members[0].best_us if members else best_us
-        for step in members:
-            best_us = best_after(step, best_us)
-        spans.append(
-            StageSpan(
-                stage=stage,
-                first=members[0].attempt.seq if members else None,
-                last=members[-1].attempt.seq if members else None,
-                attempts=len(members),
-                best_start_us=start_us,
-                best_end_us=best_us,
-                exit=state.exited.get(stage, "current" if stage == state.stage else "-"),
-            )
-        )
-    return spans
+    return f"M = {m}: {cube_shapes(row)}"
 
 
 def _overrides(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:

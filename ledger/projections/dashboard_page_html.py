@@ -7,7 +7,10 @@ import itertools
 from collections.abc import Sequence
 from urllib.parse import quote
 
+from ledger.domain import devices
+from ledger.log.codec import canonical_json
 from ledger.projections import dashboard_assets as assets
+from ledger.projections.attempt_markdown import OUTCOME_ORDER
 from ledger.projections.dashboard_index_html import (
     audit_where,
     levels_cell,
@@ -27,16 +30,15 @@ from ledger.projections.dashboard_markup import (
     time_html,
 )
 from ledger.projections.dashboard_page import (
-    AttemptRow,
     EvidenceRef,
     KernelVersion,
     OpPage,
     RelaxationRow,
-    StageSpan,
     TargetView,
 )
-from ledger.projections.dashboard_rows import OUTCOME_ORDER, OpView, Summary
+from ledger.projections.dashboard_rows import OpView, Summary
 from ledger.projections.formatting import change_pct, fmt_pct, fmt_speedup, fmt_time_us
+from ledger.projections.timeline import StageSpan, Step, config_diff, outcome, point_state
 
 
 def render_op_page(page: OpPage, to_root: str) -> str:
@@ -60,7 +62,7 @@ def render_op_page(page: OpPage, to_root: str) -> str:
     if view.summary is not None:
         body += _data_sections(page, view.summary, up)
     body += ["<h2>Files</h2>", files, "</main>"]
-    return assets.document(f"{view.op}: tune-ledger dashboard", "\n".join(body), script=True)
+    return assets.document(f"{view.op}: tune-ledger dashboard", "\n".join(body))
 
 
 def _audit_section(view: OpView) -> str:
@@ -97,33 +99,28 @@ def _data_sections(page: OpPage, s: Summary, up: str) -> list[str]:
         if page.chart
         else f'<p class="muted">{NONE}</p>'
     )
-    return [
-        "<h2>Summary</h2>",
-        summary,
-        "<h2>Time per attempt</h2>",
-        chart,
-        "<h2>Adopted chain</h2>",
-        _attempt_table(None, page.adopted, "None: the best is still the baseline."),
-        "<h2>Failed ideas (do not retry)</h2>",
-        _attempt_table(None, page.failed, "None."),
-        "<h2>Optimization points</h2>",
-        _points(page),
-        "<h2>Target sheet</h2>",
-        _target_sheet(page.target),
-        "<h2>Kernel versions</h2>",
-        _kernels(page.kernels, page.view.op, up),
-        "<h2>Timeline</h2>",
-        _timeline(page.timeline, s),
-        "<h2>Person decisions</h2>",
-        _person_decisions(s),
-        "<h2>Decisions</h2>",
-        bullets(page.decisions, "None recorded."),
-        "<h2>Notes</h2>",
-        bullets(page.notes, "None."),
-        "<h2>Attempts</h2>",
-        filter_controls("attempts", "Filter attempts", OUTCOME_ORDER),
-        _attempt_table("attempts", page.attempts, "No attempts yet."),
+    attempts = filter_controls("attempts", "Filter attempts", OUTCOME_ORDER)
+    sections = [
+        ("Summary", summary),
+        ("Time per attempt", chart),
+        (
+            "Adopted chain",
+            _attempt_table(None, page.adopted, "None: the best is still the baseline."),
+        ),
+        ("Failed ideas (do not retry)", _attempt_table(None, page.failed, "None.")),
+        ("Optimization points", _points(page)),
+        ("Target sheet", _target_sheet(page.target)),
+        ("Kernel versions", _kernels(page.kernels, page.view.op, up)),
+        ("Timeline", _timeline(page.timeline, s)),
+        ("Person decisions", _person_decisions(s)),
+        ("Decisions", bullets(page.decisions, "None recorded.")),
+        ("Notes", bullets(page.notes, "None.")),
+        (
+            "Attempts",
+            attempts + "\n" + _attempt_table("attempts", page.attempts, "No attempts yet."),
+        ),
     ]
+    return [f"<h2>{title}</h2>\n{body}" for title, body in sections]
 
 
 def anchor(attempt: str) -> str:
@@ -131,7 +128,7 @@ def anchor(attempt: str) -> str:
     return f"attempt-{attempt}"
 
 
-def _attempt_table(table_id: str | None, rows: Sequence[AttemptRow], empty: str) -> str:
+def _attempt_table(table_id: str | None, rows: Sequence[Step], empty: str) -> str:
     if not rows and table_id is None:
         return f'<p class="muted">{t(empty)}</p>'
     headers = ("#", "attempt", "stage", "point", "change", "time", "vs best then", "outcome")
@@ -143,27 +140,39 @@ def _attempt_table(table_id: str | None, rows: Sequence[AttemptRow], empty: str)
     )
 
 
-def _attempt_tr(row: AttemptRow, anchored: bool = False) -> str:
+def _change(step: Step) -> str:
+    attempt = step.attempt
+    if attempt.kind == "mutation":
+        return f"{attempt.param}={canonical_json(attempt.value)}"
+    if attempt.kind == "algorithm":
+        return f"algorithm: {attempt.description or ''}"
+    diff = config_diff(step.best_config, attempt.config)
+    return f"candidate ({attempt.prior or 'unknown prior'}): {diff}"
+
+
+def _attempt_tr(step: Step, anchored: bool = False) -> str:
+    attempt, m = step.attempt, step.attempt.measurement
     vs = (
-        t(fmt_pct(change_pct(row.time_us, row.best_us), signed=True))
-        if row.time_us is not None and row.best_us
+        t(fmt_pct(change_pct(m.median_us, step.best_us), signed=True))
+        if m is not None and step.best_us
         else NONE
     )
+    result = outcome(attempt)
     cells = [
-        f'<td class="num">{row.seq}</td>',
-        f'<td><code class="id">{t(row.id)}</code></td>',
-        f"<td>{t(row.stage)}</td>",
-        f"<td>{t(row.point) if row.point else NONE}</td>",
-        f"<td><code>{t(row.change)}</code></td>",
-        f'<td class="num">{time_html(row.time_us)}</td>',
+        f'<td class="num">{attempt.seq}</td>',
+        f'<td><code class="id">{t(attempt.id)}</code></td>',
+        f"<td>{t(attempt.stage)}</td>",
+        f"<td>{t(attempt.point) if attempt.point else NONE}</td>",
+        f"<td><code>{t(_change(step))}</code></td>",
+        f'<td class="num">{time_html(m.median_us if m else None)}</td>',
         f'<td class="num">{vs}</td>',
-        f"<td>{t(row.outcome)}</td>",
-        f"<td>{t(row.provenance) if row.provenance else NONE}</td>",
-        f"<td>{t(row.device) if row.device else NONE}</td>",
-        f"<td>{t(row.detail) if row.detail else ''}</td>",
+        f"<td>{t(result)}</td>",
+        f"<td>{t(m.origin_level) if m else NONE}</td>",
+        f"<td>{t(devices.label(m.device)) if m else NONE}</td>",
+        f"<td>{t(attempt.detail) if attempt.detail else ''}</td>",
     ]
-    ident = f' id="{t(anchor(row.id))}"' if anchored else ""
-    return f'<tr{ident} data-outcome="{t(row.outcome)}">{"".join(cells)}</tr>'
+    ident = f' id="{t(anchor(attempt.id))}"' if anchored else ""
+    return f'<tr{ident} data-outcome="{t(result)}">{"".join(cells)}</tr>'
 
 
 def _kernels(versions: Sequence[KernelVersion] | None, op: str, up: str) -> str:
@@ -216,7 +225,7 @@ def _points(page: OpPage) -> str:
         return '<p class="muted">None opened yet.</p>'
     headers = ("point", "stage", "state", "reason", "candidates", "mutations", "no-gain streak")
     rows = [
-        f"<tr><td><code>{t(p.name)}</code></td><td>{t(p.stage)}</td><td>{t(p.state)}</td>"
+        f"<tr><td><code>{t(p.name)}</code></td><td>{t(p.stage)}</td><td>{t(point_state(p))}</td>"
         f'<td>{t(p.reason)}</td><td class="num">{p.candidates}</td>'
         f'<td class="num">{p.mutations}</td><td class="num">{p.streak}</td></tr>'
         for p in page.points
@@ -224,37 +233,40 @@ def _points(page: OpPage) -> str:
     return table(None, headers, rows)
 
 
-def _target_sheet(sheet: TargetView | None) -> str:
-    if sheet is None:
+def _target_sheet(view: TargetView | None) -> str:
+    if view is None:
         return '<p class="muted">Not written yet.</p>'
+    sheet = view.sheet
     source = t(sheet.target_source) + (f" ({t(sheet.source_ref)})" if sheet.source_ref else "")
     fields = field_table(
         [
-            ("baseline", f"{time_html(sheet.baseline_us)} (provenance {t(sheet.provenance)})"),
+            ("baseline", f"{time_html(sheet.baseline_us)} (provenance {t(sheet.origin_level)})"),
             ("target", f"{time_html(sheet.target_us)} from {source}"),
             ("required speed-up", t(fmt_speedup(sheet.required_speedup)) + " (baseline / target)"),
             ("P0 shape", f"<code>{t(sheet.shape)}</code>"),
             ("metric", t(sheet.metric)),
             ("measured with", t(sheet.tool) if sheet.tool else NONE),
-            ("baseline device", t(sheet.device)),
-            ("vec tile limit", t(sheet.vec_limit)),
-            ("cube tile limit", t(sheet.cube_limit)),
+            ("baseline device", t(devices.label(sheet.device))),
+            ("vec tile limit", t(view.vec_limit)),
+            ("cube tile limit", t(view.cube_limit)),
         ]
     )
-    if not sheet.relaxations:
+    if not view.relaxations:
         return fields + '\n<h3>Relaxations</h3>\n<p class="muted">None.</p>'
     headers = ("#", "tile", "new limit", "basis", "evidence", "event")
-    rows = [_relaxation_tr(i, r) for i, r in enumerate(sheet.relaxations, 1)]
+    rows = [_relaxation_tr(i, r) for i, r in enumerate(view.relaxations, 1)]
     return fields + "\n<h3>Relaxations</h3>\n" + table(None, headers, rows)
 
 
-def _relaxation_tr(number: int, r: RelaxationRow) -> str:
-    if r.evidence:
-        evidence = ", ".join(_evidence_link(e) for e in r.evidence)
+def _relaxation_tr(number: int, row: RelaxationRow) -> str:
+    if row.evidence:
+        evidence = ", ".join(_evidence_link(e) for e in row.evidence)
     else:
-        evidence = t(f"none: signed by {r.person}") if r.person else NONE
+        evidence = t(f"none: signed by {row.person}") if row.person else NONE
+    r = row.relaxation
     return (
-        f'<tr><td class="num">{number}</td><td>{t(r.what)}</td><td><code>{t(r.limit)}</code></td>'
+        f'<tr><td class="num">{number}</td><td>{t(r.what)}</td>'
+        f"<td><code>{t(canonical_json(r.limit))}</code></td>"
         f"<td>{t(r.basis)}</td><td>{evidence}</td><td><code>{t(r.event[:12])}</code></td></tr>"
     )
 
@@ -276,14 +288,15 @@ def _timeline(spans: Sequence[StageSpan], s: Summary) -> str:
     headers = ("stage", "attempts", "numbers", "best at start", "best at end", "change", "exit")
     rows = []
     for span in spans:
-        numbers = f"{span.first}–{span.last}" if span.first is not None else NONE
+        seqs = [step.attempt.seq for step in span.steps]
+        numbers = f"{seqs[0]}–{seqs[-1]}" if seqs else NONE
         change = (
             t(fmt_pct(change_pct(span.best_end_us, span.best_start_us), signed=True))
             if span.best_end_us and span.best_start_us
             else NONE
         )
         rows.append(
-            f'<tr><td>{t(span.stage)}</td><td class="num">{span.attempts}</td>'
+            f'<tr><td>{t(span.stage)}</td><td class="num">{len(seqs)}</td>'
             f'<td class="num">{t(numbers)}</td><td class="num">{time_html(span.best_start_us)}</td>'
             f'<td class="num">{time_html(span.best_end_us)}</td><td class="num">{change}</td>'
             f"<td>{t(span.exit)}</td></tr>"

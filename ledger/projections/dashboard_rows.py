@@ -15,29 +15,13 @@ from attrs import frozen
 
 from ledger.domain import devices
 from ledger.domain.state import State
+from ledger.projections.attempt_markdown import outcome_counts
 from ledger.projections.conflicts import texts as conflict_texts
 from ledger.projections.person_decisions import person_text
-from ledger.projections.timeline import outcome
 from ledger.schema.vocabulary import ORIGIN_LEVELS
 from stages.person import person_decisions as recorded_decisions
 from stages.person import person_label
 from stages.policy import lowered_guards
-
-# The order in which outcomes are counted (as MEMORY.md and the report count them).
-OUTCOME_ORDER = (
-    "adopt",
-    "target-reached",
-    "no-gain",
-    "rollback",
-    "accuracy",
-    "layout",
-    "compile",
-    "timeout",
-    "oom",
-    "runtime",
-    "abandoned",
-    "pending",
-)
 
 
 @frozen
@@ -135,10 +119,6 @@ def provenance_mix(report: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
 def _summary(state: State, report: Mapping[str, Any]) -> Summary:
     sheet, best = state.target, state.best
     best_us = best.time_us if best else None
-    counts: dict[str, int] = {}
-    for attempt in state.attempts.values():
-        counts[outcome(attempt)] = counts.get(outcome(attempt), 0) + 1
-    ordered = [k for k in OUTCOME_ORDER if k in counts] + sorted(set(counts) - set(OUTCOME_ORDER))
     status, detail = _status(state)
     return Summary(
         stage=state.stage,
@@ -151,7 +131,7 @@ def _summary(state: State, report: Mapping[str, Any]) -> Summary:
         speedup=sheet.baseline_us / best_us if sheet and best_us else None,
         target_met=best_us <= sheet.target_us if sheet and best_us is not None else None,
         attempts=len(state.attempts),
-        outcomes=tuple((k, counts[k]) for k in ordered),
+        outcomes=tuple(outcome_counts(state)),
         provenance=provenance_mix(report),
         conflicts=tuple(conflict_texts(state)),
         person_decisions=person_decisions(state),

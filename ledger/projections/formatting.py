@@ -153,9 +153,9 @@ def _row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def short_id(event_id: str | None, length: int = 12) -> str:
+def short_id(event_id: str | None) -> str:
     """An event or attempt id shortened for display; `-` when absent."""
-    return "-" if not event_id else event_id[:length]
+    return "-" if not event_id else event_id[:12]
 
 
 def short_digest(digest: str | None) -> str:
@@ -165,22 +165,18 @@ def short_digest(digest: str | None) -> str:
     return digest.split(":", 1)[-1][:12]
 
 
-def plural(count: int, word: str, words: str | None = None) -> str:
+def plural(count: int, word: str) -> str:
     """`1 attempt`, `2 attempts`."""
-    return f"{count} {word if count == 1 else (words or word + 's')}"
-
-
-# Times only reported by the caller are marked wherever a reader sees them (R11).
-REPORTED_MARK = "†"
-REPORTED_LEGEND = (
-    f"{REPORTED_MARK} reported by hand (provenance `reported`), not measured by the ledger (R11)."
-)
+    return f"{count} {word if count == 1 else word + 's'}"
 
 
 # Each provenance weaker than `measured` has its mark and legend line (issue 27): who vouches
 # for a number is visible where it is read, not only in the raw event.
 LEVEL_MARKS: dict[str, tuple[str, str]] = {
-    "reported": (REPORTED_MARK, REPORTED_LEGEND),
+    "reported": (
+        "†",
+        "† reported by hand (provenance `reported`), not measured by the ledger (R11).",
+    ),
     "ran": (
         "‡",
         "‡ run by an ad-hoc --run command nobody declared (provenance `ran`), not the op's "

@@ -17,12 +17,8 @@ from ledger.projections.formatting import (
 from ledger.projections.memory_layout import heading, join_blocks
 
 
-def render_activation(state: State, op: str = "OP") -> str:
+def render_activation(state: State, op: str) -> str:
     """Activation evidence: the latest compare and layout checks and the gate's result (R1)."""
-    return _render_activation(state, op)
-
-
-def _render_activation(state: State, op: str) -> str:
     parts = [heading("activation")]
     if state.activated:
         parts.append(

@@ -54,9 +54,12 @@ def recorded_position(text: str) -> tuple[str, Position] | None:
     rendered = _RENDERED.search(text, start) if start >= 0 else None
     if rendered is None:
         return None
+    return rendered.group("op"), _position(rendered)
+
+
+def _position(rendered: re.Match[str]) -> Position:
     last = rendered.group("last")
-    events = int(rendered.group("events"))
-    return rendered.group("op"), Position(events, "" if last == "-" else last)
+    return Position(int(rendered.group("events")), "" if last == "-" else last)
 
 
 def render_header(
@@ -152,11 +155,8 @@ def check_memory(text: str, position: Position) -> list[str]:
                 "no longer matches the digest in the header); move your text outside the "
                 f"markers, then {render_hint}"
             )
-    events = int(rendered.group("events"))
-    last = rendered.group("last")
-    last = "" if last == "-" else last
-    if (events, last) != (position.events, position.last):
-        was = Position(events, last)
+    was = _position(rendered)
+    if (was.events, was.last) != (position.events, position.last):
         findings.append(
             f"stale: rendered from {describe(was)}, but the ledger has "
             f"{describe(position)}; {render_hint}"

@@ -8,21 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from attrs import frozen
-
 from ledger.domain.state import State
 from ledger.projections.attempt_markdown import (
     CELL,
-    change_text,
+    attempt_cells,
     failed_groups,
-    point_cell,
     reason_text,
     time_text,
 )
 from ledger.projections.formatting import (
     fmt_speedup,
     fmt_time_us,
-    md_code,
     md_json,
     md_table,
     md_text,
@@ -31,7 +27,7 @@ from ledger.projections.formatting import (
     with_legend,
 )
 from ledger.projections.memory_layout import heading, join_blocks
-from ledger.projections.timeline import Step, baseline_config, is_failed, outcome, steps
+from ledger.projections.timeline import Step, baseline_config, is_failed, outcome
 
 # Bounds that keep MEMORY.md short enough for an agent's context however long the campaign
 # runs (1,000 attempts stay under 32 KB); the full history stays in the ledger.
@@ -44,38 +40,10 @@ NOTES = 5
 _ADOPTED = ("adopt", "target-reached")
 
 
-@frozen
-class Walk:
-    """Every step in start order, and the ones the history sections list or count."""
-
-    steps: Sequence[Step]
-    adopted: Sequence[Step]
-    failed: Sequence[Step]
-    no_gain: int
-
-    @classmethod
-    def of(cls, walked: Sequence[Step]) -> Walk:
-        """The walk of `walked`, counted by scanning them."""
-        settled = [s for s in walked if s.attempt.failure is None]
-        return cls(
-            walked,
-            [s for s in settled if s.attempt.verdict in _ADOPTED],
-            [s for s in walked if is_failed(s.attempt)],
-            sum(1 for s in settled if s.attempt.verdict == "no-gain"),
-        )
-
-
-def walk_of(state: State, given: Sequence[Step] | Walk | None = None) -> Walk:
-    """The walk the sections render: `given`, or the state's own steps (`timeline.steps`)."""
-    if given is None:
-        return Walk.of(steps(state))
-    return given if isinstance(given, Walk) else Walk.of(given)
-
-
-def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | Walk | None = None) -> str:
+def render_adopted(state: State, op: str, walk: Sequence[Step]) -> str:
     """Adopted changes from the baseline to the best, most recent last (R8)."""
     parts = [heading("adopted")]
-    adopted = walk_of(state, walk).adopted
+    adopted = [s for s in walk if s.attempt.failure is None and s.attempt.verdict in _ADOPTED]
     sheet = state.target
     if not adopted:
         parts.append(
@@ -112,7 +80,7 @@ def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
         )
     first = len(adopted) - len(shown) + 1
     for number, step in enumerate(shown, first):
-        rows.append([str(number), *_adopted_cells(step)])
+        rows.append([str(number), *attempt_cells(step), time_text(step)])
     parts.append(
         with_legend(
             md_table(
@@ -125,15 +93,11 @@ def render_adopted(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
     return join_blocks(parts)
 
 
-def render_failed(state: State, op: str = "OP", walk: Sequence[Step] | Walk | None = None) -> str:
+def render_failed(op: str, walk: Sequence[Step]) -> str:
     """Every failed or rolled-back attempt: the ledger refuses to retry them (R8, R9)."""
-    return _render_failed(walk_of(state, walk), op)
-
-
-def _render_failed(walked: Walk, op: str) -> str:
     parts = [heading("failed")]
-    failed = walked.failed
-    no_gain = walked.no_gain
+    failed = [s for s in walk if is_failed(s.attempt)]
+    no_gain = sum(1 for s in walk if s.attempt.failure is None and s.attempt.verdict == "no-gain")
     if not failed:
         parts.append(
             "None yet. A failed or rolled-back attempt is listed here, and the ledger "
@@ -156,7 +120,7 @@ def _render_failed(walked: Walk, op: str) -> str:
             with_legend(
                 md_table(
                     ["attempt", "stage", "point", "change", "outcome", "reason"],
-                    [list(_failed_cells(s)) for s in shown],
+                    [[*attempt_cells(s), outcome(s.attempt), reason_text(s)] for s in shown],
                 )
             )
         )
@@ -171,10 +135,10 @@ def _render_failed(walked: Walk, op: str) -> str:
     return join_blocks(parts)
 
 
-def render_history(state: State, op: str = "OP", walk: Sequence[Step] | Walk | None = None) -> str:
+def render_history(state: State, op: str, walk: Sequence[Step]) -> str:
     """The most recent attempts and notes; the full history is `tune-ledger log`."""
     parts = [heading("history")]
-    recent = list(walk_of(state, walk).steps[-HISTORY_ROWS:])
+    recent = list(walk[-HISTORY_ROWS:])
     if not recent:
         parts.append("No attempts yet.")
     else:
@@ -194,7 +158,10 @@ def render_history(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
                         "result",
                         "time (vs best then)",
                     ],
-                    [list(_history_cells(s)) for s in recent],
+                    [
+                        [str(s.attempt.seq), *attempt_cells(s), outcome(s.attempt), time_text(s)]
+                        for s in recent
+                    ],
                     align="rllllll",
                 )
             )
@@ -206,21 +173,3 @@ def render_history(state: State, op: str = "OP", walk: Sequence[Step] | Walk | N
             head += f" (the {len(shown)} most recent of {len(state.notes)})"
         parts.append(head + "\n\n" + "\n".join(f"- {md_text(n, 300)}" for n in shown) + "\n")
     return join_blocks(parts)
-
-
-def _attempt_cells(step: Step) -> tuple[str, ...]:
-    """The cells every table starts an attempt's row with: id, stage, point, change."""
-    attempt = step.attempt
-    return (md_code(attempt.id), attempt.stage, point_cell(attempt.point), change_text(step))
-
-
-def _adopted_cells(step: Step) -> tuple[str, ...]:
-    return (*_attempt_cells(step), time_text(step))
-
-
-def _failed_cells(step: Step) -> tuple[str, ...]:
-    return (*_attempt_cells(step), outcome(step.attempt), reason_text(step))
-
-
-def _history_cells(step: Step) -> tuple[str, ...]:
-    return (str(step.attempt.seq), *_attempt_cells(step), outcome(step.attempt), time_text(step))

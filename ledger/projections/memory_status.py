@@ -7,10 +7,10 @@ Stage, skills, pending attempt, best, target, stop, optimization points and alte
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from ledger.domain.state import Attempt, State
+from ledger.domain.state import State
 from ledger.projections.attempt_markdown import (
     CELL,
     change_text,
@@ -89,9 +89,7 @@ def render_status(state: State, policy: Mapping[str, Any], op: str = "OP") -> st
     lines.append(f"- Next: `tune-ledger resume {op}` lists the steps allowed now.")
     parts.append("\n".join(lines) + "\n")
     parts.append("### Optimization points\n\n" + points_table(state, policy, POINT_ROWS))
-    alternates_md = _alternates_table(state, policy)
-    if alternates_md:
-        parts.append(alternates_md)
+    parts.append(_alternates_table(state, policy))
     return join_blocks(parts)
 
 
@@ -239,10 +237,6 @@ def _alternates_table(state: State, policy: Mapping[str, Any]) -> str:
     chosen = alternate_candidates(state, policy)
     if not chosen:
         return ""
-    return _alternates_rows(state, chosen)
-
-
-def _alternates_rows(state: State, chosen: Sequence[Attempt]) -> str:
     best_config = state.best.config if state.best else {}
     best_us = state.best.time_us if state.best else None
     rows = []

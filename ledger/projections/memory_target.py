@@ -36,12 +36,8 @@ TARGET_SOURCES = {
 }
 
 
-def render_target_sheet(state: State, op: str = "OP") -> str:
+def render_target_sheet(state: State, op: str) -> str:
     """The Performance target sheet: baseline, target, speed-up, tile limits, relaxations (R3)."""
-    return _render_target_sheet(state, op)
-
-
-def _render_target_sheet(state: State, op: str) -> str:
     parts = [heading("target-sheet")]
     sheet = state.target
     if sheet is None:
@@ -175,12 +171,12 @@ def _cube_limit(state: State) -> str:
         return f"relaxed: {md_json(relaxed.limit, 80)} (see the relaxations below)"
     m = sheet.cube_m if sheet else None
     if m is None:
-        rows = "; ".join(f"{_m_range(row)}: {_cube_shapes(row)}" for row in CUBE_TABLE)
+        rows = "; ".join(f"{_m_range(row)}: {cube_shapes(row)}" for row in CUBE_TABLE)
         return f"M not recorded, so not applied. Table: {rows}"
     row = cube_table_row(m)
     if row is None:
         return f"M = {m}: no row of the table applies"
-    return f"M = {m} ({_m_range(row)}): {_cube_shapes(row)}"
+    return f"M = {m} ({_m_range(row)}): {cube_shapes(row)}"
 
 
 def _m_range(row: CubeRow) -> str:
@@ -191,7 +187,7 @@ def _m_range(row: CubeRow) -> str:
     return f"{row.m_min} ≤ M ≤ {row.m_max}"
 
 
-def _cube_shapes(row: CubeRow) -> str:
+def cube_shapes(row: CubeRow) -> str:
     """The row's limits as `[mL0,mL1], [kL0,kL1], [nL0,nL1]`, K where the full K is allowed."""
     return ", ".join(
         "[" + ",".join("K" if bound is None else str(bound) for bound in pair) + "]"

@@ -10,13 +10,14 @@ with the same data for readers without images.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ledger.domain import devices
 from ledger.domain.state import Attempt, State
 from ledger.projections.attempt_markdown import (
-    change_text,
+    attempt_cells,
     counts_text,
     failed_groups,
     points_table,
@@ -40,7 +41,7 @@ from ledger.projections.formatting import (
 from ledger.projections.memory_target import TARGET_SOURCES, relaxations_table
 from ledger.projections.person_decisions import person_lines
 from ledger.projections.report_chart import render_chart
-from ledger.projections.timeline import Step, best_after, is_failed, outcome, steps
+from ledger.projections.timeline import Step, best_after, is_failed, outcome, stage_spans, steps
 from stages.binding import best_impl_digest
 from stages.policy import lowered_guards
 
@@ -121,7 +122,6 @@ def _summary(state: State, walk: Sequence[Step]) -> str:
                 '"Target / Baseline" is inverted)',
             ]
         )
-    if sheet is not None:
         rows.append(["Baseline device", md_text(devices.label(sheet.device), 200)])
     if best is not None:
         source = f"attempt {md_code(best.attempt)}" if best.attempt else "the baseline"
@@ -183,36 +183,27 @@ def _chart_table(state: State, walk: Sequence[Step]) -> str:
 
 
 def _stage_table(state: State, walk: Sequence[Step]) -> str:
-    stages = list(dict.fromkeys([*state.entered, *(s.attempt.stage for s in walk)]))
-    if not stages:
+    spans = stage_spans(state, walk)
+    if not spans:
         return "No stage entered yet.\n"
     rows = []
-    best_us = state.target.baseline_us if state.target else None
-    for stage in stages:
-        members = [s for s in walk if s.attempt.stage == stage]
-        start_us = members[0].best_us if members else best_us
-        for step in members:
-            best_us = best_after(step, best_us)
-        counts: dict[str, int] = {}
-        for step in members:
-            key = "failed" if step.attempt.failure else outcome(step.attempt)
-            counts[key] = counts.get(key, 0) + 1
-        adopted = counts.get("adopt", 0) + counts.get("target-reached", 0)
+    for span in spans:
+        counts = Counter("failed" if s.attempt.failure else outcome(s.attempt) for s in span.steps)
+        start_us, best_us = span.best_start_us, span.best_end_us
         gain = fmt_pct(change_pct(best_us, start_us), signed=True) if best_us and start_us else "-"
-        exit_condition = state.exited.get(stage, "current" if stage == state.stage else "-")
         rows.append(
             [
-                stage,
-                str(len(members)),
-                str(adopted),
-                str(counts.get("no-gain", 0)),
-                str(counts.get("rollback", 0)),
-                str(counts.get("failed", 0)),
-                str(counts.get("abandoned", 0)),
+                span.stage,
+                str(len(span.steps)),
+                str(counts["adopt"] + counts["target-reached"]),
+                str(counts["no-gain"]),
+                str(counts["rollback"]),
+                str(counts["failed"]),
+                str(counts["abandoned"]),
                 fmt_time_us(start_us),
                 fmt_time_us(best_us),
                 gain,
-                md_text(exit_condition),
+                md_text(span.exit),
             ]
         )
     return md_table(
@@ -247,17 +238,7 @@ def _adopted_table(state: State, walk: Sequence[Step]) -> str:
     for number, step in enumerate(adopted, 1):
         measurement = step.attempt.measurement
         total = fmt_speedup(baseline / measurement.median_us) if baseline and measurement else "-"
-        rows.append(
-            [
-                str(number),
-                md_code(step.attempt.id),
-                step.attempt.stage,
-                md_code(step.attempt.point, 40) if step.attempt.point else "-",
-                change_text(step),
-                time_text(step),
-                total,
-            ]
-        )
+        rows.append([str(number), *attempt_cells(step), time_text(step), total])
     return with_legend(
         md_table(
             [
@@ -326,15 +307,7 @@ def _failed_tables(walk: Sequence[Step], op: str) -> str:
     text += md_table(
         ["attempt #", "attempt", "stage", "point", "change", "outcome", "reason"],
         [
-            [
-                str(s.attempt.seq),
-                md_code(s.attempt.id),
-                s.attempt.stage,
-                md_code(s.attempt.point, 40) if s.attempt.point else "-",
-                change_text(s),
-                outcome(s.attempt),
-                reason_text(s),
-            ]
+            [str(s.attempt.seq), *attempt_cells(s), outcome(s.attempt), reason_text(s)]
             for s in shown
         ],
         align="rllllll",

@@ -70,8 +70,7 @@ REPORT_SIZE = ChartSize(900, 440)
 
 def _f(value: float) -> str:
     """A coordinate with one decimal: fixed format, so the bytes never depend on float noise."""
-    text = f"{value:.1f}"
-    return "0.0" if text == "-0.0" else text
+    return fmt_num(value, 1)
 
 
 def escape(text: str) -> str:

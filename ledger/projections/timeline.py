@@ -9,12 +9,12 @@ attempt's result with `outcome`. (The protocol's steps, the commands, are in `le
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from attrs import frozen
 
-from ledger.domain.state import Attempt, State
+from ledger.domain.state import Attempt, Point, State
 from ledger.log.codec import canonical_json
 
 
@@ -67,6 +67,32 @@ def best_after(step: Step, best_us: float | None) -> float | None:
     return best_us
 
 
+@frozen
+class StageSpan:
+    """One stage of the campaign: its steps, the best at its start and end, how it ended."""
+
+    stage: str
+    steps: tuple[Step, ...]
+    best_start_us: float | None
+    best_end_us: float | None
+    exit: str  # the exit condition, "current" or "-"
+
+
+def stage_spans(state: State, walk: Sequence[Step]) -> list[StageSpan]:
+    """Each stage entered (and any stage attempts ran in), in order, with its steps."""
+    stages = list(dict.fromkeys([*state.entered, *(s.attempt.stage for s in walk)]))
+    best_us = state.target.baseline_us if state.target else None
+    spans = []
+    for stage in stages:
+        members = tuple(s for s in walk if s.attempt.stage == stage)
+        start_us = members[0].best_us if members else best_us
+        for step in members:
+            best_us = best_after(step, best_us)
+        exit_condition = state.exited.get(stage, "current" if stage == state.stage else "-")
+        spans.append(StageSpan(stage, members, start_us, best_us, exit_condition))
+    return spans
+
+
 # Verdicts after which the attempt's measurement is the best: adopted, or the best measured
 # again on another device (`remeasured`, R8).
 _NEW_BEST = ("adopt", "target-reached", "remeasured")
@@ -79,6 +105,11 @@ def outcome(attempt: Attempt) -> str:
     if attempt.failure:
         return attempt.failure
     return attempt.verdict or attempt.status
+
+
+def point_state(point: Point) -> str:
+    """`open`, or how the point was closed."""
+    return "open" if point.is_open else point.outcome or "closed"
 
 
 def is_failed(attempt: Attempt) -> bool:
