@@ -105,10 +105,7 @@ def screen(
 ) -> Candidate | Filtered:
     """The candidate (with failure warnings) or why it is left out (invalid, another rank,
     R9, R3, failed in a very similar op)."""
-
-    def out(reason: str, rule: str | None = None) -> Filtered:
-        return Filtered(config=candidate.config, prior=candidate.prior, reason=reason, rule=rule)
-
+    out = candidate.left_out
     best = state.best.config if state.best is not None else {}
 
     try:

@@ -140,12 +140,7 @@ def _judged(candidate: Candidate, judge: Judge) -> Candidate | Filtered:
     measured slower or failed."""
     learned = judge.judge(candidate.config)
     if learned.dropped:
-        return Filtered(
-            config=candidate.config,
-            prior=candidate.prior,
-            reason=learned.reason(),
-            learned=learned,
-        )
+        return candidate.left_out(learned.reason(), learned=learned)
     reasons = candidate.reasons
     if learned.call != "untested":
         reasons = (*reasons, learned.reason())
