@@ -38,7 +38,8 @@ class CubeRow(NamedTuple):
 
 
 # The design's 16-31 row starts at 2 here: the cube unit pads an M of 2..15 to 16, so the
-# design table, which has no row for such M, bounds them by that row (priors.json agrees).
+# design table, which has no row for such M, bounds them by that row. The built-in priors
+# offer these rows as cube tiles (ledger/priors/knowledge.py).
 CUBE_TABLE: tuple[CubeRow, ...] = (
     CubeRow(64, None, ((128, 128), (64, 256), (256, 256))),
     CubeRow(32, 63, ((64, 64), (64, 256), (128, 128))),

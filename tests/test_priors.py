@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import pkgutil
+import re
 from typing import Any
 
 import pytest
@@ -14,6 +17,7 @@ from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.priors.diversity import config_distance
 from ledger.priors.focus import STAGE_KEYS, Focus, keys_of_point, resolve_focus
+from ledger.priors.knowledge import parse_knowledge
 from ledger.priors.prior import FailedConfig, Prior, PriorKind
 from ledger.priors.rank import proposal_json, propose
 from stages import commands as cmd
@@ -327,3 +331,34 @@ def test_candidates_are_distinct_unmeasured_bounded_and_from_several_sources(
     if count >= len(kinds):
         assert picked == kinds
     assert len(proposal.candidates) == min(count, len(pool))
+
+
+def _knowledge_doc() -> dict[str, Any]:
+    data = pkgutil.get_data("ledger.priors", "data/priors.json")
+    assert data is not None
+    doc: dict[str, Any] = json.loads(data)
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "said"),
+    [
+        ("value", "weight", 1.5, "priors.values[0]"),
+        ("value", "weight", True, "priors.values[0].weight"),
+        ("value", "key", 5, "priors.values[0].key"),
+        ("value", "sources", [], "must name entries of 'sources'"),
+        ("value", "sources", ["nowhere"], "must name entries of 'sources'"),
+        ("vec_tile", "max_varied_axes", "2", "priors.vec_tile.max_varied_axes"),
+        ("cube_tiles", "weight", -0.1, "priors.cube_tiles"),
+        ("cube_tiles", "note", None, "priors.cube_tiles.note"),
+    ],
+)
+def test_the_knowledge_file_is_checked_field_by_field(
+    section: str, key: str, value: Any, said: str
+) -> None:
+    doc = _knowledge_doc()
+    assert parse_knowledge(doc).cube_tiles is not None  # the shipped file parses
+    part = doc["values"][0] if section == "value" else doc[section]
+    part[key] = value
+    with pytest.raises(ValueError, match=re.escape(said)):
+        parse_knowledge(doc)

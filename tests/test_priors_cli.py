@@ -14,6 +14,8 @@ from cli_harness import Cli
 from driver import IMPL, compare, layout, sheet, verify
 
 from ledger.domain.replay import attempt_id
+from ledger.priors.knowledge import builtin_priors
+from ledger.priors.profile import OpProfile
 from ledger.shell.api import OpLedger
 from ledger.shell.priors_load import load_knowledge
 from stages import commands as cmd
@@ -266,11 +268,14 @@ def test_an_unknown_op_or_a_bad_count_is_bad_input(cli: Cli) -> None:
 
 
 def test_the_built_in_cube_table_stays_within_the_target_sheets_limits() -> None:
-    cube = load_knowledge().cube
-    assert cube is not None
-    for row in cube.rows:
-        for m in {row.m_min, row.m_max or row.m_min + 100}:
-            limits = cube_row(m)
-            for pair, bounds in zip(row.tiles, limits, strict=True):
+    op = OpProfile(name="matmul", cube_k=4096)
+    for m in (1, 2, 31, 32, 63, 64, 164):
+        priors, _notes = builtin_priors(
+            load_knowledge(), {}, op, keys={"cube_tile_shape"}, cube_m=m, vec_max=64
+        )
+        limits = cube_row(m)
+        assert priors and limits is not None
+        for prior in priors:
+            for pair, bounds in zip(prior.values["cube_tile_shape"], limits, strict=True):
                 for size, bound in zip(pair, bounds, strict=True):
-                    assert size == "K" or bound is None or (isinstance(size, int) and size <= bound)
+                    assert bound is None or size <= bound

@@ -53,8 +53,9 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str | None) -> merg
     name = path or str(ours)
     merged = merge.merge(_read_base(base), _read_side(ours, follow=False), _read_side(theirs), name)
     _write_ours(ours, merged.data)
-    if path:
-        memory_render.stash(path, merged.data)  # for the MEMORY.md driver git runs next
+    folder = _git_dir() if path else None
+    if path and folder is not None:
+        memory_render.stash(folder, path, merged.data)  # for the MEMORY.md driver git runs next
     return merged
 
 
@@ -116,7 +117,7 @@ def memory_merge_driver(
         _write_ours(ours, merged)
         return MemoryMerge(conflicts=max(conflicts, 1), stripped=False)
     merged, conflicts = merge_text(stripped[0], stripped[1], stripped[2], marker_size)
-    source = memory_render.bodies_source(path, texts[2]) if path else None
+    source = memory_render.bodies_source(path, texts[2], _git_dir()) if path else None
     if isinstance(source, bytes):
         with contextlib.suppress(LedgerError, UnicodeDecodeError):
             rendered = memory_render.render(merged.decode("utf-8"), source, path or "")
@@ -270,6 +271,16 @@ def _setup_warnings(root: Path, command: str) -> list[str]:
                 "deeper .gitattributes) overrides it"
             )
     return warnings
+
+
+def _git_dir() -> Path | None:
+    """The repository's git folder, where one merge's drivers leave each other the merged
+    ledger; None outside a repository."""
+    with contextlib.suppress(OSError, LedgerError):
+        done = _git(["rev-parse", "--absolute-git-dir"], check=False)
+        if done.exit_code == 0:
+            return Path(done.output.decode().strip())
+    return None
 
 
 def _git(args: Sequence[str], *, cwd: Path | None = None, check: bool = True) -> processes.Finished:

@@ -15,10 +15,10 @@ import contextlib
 import re
 from pathlib import Path, PurePosixPath
 
-from ledger import processes
 from ledger.domain.replay import replay
 from ledger.errors import LedgerError
 from ledger.log import chain, safe_files
+from ledger.log.files import LEDGER_NAME
 from ledger.projections import memory_file, splice
 from ledger.projections.line_ends import normalize_newlines
 from stages.policy import effective_policy
@@ -27,23 +27,15 @@ _STASH = PurePosixPath("tune-ledger") / "merged"
 _LAST = re.compile(r"<!-- tune-ledger:rendered-from op=\S+ events=\d+ last=(?P<last>[0-9a-f]+)")
 
 
-def ledger_of(memory_path: str) -> str:
-    """The ledger beside a MEMORY.md path (`custom/<op>/events.jsonl`)."""
-    return str(PurePosixPath(memory_path).parent / "events.jsonl")
-
-
-def stash(ledger_path: str, data: bytes) -> None:
-    """Leave the merged ledger for the MEMORY.md driver of the same merge (best effort)."""
-    folder = _git_dir()
-    if folder is None:
-        return
+def stash(folder: Path, ledger_path: str, data: bytes) -> None:
+    """Leave the merged ledger in the git folder for the MEMORY.md driver of the same merge
+    (best effort)."""
     target = folder / _STASH / ledger_path
     with contextlib.suppress(OSError, LedgerError):  # never through a link (safe_files)
         safe_files.replace_file(target, data, root=folder, durable_rename=False)
 
 
-def _take_stash(ledger_path: str) -> bytes | None:
-    folder = _git_dir()
+def _take_stash(folder: Path | None, ledger_path: str) -> bytes | None:
     if folder is None:
         return None
     target = folder / _STASH / ledger_path
@@ -57,20 +49,6 @@ def _take_stash(ledger_path: str) -> bytes | None:
     return data
 
 
-def _git_dir() -> Path | None:
-    try:
-        done = processes.run(
-            ["git", "rev-parse", "--absolute-git-dir"],
-            limits=processes.Limits(wall_s=60.0),
-            separate_stderr=True,
-        )
-    except OSError:
-        return None
-    if done.exit_code != 0 or done.timed_out:
-        return None
-    return Path(done.output.decode().strip())
-
-
 def _ids(data: bytes, name: str) -> set[str]:
     return {event.id for event in chain.scan(data, name).events}
 
@@ -80,10 +58,10 @@ def _last_rendered(text: str) -> str | None:
     return found.group("last") if found else None
 
 
-def bodies_source(memory_path: str, theirs_text: str) -> bytes | str | None:
-    """What the merged MEMORY.md's managed sections come from: the merged ledger's bytes,
-    "theirs" (git took their ledger as it is), or None (keep ours)."""
-    ledger_path = ledger_of(memory_path)
+def bodies_source(memory_path: str, theirs_text: str, folder: Path | None) -> bytes | str | None:
+    """What the merged MEMORY.md's managed sections come from: the merged ledger's bytes (the
+    stash in the git `folder`), "theirs" (git took their ledger as it is), or None (keep ours)."""
+    ledger_path = str(PurePosixPath(memory_path).parent / LEDGER_NAME)  # beside MEMORY.md
     theirs_last = _last_rendered(theirs_text)
     try:  # git has not touched the work tree yet; run in its top folder
         top = Path.cwd()
@@ -94,7 +72,7 @@ def bodies_source(memory_path: str, theirs_text: str) -> bytes | str | None:
         return None
     try:
         ours_ids = _ids(ours, ledger_path)
-        merged = _take_stash(ledger_path)
+        merged = _take_stash(folder, ledger_path)
         if merged is not None:
             merged_ids = _ids(merged, ledger_path)
             # A stash of an earlier, abandoned merge would lack what this one brings.

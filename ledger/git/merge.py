@@ -109,13 +109,10 @@ def merge(base: bytes, ours: bytes, theirs: bytes, name: str = "events.jsonl") -
     """
     ours_log = chain.scan(ours, f"{name} (ours)")
     theirs_log = chain.scan(theirs, f"{name} (theirs)")
-    _same_genesis([ours_log, theirs_log], name)
+    data = _union([ours_log, theirs_log], name)
     notes = [_torn_note(log) for log in (ours_log, theirs_log) if log.torn is not None]
     ours_ids = {event.id for event in ours_log.events}
     theirs_ids = {event.id for event in theirs_log.events}
-    lines = canonical_lines([*_entries(ours_log), *_entries(theirs_log)])
-    data = _join(lines)
-    _verified(data, name)
     missing = _base_missing(base, name, ours_ids | theirs_ids)
     if missing:
         notes.append(
@@ -125,7 +122,7 @@ def merge(base: bytes, ours: bytes, theirs: bytes, name: str = "events.jsonl") -
     common = len(ours_ids & theirs_ids)
     return Merged(
         data=data,
-        events=len(lines),
+        events=len(ours_ids | theirs_ids),
         common=common,
         ours_only=len(ours_ids) - common,
         theirs_only=len(theirs_ids) - common,
@@ -135,7 +132,11 @@ def merge(base: bytes, ours: bytes, theirs: bytes, name: str = "events.jsonl") -
 
 def merge_many(sides: Sequence[bytes], name: str = "events.jsonl") -> bytes:
     """The canonical union of any number of verified ledgers (merge is associative)."""
-    logs = [chain.scan(data, f"{name} (#{index + 1})") for index, data in enumerate(sides)]
+    return _union([chain.scan(data, f"{name} (#{i + 1})") for i, data in enumerate(sides)], name)
+
+
+def _union(logs: Sequence[chain.Log], name: str) -> bytes:
+    """The events of `logs` (one op's) each once, in canonical order, verified."""
     _same_genesis(logs, name)
     data = _join(canonical_lines(entry for log in logs for entry in _entries(log)))
     _verified(data, name)
@@ -191,17 +192,16 @@ def _base_missing(base: bytes, name: str, present: set[str]) -> int:
     return sum(1 for event in log.events if event.id not in present)
 
 
-def _verified(data: bytes, name: str) -> chain.Log:
-    """`data` scanned; a merged or reordered ledger that does not verify is refused."""
+def _verified(data: bytes, name: str) -> None:
+    """Refuse a merged or reordered ledger that does not verify."""
     try:
-        log = chain.scan(data, name)
+        chain.scan(data, name)
     except LedgerDamaged as e:
         raise LedgerDamaged(
             f"{name}: the valid lines do not form a ledger in canonical order ({e.message})",
             hint=_NORMALIZE_HINT,
             details=e.details,
         ) from None
-    return log
 
 
 # --- normalize -------------------------------------------------------------------------------

@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from ledger.domain.configs import config_key
 from ledger.domain.keys import measured_key
 from ledger.domain.state import State
 from ledger.errors import BadInput
-from ledger.log import codec
+from ledger.log.codec import canonical_json
 from ledger.priors import fit
 from ledger.priors.prior import KINDS, Candidate, FailedConfig, Filtered, Prior
 from stages.retry import outcome_of
@@ -26,15 +28,11 @@ FAILED_EXCLUDE_SIMILARITY = 0.8  # failed in an op at least this alike: left out
 PROVENANCE_LIMIT = 240  # characters of --prior text; the full story is in the reasons
 
 
-def _canon(value: Any) -> str:
-    return codec.canonical_json(value)
-
-
 def _changes(best: Mapping[str, Any], config: Mapping[str, Any], keys: Sequence[str]) -> str:
     changed = [
-        f"{k} {_canon(best[k]) if k in best else '(unset)'} -> {_canon(config[k])}"
+        f"{k} {canonical_json(best[k]) if k in best else '(unset)'} -> {canonical_json(config[k])}"
         for k in keys
-        if k in config and (k not in best or _canon(best[k]) != _canon(config[k]))
+        if k in config and (k not in best or canonical_json(best[k]) != canonical_json(config[k]))
     ]
     return "sets " + "; ".join(changed) if changed else "changes nothing"
 
@@ -86,7 +84,8 @@ def build_candidates(
 def _matches(failed: FailedConfig, config: Mapping[str, Any], keys: Sequence[str]) -> bool:
     shared = [k for k in keys if k in failed.values]
     return bool(shared) and all(
-        k in config and _canon(config[k]) == _canon(failed.values[k]) for k in shared
+        k in config and canonical_json(config[k]) == canonical_json(failed.values[k])
+        for k in shared
     )
 
 
@@ -106,10 +105,7 @@ def screen(
 ) -> Candidate | Filtered:
     """The candidate (with failure warnings) or why it is left out (invalid, another rank,
     R9, R3, failed in a very similar op)."""
-
-    def out(reason: str, rule: str | None = None) -> Filtered:
-        return Filtered(config=candidate.config, prior=candidate.prior, reason=reason, rule=rule)
-
+    out = candidate.left_out
     best = state.best.config if state.best is not None else {}
 
     try:
@@ -126,7 +122,7 @@ def screen(
     # A config that spells out a default the best leaves out is no change (R6), which says
     # more than "measured"; an exact copy of a measured config stays an R9 retry.
     same = fit.no_change(state, config)
-    if same is not None and _canon(config) != _canon(best):
+    if same is not None and canonical_json(config) != canonical_json(best):
         return out(same, "R6")
     if earlier is not None:
         name = "the baseline" if earlier == "baseline" else f"attempt {earlier}"
@@ -157,10 +153,6 @@ def screen(
             f"warning: failed ({failed.failure}) in {failed.op} attempt "
             f"{failed.attempt} (similarity {failed.similarity:.2f}); score lowered"
         )
-    return Candidate(
-        config=config,
-        prior=candidate.prior,
-        score=score,
-        reasons=(*candidate.reasons, *warnings),
-        kinds=candidate.kinds,
+    return attrs.evolve(
+        candidate, config=config, score=score, reasons=(*candidate.reasons, *warnings)
     )

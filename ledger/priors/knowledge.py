@@ -2,7 +2,8 @@
 
 `parse_knowledge` checks the file's contents; `builtin_priors` turns them into `Prior`s for the
 keys asked for: typical values, vec tiles within the design range (R3; larger powers of two
-once a relaxation is recorded) and the cube tile row for the op's M. All pure.
+once a relaxation is recorded) and the cube tile row for the op's M (the table is R3's,
+stages/target.py; the file says how much it is trusted). All pure.
 """
 
 from __future__ import annotations
@@ -10,15 +11,19 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Collection, Mapping, Sequence
+from functools import partial
 from typing import Any
 
-from attrs import frozen
+import cattrs
+from attrs import field, frozen, validators
 
-from ledger.log import codec
+from ledger.log.codec import canonical_json
 from ledger.priors.prior import Prior
 from ledger.priors.profile import OpProfile
+from stages.target import CUBE_TABLE, VEC_LIMIT, CubeRow, cube_table_row
 
-VEC_DESIGN_MAX = 64  # R3: the design range of a vec tile axis is [16, 64]
+# A trust: each weight of the file lies in [0, 1].
+_UNIT = [validators.ge(0), validators.le(1)]
 
 
 @frozen
@@ -26,11 +31,11 @@ class KnownValue:
     """A typical value of one key, with the sources that give it."""
 
     key: str
-    value: Any
-    weight: float
+    weight: float = field(validator=_UNIT)
     basis: str  # stated by the sources, or derived from them (the note says how)
     sources: tuple[str, ...]
     note: str
+    value: Any = None
 
 
 @frozen
@@ -38,29 +43,19 @@ class VecRule:
     """Vec tile recommendations: values per tiled axis."""
 
     axis_values: tuple[int, ...]
-    weight: float
+    weight: float = field(validator=_UNIT)
     sources: tuple[str, ...]
     note: str
     max_varied_axes: int
 
 
 @frozen
-class CubeRow:
-    """One row of the M-based cube tile table; "K" stands for the full K dimension."""
-
-    m_min: int
-    m_max: int | None
-    tiles: list[list[int | str]]
-
-
-@frozen
 class CubeRule:
-    """The M-based cube tile table."""
+    """How much the rows of R3's M-based cube tile table are trusted as priors."""
 
-    weight: float
+    weight: float = field(validator=_UNIT)
     sources: tuple[str, ...]
     note: str
-    rows: tuple[CubeRow, ...]
 
 
 @frozen
@@ -69,82 +64,36 @@ class Knowledge:
 
     sources: dict[str, str]
     values: tuple[KnownValue, ...]
-    vec: VecRule | None
-    cube: CubeRule | None
-
-
-def _get(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    value = doc.get(key)
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise ValueError(f"{where}: {key} is {value!r}")
-    return value
-
-
-def _weight(doc: Mapping[str, Any], where: str) -> float:
-    weight = float(_get(doc, "weight", (int, float), where))
-    if not 0 <= weight <= 1:
-        raise ValueError(f"{where}: weight {weight} is outside [0, 1]")
-    return weight
-
-
-def _sources(doc: Mapping[str, Any], known: Mapping[str, str], where: str) -> tuple[str, ...]:
-    names = _get(doc, "sources", list, where)
-    unknown = [n for n in names if n not in known]
-    if not names or unknown:
-        raise ValueError(f"{where}: sources {names!r} must name entries of 'sources'")
-    return tuple(names)
+    vec_tile: VecRule | None = None
+    cube_tiles: CubeRule | None = None
 
 
 def parse_knowledge(doc: Any) -> Knowledge:
     """The knowledge file's contents, checked; ValueError names what is malformed."""
     if not isinstance(doc, dict) or doc.get("schema_version") != 1:
         raise ValueError("not a priors file of schema_version 1")
-    sources = _get(doc, "sources", dict, "priors")
-    values = []
-    for index, entry in enumerate(_get(doc, "values", list, "priors")):
-        where = f"values[{index}]"
-        values.append(
-            KnownValue(
-                key=_get(entry, "key", str, where),
-                value=entry.get("value"),
-                weight=_weight(entry, where),
-                basis=_get(entry, "basis", str, where),
-                sources=_sources(entry, sources, where),
-                note=_get(entry, "note", str, where),
-            )
-        )
-    vec = None
-    if "vec_tile" in doc:
-        raw = _get(doc, "vec_tile", dict, "priors")
-        vec = VecRule(
-            axis_values=tuple(_get(raw, "axis_values", list, "vec_tile")),
-            weight=_weight(raw, "vec_tile"),
-            sources=_sources(raw, sources, "vec_tile"),
-            note=_get(raw, "note", str, "vec_tile"),
-            max_varied_axes=_get(raw, "max_varied_axes", int, "vec_tile"),
-        )
-    cube = None
-    if "cube_tiles" in doc:
-        raw = _get(doc, "cube_tiles", dict, "priors")
-        rows = tuple(
-            CubeRow(
-                m_min=_get(r, "m_min", int, "cube_tiles.rows"),
-                m_max=r.get("m_max"),
-                tiles=_get(r, "tiles", list, "cube_tiles"),
-            )
-            for r in _get(raw, "rows", list, "cube_tiles")
-        )
-        cube = CubeRule(
-            weight=_weight(raw, "cube_tiles"),
-            sources=_sources(raw, sources, "cube_tiles"),
-            note=_get(raw, "note", str, "cube_tiles"),
-            rows=rows,
-        )
-    return Knowledge(sources=dict(sources), values=tuple(values), vec=vec, cube=cube)
+    if not isinstance(doc.get("values"), list):  # cattrs would read a mapping's keys
+        raise ValueError("priors: values must be a list")
+    converter = cattrs.Converter()
+    for kind in (str, int, float):
+        converter.register_structure_hook(kind, partial(_exactly, kind))
+    try:
+        knowledge = converter.structure(doc, Knowledge)
+    except cattrs.BaseValidationError as e:
+        raise ValueError("; ".join(cattrs.transform_error(e, path="priors"))) from e
+    for part in (*knowledge.values, knowledge.vec_tile, knowledge.cube_tiles):
+        if part is not None and (not part.sources or set(part.sources) - set(knowledge.sources)):
+            raise ValueError(f"sources {list(part.sources)!r} must name entries of 'sources'")
+    return knowledge
 
 
-def _canon(value: Any) -> str:
-    return codec.canonical_json(value)
+def _exactly(kind: type, value: Any, _type: Any) -> Any:
+    """`value` when JSON gave it as `kind` (an int for a float), never converted from another
+    type (cattrs would take str(5) as a string)."""
+    allowed = (int, float) if kind is float else kind
+    if isinstance(value, bool) or not isinstance(value, allowed):
+        raise TypeError(f"{value!r} is not a {kind.__name__}")
+    return kind(value)
 
 
 def _value_priors(knowledge: Knowledge) -> list[Prior]:
@@ -154,7 +103,7 @@ def _value_priors(knowledge: Knowledge) -> list[Prior]:
             values={v.key: v.value},
             kind="builtin",
             weight=v.weight,
-            provenance=f"builtin: {v.key} {_canon(v.value)}, {v.note.split(';')[0]} "
+            provenance=f"builtin: {v.key} {canonical_json(v.value)}, {v.note.split(';')[0]} "
             f"({', '.join(v.sources)})",
             reasons=(v.note, f"basis: {v.basis}", _cited(v.sources)),
         )
@@ -193,7 +142,7 @@ def _vec_priors(
         ]
     axes = _varied_axes(template, op, rule.max_varied_axes)
     sizes = set(rule.axis_values)
-    relaxed = vec_max > VEC_DESIGN_MAX
+    relaxed = vec_max > VEC_LIMIT
     if relaxed:  # a recorded relaxation opens larger powers of two (R3)
         sizes |= {2**e for e in range(7, int(math.log2(vec_max)) + 1)}
     dims = op.shapes[0] if op.shapes and len(op.shapes[0]) == len(template) else None
@@ -209,13 +158,13 @@ def _vec_priors(
     priors = []
     for tile, volume in tiles:
         larger = math.log(volume) / math.log(top) if top > 1 else 1.0
-        beyond = " (beyond 64 under the relaxed limit)" if max(tile) > VEC_DESIGN_MAX else ""
+        beyond = " (beyond 64 under the relaxed limit)" if max(tile) > VEC_LIMIT else ""
         priors.append(
             Prior(
                 values={"vec_tile_shape": tile},
                 kind="builtin",
                 weight=rule.weight * (0.6 + 0.4 * larger),
-                provenance=f"builtin: vec_tile_shape {_canon(tile)}, tiled axes in "
+                provenance=f"builtin: vec_tile_shape {canonical_json(tile)}, tiled axes in "
                 f"{{{', '.join(str(s) for s in sorted(sizes))}}}{beyond} "
                 f"({', '.join(rule.sources)})",
                 reasons=(rule.note, _cited(rule.sources)),
@@ -224,14 +173,10 @@ def _vec_priors(
     return priors, []
 
 
-def _row_matches(row: CubeRow, cube_m: int) -> bool:
-    return row.m_min <= cube_m and (row.m_max is None or cube_m <= row.m_max)
-
-
 def _cube_priors(
     rule: CubeRule, op: OpProfile, cube_m: int | None
 ) -> tuple[list[Prior], list[str]]:
-    rows = [r for r in rule.rows if cube_m is None or _row_matches(r, cube_m)]
+    rows = [r for r in CUBE_TABLE if cube_m is None or r == cube_table_row(cube_m)]
     notes = (
         []
         if cube_m is not None
@@ -241,20 +186,20 @@ def _cube_priors(
     )
     priors = []
     for row in rows:
-        if any(v == "K" for pair in row.tiles for v in pair) and op.cube_k is None:
+        if any(v is None for pair in row.limit for v in pair) and op.cube_k is None:
             notes.append(
                 f"builtin cube tiles: the row for M {_m_range(row)} needs K "
                 "(SPEC front matter cube_k) and is left out"
             )
             continue
-        tiles = [[op.cube_k if v == "K" else v for v in pair] for pair in row.tiles]
+        tiles = [[op.cube_k if v is None else v for v in pair] for pair in row.limit]
         priors.append(
             Prior(
                 values={"cube_tile_shape": tiles},
                 kind="builtin",
                 weight=rule.weight,
-                provenance=f"builtin: cube_tile_shape {_canon(tiles)}, the M-based table row for "
-                f"M {_m_range(row)} ({', '.join(rule.sources)})",
+                provenance=f"builtin: cube_tile_shape {canonical_json(tiles)}, the M-based table "
+                f"row for M {_m_range(row)} ({', '.join(rule.sources)})",
                 reasons=(rule.note, _cited(rule.sources)),
             )
         )
@@ -280,12 +225,12 @@ def builtin_priors(
     rules only when `keys` has their key), with notes for what could not be offered."""
     priors = [p for p in _value_priors(knowledge) if set(p.values) & set(keys)]
     notes: list[str] = []
-    if knowledge.vec is not None and "vec_tile_shape" in keys:
-        vec, vec_notes = _vec_priors(knowledge.vec, best, op, vec_max)
+    if knowledge.vec_tile is not None and "vec_tile_shape" in keys:
+        vec, vec_notes = _vec_priors(knowledge.vec_tile, best, op, vec_max)
         priors.extend(vec)
         notes.extend(vec_notes)
-    if knowledge.cube is not None and "cube_tile_shape" in keys:
-        cube, cube_notes = _cube_priors(knowledge.cube, op, cube_m)
+    if knowledge.cube_tiles is not None and "cube_tile_shape" in keys:
+        cube, cube_notes = _cube_priors(knowledge.cube_tiles, op, cube_m)
         priors.extend(cube)
         notes.extend(cube_notes)
     return priors, notes

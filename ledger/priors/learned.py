@@ -17,12 +17,14 @@ faster ranks it first, then untested ones, then no gain, then mixed evidence. Pu
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from attrs import field, frozen
 
 from ledger.domain.configs import filled
+from ledger.domain.keys import knob_defaults
 from ledger.domain.state import State
 from ledger.log import codec
 from ledger.priors.diversity import config_distance
@@ -164,9 +166,7 @@ class Judge:
             return Learned("untested", ())
         seen = self.along(frozenset(m.key for m in moves))
         findings = self._failures(moves, seen) or self._nearest_pairs(moves, seen)
-        counts: dict[str, int] = {}
-        for finding in findings:
-            counts[finding.outcome] = counts.get(finding.outcome, 0) + 1
+        counts: dict[str, int] = dict(Counter(finding.outcome for finding in findings))
         call: Call = "untested"
         if "failed" in counts:
             call = "failed"
@@ -300,7 +300,7 @@ def _values(config: Mapping[str, Any], keys: set[str], *, named: bool = True) ->
 def op_measurements(state: State) -> OpMeasurements:
     """The configs this op measured with the best's kernel, in the order they were measured."""
     manifest = state.manifest
-    defaults = manifest.defaults() if manifest is not None else {}
+    defaults = knob_defaults(state)
     kinds = {
         name: str(spec.get("kind", "json"))
         for name, spec in (manifest.knobs.items() if manifest is not None else ())

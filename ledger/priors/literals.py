@@ -18,9 +18,7 @@ class NotLiteral(Exception):
 
 def to_json(value: Any) -> Any:
     """A literal as plain JSON: tuples become lists, int dict keys strings; NotLiteral otherwise."""
-    if value is None or isinstance(value, bool | str):
-        return value
-    if isinstance(value, int):
+    if value is None or isinstance(value, bool | str | int):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):

@@ -46,6 +46,12 @@ class Candidate:
     kinds: tuple[PriorKind, ...]
     learned: Learned | None = None  # what this op's own measurements say of it
 
+    def left_out(
+        self, reason: str, rule: str | None = None, learned: Learned | None = None
+    ) -> Filtered:
+        """This candidate filtered, and why."""
+        return Filtered(self.config, self.prior, reason, rule, learned)
+
 
 @frozen
 class Filtered:

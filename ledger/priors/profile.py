@@ -83,8 +83,9 @@ def _is_shape(value: Any) -> bool:
     )
 
 
-def _tokens(text: str) -> set[str]:
-    return {t for t in re.split(r"[^a-z0-9]+", text.lower()) if t}
+def name_tokens(text: str, shortest: int = 1) -> set[str]:
+    """The lower-case words of a name (split at anything but a letter or digit)."""
+    return {t for t in re.split(r"[^a-z0-9]+", text.lower()) if len(t) >= shortest}
 
 
 def family_similarity(a: OpProfile, b: OpProfile) -> float:
@@ -92,7 +93,7 @@ def family_similarity(a: OpProfile, b: OpProfile) -> float:
     first, second = a.family or a.name, b.family or b.name
     if first.lower() == second.lower():
         return 1.0
-    x, y = _tokens(first), _tokens(second)
+    x, y = name_tokens(first), name_tokens(second)
     return len(x & y) / len(x | y) if x | y else 0.0
 
 

@@ -4,16 +4,10 @@ The seed's constrained search starts every optimization point from "about 10 ini
 candidates" chosen from priors: production kernels, other ops' ledgers, typical values. This
 module is the pure core: priors (values for some config keys, where they come from, how much
 they are trusted) and the replayed state go in; ranked candidates come out, with every
-candidate that was left out and why. Gathering priors lives in ledger/priors/sources.py and
-knowledge.py, the file reading in ledger/shell/priors_load.py, the command in
-ledger/cli/priors.py.
-
-The steps, one module each: which keys (focus.py), candidates built from priors and screened
-(candidates.py), what this op's own measurements say of each (learned.py: measured slower or
-failed this way drops it, measured faster ranks it first), a diverse pick by maximal marginal
-relevance (diversity.py) within each of those ranks; this module counts, proposes and lists
-the picks by rank, then score. How the op's prior candidates fared so far comes along
-(record.py).
+candidate that was left out and why. The steps it calls, one module each, are listed in
+ledger/priors/__init__.py: measured slower or failed this way drops a candidate, measured
+faster ranks it first, and a diverse pick is made within each of those ranks; this module
+counts, proposes and lists the picks by rank, then score.
 """
 
 from __future__ import annotations
@@ -103,14 +97,12 @@ def propose(
     filtered: list[Filtered] = []
     for candidate in built:
         screened = screen(state, candidate, keys, failures)
+        if isinstance(screened, Candidate):
+            screened = _judged(screened, judge)
         if isinstance(screened, Filtered):
             filtered.append(screened)
         else:
-            judged = _judged(screened, judge)
-            if isinstance(judged, Filtered):
-                filtered.append(judged)
-            else:
-                pool.append(judged)
+            pool.append(screened)
     chosen = _pick(pool, wanted, keys)
     unselected = [c for c in pool if c not in chosen]
     all_notes = [*notes, *key_notes, *count_notes, *_learning_notes(measurements, filtered, pool)]
@@ -148,12 +140,7 @@ def _judged(candidate: Candidate, judge: Judge) -> Candidate | Filtered:
     measured slower or failed."""
     learned = judge.judge(candidate.config)
     if learned.dropped:
-        return Filtered(
-            config=candidate.config,
-            prior=candidate.prior,
-            reason=learned.reason(),
-            learned=learned,
-        )
+        return candidate.left_out(learned.reason(), learned=learned)
     reasons = candidate.reasons
     if learned.call != "untested":
         reasons = (*reasons, learned.reason())
@@ -244,13 +231,7 @@ def proposal_json(proposal: Proposal) -> dict[str, Any]:
             for rank, c in enumerate(proposal.candidates, start=1)
         ],
         "filtered": [
-            {
-                "config": f.config,
-                "prior": f.prior,
-                "reason": f.reason,
-                "rule": f.rule,
-                "learned": learned_json(f.learned),
-            }
+            {**attrs.asdict(f, recurse=False), "learned": learned_json(f.learned)}
             for f in proposal.filtered
         ],
         "unselected": len(proposal.unselected),

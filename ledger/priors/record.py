@@ -8,6 +8,7 @@ category, by `fail` or by the verdict: accuracy, layout). Pure.
 
 from __future__ import annotations
 
+import attrs
 from attrs import frozen
 
 from ledger.domain.state import State
@@ -48,12 +49,8 @@ class TrackRecord:
         """The counts and the share, as plain JSON."""
         share = self.kept_share
         return {
+            **attrs.asdict(self),
             "measured": self.measured,
-            "adopted": self.adopted,
-            "no_gain": self.no_gain,
-            "rolled_back": self.rolled_back,
-            "failed": self.failed,
-            "unfinished": self.unfinished,
             "kept_share": round(share, 4) if share is not None else None,
         }
 

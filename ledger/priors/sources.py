@@ -8,7 +8,6 @@ kernel's literal next, a typical value from the documentation least.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath
@@ -18,7 +17,7 @@ from attrs import frozen
 
 from ledger.domain.state import State
 from ledger.priors.prior import FailedConfig, Prior
-from ledger.priors.profile import OpProfile, similarity
+from ledger.priors.profile import OpProfile, name_tokens, similarity
 from ledger.priors.scan_result import MODULE_SCOPE, KernelValue, ScanResult
 
 LATEST_BEST_WEIGHT = 1.0  # another op's current best, times its similarity
@@ -93,18 +92,14 @@ def ledger_priors(
 # --- kernel sources ---------------------------------------------------------------------------
 
 
-def _name_tokens(text: str) -> set[str]:
-    return {t for t in re.split(r"[^a-z0-9]+", text.lower()) if len(t) >= 3}
-
-
 def _source_prior(findings: Sequence[KernelValue], op: OpProfile) -> Prior:
     first = findings[0]
     values: dict[str, Any] = {}
     for finding in findings:
         values.update(finding.values)
     stem = PurePath(first.path).stem
-    named = _name_tokens(op.family or op.name) | _name_tokens(op.name)
-    matched = named & (_name_tokens(stem) | _name_tokens(first.scope))
+    named = name_tokens(op.family or op.name, 3) | name_tokens(op.name, 3)
+    matched = named & (name_tokens(stem, 3) | name_tokens(first.scope, 3))
     lines = ", ".join(f"{f.line} {f.call}" for f in findings)
     scope = "" if first.scope == MODULE_SCOPE else f" in {first.scope}"
     reasons = [f"production kernel literal(s): {first.path} lines {lines}"]

@@ -174,7 +174,7 @@ def _run_child(spec: OpSpec, request: Request, work: Path) -> ChildRun:
         process.wait()
     except warm.WarmLost as e:
         # No exit status to classify: the run is not trusted, and runs again as a process.
-        warm.kill_group(process.pid)
+        processes.kill_group(process.pid)
         os.environ.pop(warm.ENV, None)
         for folder in (output_dir, home):
             shutil.rmtree(folder, ignore_errors=True)
@@ -431,7 +431,7 @@ def run_layout_check(spec: OpSpec, request: Request) -> tuple[int, str]:
                     forked, processes.Limits(wall_s=LAYOUT_TIMEOUT_S), time.monotonic()
                 )
             except warm.WarmLost:
-                warm.kill_group(forked.pid)
+                processes.kill_group(forked.pid)
             else:
                 if watched.timed_out:
                     raise subprocess.TimeoutExpired(argv, LAYOUT_TIMEOUT_S)  # as a new process

@@ -229,12 +229,6 @@ def _mismatch(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> str:
     return f"environment {', '.join(differ)}" if differ else ""
 
 
-def kill_group(pid: int) -> None:
-    """SIGKILL a fork's process group (it may have ended already)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
 # ------------------------------------------------------------------------ starting a worker
 
 
@@ -377,14 +371,14 @@ class _Server:
         try:
             connection.sendall((json.dumps({"pid": pid}) + "\n").encode("utf-8"))
         except OSError:
-            kill_group(pid)
+            processes.kill_group(pid)
         return None
 
     def _client_gone(self, connection: socket.socket) -> None:
         # A running fork's runner sends nothing more: readable means it went away (killed).
         for pid, (conn, _, _) in self.runs.items():
             if conn is connection:
-                kill_group(pid)
+                processes.kill_group(pid)
                 self.killed.add(pid)  # nobody enforces its limits or reads its result any more
 
     def _reap(self) -> None:
