@@ -82,6 +82,7 @@ def test_newline_of_is_the_most_frequent_line_end(text: str, newline: str) -> No
         "<!-- a comment that\n{marker}\n",
         "Inline {marker} in a paragraph.\n",
         "| a | b |\n|---|---|\n| {marker} | x |\n",
+        "| a | b |\n|---|---|\n```\n{marker}\n```\n",
     ],
     ids=[
         "fence",
@@ -93,6 +94,7 @@ def test_newline_of_is_the_most_frequent_line_end(text: str, newline: str) -> No
         "open-comment",
         "inline",
         "table-cell",
+        "fence-after-table",
     ],
 )
 def test_marker_text_inside_other_blocks_is_not_a_marker(container: str) -> None:

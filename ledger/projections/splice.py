@@ -41,12 +41,14 @@ _FIX = "then run `tune-ledger render OP`"
 def _parser() -> Any:
     """The block-level Markdown parser, built on first use (status and log never splice, so
     they do not import markdown-it)."""
-    # Read-only after construction: one parser serves every call. Tables are on because GFM
-    # renders MEMORY.md, and a table decides where the blocks around it end. Only the block
-    # structure matters for markers, so inline parsing (half the time of a parse) is off.
+    # Read-only after construction: one parser serves every call. Only the block structure
+    # matters for markers, so inline parsing (half the time of a parse) is off, and so are
+    # GFM tables: a marker line ends a table as it ends a paragraph (CommonMark HTML block
+    # type 2 interrupts both, tests/test_splice.py), and tables took 40% of a parse of a
+    # campaign's MEMORY.md (4.8 vs 2.8 ms at 11 KB, 6 Dec 2026).
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
 
 
 def begin_marker(name: str) -> str:
@@ -94,6 +96,15 @@ def _front_matter_lines(lines: Sequence[str]) -> int:
     return 0
 
 
+# A splice parses its input and, to check it, its output; the next command's splice parses that
+# output again as its input. In a process that appends many times (the autopilot, the MCP
+# server) the parse was over half the ledger's time (a 32-attempt campaign, 6 Dec 2026), so
+# the markers of the last texts are kept, keyed by the text itself: a pure function's result.
+@functools.lru_cache(maxsize=4)
+def _markers(text: str) -> tuple[tuple[int, str, str], ...]:
+    return tuple(_marker_lines(split_lines(text)))
+
+
 def _marker_lines(lines: Sequence[str]) -> list[tuple[int, str, str]]:
     """(line index, "begin"|"end", name) of every real marker, in file order, from one parse
     of the whole file (after any front matter)."""
@@ -139,8 +150,7 @@ def _near_marker(index: int, text: str) -> None:
 
 def find_sections(text: str) -> list[Section]:
     """The managed sections of `text` in file order; BadInput (with line numbers) if malformed."""
-    lines = split_lines(text)
-    return _sections_of(lines, _marker_lines(lines))
+    return _sections_of(split_lines(text), _markers(text))
 
 
 def _sections_of(lines: Sequence[str], markers: Sequence[tuple[int, str, str]]) -> list[Section]:
@@ -234,7 +244,7 @@ def splice(text: str, sections: Mapping[str, str], order: Sequence[str] | None =
     names += [n for n in sections if n not in names]
     lines = split_lines(text)
     newline = newline_of(text)
-    existing = {s.name: s for s in _sections_of(lines, _marker_lines(lines))}
+    existing = {s.name: s for s in _sections_of(lines, _markers(text))}
 
     after: dict[int, list[str]] = {}
     before: dict[int, list[str]] = {}
