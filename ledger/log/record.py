@@ -156,18 +156,15 @@ def seal(
     # The payload is read back from the written text, so the in-memory event equals what a
     # later replay sees (tuples become lists, numpy scalars become floats); the envelope's
     # other fields are the very values just written.
-    event = new_event(
-        Event,
-        (
-            event_id,
-            int(lamport),
-            tuple(parents),
-            (int(part[0]), int(part[1])),
-            payload.TYPE,
-            payload.SCHEMA,
-            codec.loads(payload_json),
-            provenance_data,
-        ),
+    event = Event(
+        id=event_id,
+        lamport=int(lamport),
+        parents=tuple(parents),
+        part=(int(part[0]), int(part[1])),
+        type=payload.TYPE,
+        schema=payload.SCHEMA,
+        data=codec.loads(payload_json),
+        provenance=provenance_data,
     )
     return event, line
 
@@ -233,9 +230,6 @@ def _quoted_id(event_id: str) -> str:
 
 # The schema version of each event type now; a line at another version is upcast on read.
 CURRENT_SCHEMA = {name: cls.SCHEMA for name, cls in PAYLOAD_TYPES.items()}
-# Builds an Event from one tuple of its fields, skipping NamedTuple's keyword-argument
-# __new__ on the replay path (the walker inlines `from_record` with it).
-new_event = tuple.__new__
 
 
 def from_record(record: dict[str, Any]) -> Event:
@@ -252,18 +246,15 @@ def from_record(record: dict[str, Any]) -> Event:
         data = upcast.upcast(type_name, schema, data)
         schema = PAYLOAD_TYPES[type_name].SCHEMA
     part = record["part"]
-    return new_event(
-        Event,
-        (
-            record["id"],
-            record["lamport"],
-            tuple(record["parents"]),
-            (part[0], part[1]),
-            type_name,
-            schema,
-            data,
-            record["provenance"],
-        ),
+    return Event(
+        id=record["id"],
+        lamport=record["lamport"],
+        parents=tuple(record["parents"]),
+        part=(part[0], part[1]),
+        type=type_name,
+        schema=schema,
+        data=data,
+        provenance=record["provenance"],
     )
 
 

@@ -1,5 +1,4 @@
-"""Replay's R9 key takes orjson's text as it is only when that text holds no float: the fast
-test for a float never lets one through, so the key is always the canonical form's."""
+"""Replay's R9 key is always the sorted JSON of the config's canonical form."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_codec import JSON, TEXT
 
-from ledger.domain.configs import _maybe_float, canonical_config, config_key
+from ledger.domain.configs import canonical_config, config_key
 from ledger.log import codec
 
 # Numbers whose text has an exponent, a point, or neither; keys and strings that look alike.
@@ -35,17 +34,3 @@ def test_the_key_is_always_the_canonical_forms(
     """Whatever the config holds, its key is the sorted JSON of its canonical form."""
     filled = {**defaults, **config} if defaults else config
     assert config_key(config, defaults) == codec.sorted_json(canonical_config(filled))
-
-
-@settings(max_examples=500, deadline=None)
-@given(number=st.floats(allow_nan=False, allow_infinity=False))
-def test_every_float_is_seen(number: float) -> None:
-    """orjson's text of any float, alone or inside a config, is flagged as maybe a float."""
-    assert _maybe_float(codec.sorted_json({"k": [number]}))
-    assert _maybe_float(codec.sorted_json(number))
-
-
-def test_ints_alone_take_the_fast_path() -> None:
-    """A config of ints, lists and text without a point or an exponent is not flagged."""
-    text = codec.sorted_json({"l0c_reuse_depth": 2, "unroll_list": [4, 2, 1], "v": {"-1": 2}})
-    assert not _maybe_float(text)
