@@ -16,7 +16,6 @@ from ledger.schema.conflicts import Conflict
 
 def report(state: State, event: Event) -> None:
     """Record a report, and whether it came after incore exited (R4)."""
-    state.reports.append(event.id)
     state.attempts_at_report = len(state.attempts)
     if "incore" in state.exited:
         state.report_after_incore = True

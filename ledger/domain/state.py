@@ -263,12 +263,10 @@ class State:
     exited: dict[str, str] = field(factory=dict)  # stage -> exit condition
     # R7
     points: dict[str, Point] = field(factory=dict)
-    open_point: str | None = None
-    open_points: int = 0  # more than one only where merged branches each opened one
+    open_point: str | None = None  # the latest still open (merged branches may leave two)
     # R6, R8
     attempts: dict[str, Attempt] = field(factory=dict)
-    pending: str | None = None
-    pending_count: int = 0  # more than one only where merged branches each started one
+    pending: str | None = None  # the latest still pending (merged branches may leave two)
     best: Best | None = None
     # The first best, from the target sheet: where re-measuring two bests starts when the
     # branches last shared the baseline (DESIGN §8)
@@ -282,10 +280,8 @@ class State:
     # R3: the config the baseline was measured with (kept to re-key it under a new manifest)
     baseline_config: dict[str, Any] = field(factory=dict)
     overrides: list[tuple[str, str]] = field(factory=list)  # (attempt id, reason)
-    # R4: the event ids of reports, and whether one was generated after incore exited
-    reports: list[str] = field(factory=list)
     # R4: how many attempts had started when the latest report was generated (a hand-back
-    # needs a report that covers every attempt)
+    # needs a report that covers every attempt), and whether one came after incore exited
     attempts_at_report: int = -1
     report_after_incore: bool = False
     # R10
