@@ -119,7 +119,7 @@ class _FileSession:
             self.fd = safe_files.open_regular(self.path, flags)
         size = os.fstat(self.fd).st_size
         try:
-            _write_all(self.fd, lines)
+            safe_files.write_all(self.fd, lines)
             os.fsync(self.fd)
             if created:  # the new file's entry in its folder must be durable too
                 safe_files.fsync_dir(self.path.parent)
@@ -155,13 +155,6 @@ def _identity(fd: int) -> tuple[int, int]:
 def _read_all(fd: int, path: Path) -> bytes:
     """The whole ledger, refused (BadInput naming it) past the bound of a ledger's size."""
     return safe_files.read_descriptor(fd, path, safe_files.LEDGER_BYTES)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Write `data` with one os.write; loop only if the kernel writes less (a signal, ENOSPC)."""
-    written = os.write(fd, data)
-    while written < len(data):
-        written += os.write(fd, memoryview(data)[written:])
 
 
 def chain_findings(path: Path | str) -> list[Finding]:
