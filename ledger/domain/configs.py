@@ -47,6 +47,6 @@ def filled(config: Mapping[str, Any], defaults: Mapping[str, Any] | None = None)
 
 
 def config_key(config: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> str:
-    """The key a config is filed under (R9: measured configs): the sorted JSON of `filled`, so
-    equal by value and defaults, equal keys. In memory only, never written."""
-    return codec.sorted_json(filled(config, defaults))
+    """The key a config is filed under (R9: measured configs): the canonical JSON of `filled`,
+    so equal by value and defaults, equal keys."""
+    return codec.canonical_json(filled(config, defaults))

@@ -7,18 +7,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-_orjson: Any
-try:  # orjson parses ~3x faster than json; both give the same values (see README).
-    import orjson
+import orjson
 
-    _orjson = orjson
-    # The parser itself, not a wrapper: replay calls it once per line.
-    loads: Callable[[bytes | str], Any] = orjson.loads
-
-except ImportError:  # pragma: no cover - exercised only where orjson is missing
-    loads = json.loads
-
-    _orjson = None
+# orjson parses ~3x faster than json and gives the same values (see README); it only parses:
+# the committed bytes are encoded by the standard library (`canonical_json`).
+loads: Callable[[bytes | str], Any] = orjson.loads
 
 
 ID_HEX = 32
@@ -32,26 +25,6 @@ BODY_START = ID_END + 2  # where the record goes on: after the id's closing quot
 def canonical_json(value: Any) -> str:
     """Encode `value` canonically: sorted keys, no spaces, UTF-8 text, no NaN or infinity."""
     return _CANONICAL.encode(value)
-
-
-def sorted_json(value: Any) -> str:
-    """JSON with sorted keys, for in-memory keys only (orjson's floats may be spelled unlike
-    the canonical encoding's): fast, and equal for equal JSON values."""
-    if _orjson is None:
-        return canonical_json(value)
-    try:  # bytes.decode: half the cost of str(bytes, "utf-8"), the same text
-        text: str = _orjson.dumps(value, option=_orjson.OPT_SORT_KEYS).decode()
-        return text
-    except TypeError:
-        pass
-    # numpy scalars or int keys: first make them the plain data they are stored as, so a
-    # value has one key whether it was given or read back; what orjson cannot encode at all
-    # (integers beyond 64 bits) takes the canonical encoding, again one key per value.
-    plain = loads(canonical_json(value))
-    try:
-        return str(_orjson.dumps(plain, option=_orjson.OPT_SORT_KEYS), "utf-8")
-    except TypeError:
-        return canonical_json(plain)
 
 
 def _plain_scalar(value: Any) -> Any:
