@@ -48,10 +48,6 @@ class FileStore(Store):
         never followed; a name no file can have, with a NUL byte, is not there)."""
         return os.path.lexists(self.path.parent / name)
 
-    def _read_stamped(self) -> tuple[bytes, object]:
-        with opened_for_reading(self.path) as fd:
-            return (b"", None) if fd is None else (_read_all(fd, self.path), _identity(fd))
-
     def _read_from(self, offset: int) -> tuple[object, bytes]:
         with opened_for_reading(self.path) as fd:
             if fd is None:

@@ -47,10 +47,6 @@ class MemoryStore(Store):
         """True when a quarantine file of that name is beside the ledger."""
         return name in self._quarantined
 
-    def _read_stamped(self) -> tuple[bytes, object]:
-        with self._lock:
-            return self._data, self._generation
-
     def _read_from(self, offset: int) -> tuple[object, bytes]:
         with self._lock:
             return self._generation, self._data[offset:]

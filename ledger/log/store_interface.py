@@ -80,7 +80,7 @@ class Store(ABC):
 
     def read_bytes(self) -> bytes:
         """The ledger's bytes as one consistent snapshot (no write half seen), unverified."""
-        return self._read_stamped()[0]
+        return self._read_from(0)[1]
 
     def _scan(self, data: bytes) -> Log:
         return chain.scan(data, self.name)
@@ -88,7 +88,7 @@ class Store(ABC):
     def stream(self, sink: Callable[[Event], object]) -> Position:
         """Verify the log and hand its events to `sink` in file order, keeping none of them
         (replay's path); the position it returns lets `append` skip re-reading the file."""
-        data, identity = self._read_stamped()
+        identity, data = self._read_from(0)
         position = chain.stream(data, self.name, sink)
         names = self.quarantine_names()
         if position.torn is not None or any(name not in position.repaired for name in names):
@@ -208,14 +208,10 @@ class Store(ABC):
         """True when a quarantine file of that name is beside the ledger."""
 
     @abstractmethod
-    def _read_stamped(self) -> tuple[bytes, object]:
-        """The ledger's bytes as one consistent snapshot, and the identity of what holds them
-        (a file replaced by a checkout is another file, even with the same bytes)."""
-
-    @abstractmethod
     def _read_from(self, offset: int) -> tuple[object, bytes]:
-        """The identity of what holds the ledger and its bytes from `offset` to the end, as one
-        consistent snapshot."""
+        """The identity of what holds the ledger (a file replaced by a checkout is another file,
+        even with the same bytes) and its bytes from `offset` to the end, as one consistent
+        snapshot."""
 
     @abstractmethod
     def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
