@@ -55,10 +55,6 @@ class FileStore(Store):
             size = safe_files.check_size(fd, self.path, safe_files.LEDGER_BYTES)
             return _identity(fd), os.pread(fd, max(size - offset, 0), offset)
 
-    def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
-        with opened_for_reading(self.path) as fd:
-            return (None, 0, b"") if fd is None else _stamp_of(fd, tail)
-
     def _session(self) -> _FileSession:
         return _FileSession(self.path, self.lock_path)
 

@@ -51,10 +51,6 @@ class MemoryStore(Store):
         with self._lock:
             return self._generation, self._data[offset:]
 
-    def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
-        with self._lock:
-            return _MemorySession(self).stamp(tail)
-
     @contextmanager
     def _session(self) -> Iterator[Session]:
         with self._lock:

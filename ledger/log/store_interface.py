@@ -184,7 +184,8 @@ class Store(ABC):
 
     def unchanged_since(self, position: Position) -> bool:
         """True when the ledger still holds exactly the bytes `position` was read from."""
-        return unchanged_since(position, self._stamp_now, self.quarantine_exists)
+        found = appended_since(position, self._read_from, self.quarantine_exists)
+        return found is not None and found[1] == position.tail
 
     def findings(self) -> list[Finding]:
         """Every integrity finding: the chain's, then quarantine files unaccounted for."""
@@ -212,10 +213,6 @@ class Store(ABC):
         """The identity of what holds the ledger (a file replaced by a checkout is another file,
         even with the same bytes) and its bytes from `offset` to the end, as one consistent
         snapshot."""
-
-    @abstractmethod
-    def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
-        """The ledger's identity, size and last `tail` bytes now, read without writing."""
 
     @abstractmethod
     def _session(self) -> AbstractContextManager[Session]:
