@@ -15,6 +15,7 @@ from ledger.schema.events import (
     StageEntered,
     StageExited,
 )
+from ledger.schema.vocabulary import ADOPTED
 from stages.outcome import Result, accept, refuse
 from stages.policy import effective_policy
 from stages.refusal import Refusal
@@ -142,7 +143,7 @@ def ideas_without_gain(state: State) -> int:
     for attempt in reversed(state.attempts.values()):
         if attempt.kind != "algorithm" or attempt.status not in ("verified", "failed"):
             continue
-        if attempt.verdict in ("adopt", "target-reached"):
+        if attempt.verdict in ADOPTED:
             break
         count += 1
     return count

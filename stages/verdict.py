@@ -31,6 +31,7 @@ from ledger.schema.events import (
     Verdict,
     VerdictReached,
 )
+from ledger.schema.vocabulary import ADOPTED
 from stages import remeasure
 from stages.binding import attempt_binding_problem
 from stages.bootstrap import bootstrap_interval
@@ -228,7 +229,7 @@ def decide_verify(state: State, command: Verify) -> Result:
             policy=verdict_policy(policy, attempt.stage),
         )
     events: list[Payload] = [measured, verdict]
-    adopted = verdict.verdict in ("adopt", "target-reached")
+    adopted = verdict.verdict in ADOPTED
     if adopted:
         reported = _rests_on_reported(state, measured)
         if reported:

@@ -26,8 +26,8 @@ from ledger.domain.samples import median
 from ledger.domain.state import Adoption, Attempt, Best, Measurement, State
 from ledger.log.record import Event
 from ledger.schema import events as ev
+from ledger.schema.vocabulary import ADOPTED
 
-_ADOPTED = ("adopt", "target-reached")
 # The outcome of an attempt that measured the best again on another device (no verdict).
 REMEASURED = "remeasured"
 
@@ -164,7 +164,7 @@ def _verdict(state: State, event: Event) -> None:
     attempt.failure = data["failure"]
     attempt.compared_us = data["best_median_us"]
     attempt.compared_best = data["best_attempt"]
-    adopted = attempt.verdict in _ADOPTED
+    adopted = attempt.verdict in ADOPTED
     if adopted and attempt.measurement is not None:
         held = state.best.attempt if state.best is not None else None
         state.merge.adoptions.append(Adoption(attempt.id, data["best_attempt"], held))
