@@ -27,7 +27,6 @@ class FileStore(Store):
         self.lock_path = lock_path(self.path)
 
     def quarantine_names(self) -> list[str]:
-        """The names of the quarantine files beside the ledger, oldest first."""
         prefix = self.path.name + QUARANTINE_SUFFIX
         if not self.path.parent.is_dir():
             return []
@@ -35,7 +34,6 @@ class FileStore(Store):
         return sorted(found, key=quarantine_number)
 
     def quarantine_bytes(self, name: str) -> bytes:
-        """The bytes kept in one quarantine file."""
         return safe_files.read_bytes(
             self.path.parent / name,
             limit=safe_files.LEDGER_BYTES,
