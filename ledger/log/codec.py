@@ -61,13 +61,7 @@ def encode_line(record_without_id: dict[str, Any]) -> tuple[str, bytes]:
     """Return (id, line bytes with trailing newline) for a record given without its id."""
     if "id" in record_without_id:
         raise ValueError("the record must not carry an id yet")
-    return encode_body(canonical_json(record_without_id))
-
-
-def encode_body(body: str) -> tuple[str, bytes]:
-    """Return (id, line bytes with trailing newline) for the canonical JSON of a record
-    without its id (a non-empty object)."""
-    encoded = body.encode("utf-8")
+    encoded = canonical_json(record_without_id).encode("utf-8")
     event_id = digest(encoded)[:ID_HEX]
     return event_id, b'{"id":"' + event_id.encode("ascii") + b'",' + encoded[1:] + b"\n"
 
