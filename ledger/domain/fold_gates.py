@@ -1,10 +1,6 @@
 """How the campaign's gates change the state: evidence and activation (R1), skills (R2), the
-target sheet and relaxations (R3), stages (R4) and optimization points (R7).
-
-One handler per event type, registered in ledger/domain/replay.py; each updates the replay's
-State in place and never refuses (rules are the deciders' job): what only a merge of two
-branches can produce is recorded as a fact in `State.merge` (stages/conflicts.py decides).
-"""
+target sheet and relaxations (R3), stages (R4) and optimization points (R7); the handlers
+replay registers (ledger/domain/replay.py says how they fold)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """How the campaign's records change the state: reports (R4), the stop (R10), policy values,
-notes, torn-tail repairs, accepted rollbacks and the resolutions of merge conflicts.
-
-One handler per event type, registered in ledger/domain/replay.py; each updates the replay's
-State in place.
-"""
+notes, torn-tail repairs, accepted rollbacks and the resolutions of merge conflicts; the
+handlers replay registers (ledger/domain/replay.py says how they fold)."""
 
 from __future__ import annotations
 

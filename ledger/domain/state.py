@@ -1,9 +1,5 @@
-"""The replayed state of one op's campaign: everything the stage machines decide from.
-
-State is an accumulator, not a value: `evolve` (ledger/domain/replay.py) updates it in place,
-so replaying N events costs O(N) rather than copying growing collections at every step. A State
-belongs to the one replay that builds it; to know the state at two points of a log, replay twice.
-"""
+"""The replayed state of one op's campaign: everything the stage machines decide from (an
+accumulator that `evolve` updates in place: ledger/domain/replay.py says why)."""
 
 from __future__ import annotations
 
