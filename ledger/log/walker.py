@@ -257,8 +257,6 @@ def unfinished_batch(walker: Walker, lines: list[bytes]) -> tuple[int, str | Non
     )
 
 
-def prefix_size(data: bytes, lines: list[bytes], keep: int) -> int:
+def prefix_size(lines: list[bytes], keep: int) -> int:
     """The byte count of the first `keep` lines with their newlines."""
-    if keep == len(lines):
-        return data.rfind(b"\n") + 1
     return sum(len(line) + 1 for line in lines[:keep])
