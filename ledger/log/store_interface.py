@@ -28,6 +28,7 @@ from ledger.log.position import (
 )
 from ledger.log.quarantine import (
     Quarantined,
+    Repairs,
     cut_torn_tail,
     next_quarantine_name,
     plan_repairs,
@@ -123,43 +124,37 @@ class Store(ABC):
         identity and last bytes show that nothing was written since.
         """
         with self._session() as session:
+            log: Log | Position
+            # Nothing written since `position` was read: no head moved, no tail to repair.
             if position is not None and unchanged_since(
                 position, session.stamp, self.quarantine_exists
             ):
-                # Nothing was written since `position` was read: no head moved, no tail to repair.
-                _check_head(position, expected_head)
-                if not drafts:
-                    return AppendResult(
-                        events=(), repairs=(), head=position.head, position=position
-                    )
-                events, lines = _seal_batches([drafts], position)
-                written = b"".join(lines)
-                session.write(written)
-                return AppendResult(
-                    events=tuple(events),
-                    repairs=(),
-                    head=(events[-1].id,),
-                    position=after_append(position, events, written),
-                )
-            data = session.data()
-            log = self._scan(data)
+                data, log = b"", position
+            else:
+                position, data = None, session.data()
+                log = self._scan(data)
             _check_head(log, expected_head)
             if not drafts:
-                return AppendResult(events=(), repairs=(), head=log.head)
-            repairs, torn = plan_repairs(
-                self.name, self.quarantine_names(), self.quarantine_bytes, data, log
-            )
+                return AppendResult(events=(), repairs=(), head=log.head, position=position)
+            planned: Repairs = ([], None)
+            if isinstance(log, Log):
+                planned = plan_repairs(
+                    self.name, self.quarantine_names(), self.quarantine_bytes, data, log
+                )
+            repairs, torn = planned
             # Seal everything before changing anything: a draft that cannot be encoded
             # must leave the ledger and its quarantine files as they were.
             events, lines = _seal_batches(
                 [*([Draft(r, drafts[0].provenance)] for r in repairs), drafts], log
             )
             lead = cut_torn_tail(session, torn, log.size) if torn is not None else b""
-            session.write(lead + b"".join(lines))
+            written = lead + b"".join(lines)
+            session.write(written)
         return AppendResult(
             events=tuple(events[len(repairs) :]),
             repairs=tuple(events[: len(repairs)]),
             head=(events[-1].id,),
+            position=None if position is None else after_append(position, events, written),
         )
 
     def rewrite(self, data: bytes, *, expected: bytes) -> None:
