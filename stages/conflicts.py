@@ -98,15 +98,17 @@ def _stage_order(state: State) -> Iterator[Conflict]:
 
 def _attempts_pending(state: State) -> list[Conflict]:
     """R6: the latest two attempts still pending, when two branches each left one."""
+    if state.pending_count < 2:
+        return []
     pending = [a.id for a in state.attempts.values() if a.status == "pending"]
-    return [Conflict("attempts-pending", (pending[-2], pending[-1]))] if len(pending) > 1 else []
+    return [Conflict("attempts-pending", (pending[-2], pending[-1]))]
 
 
 def _points_open(state: State) -> list[Conflict]:
     """R7: the latest two points still open, when two branches each opened one."""
-    still_open = [p.name for p in state.points.values() if p.is_open]
-    if len(still_open) < 2:
+    if state.open_points < 2:
         return []
+    still_open = [p.name for p in state.points.values() if p.is_open]
     return [Conflict("points-open", (still_open[-2], still_open[-1]))]
 
 

@@ -183,6 +183,8 @@ def point_opened(state: State, event: Event) -> None:
         return  # two branches opened the same point: one point, both branches' attempts
     if existing is not None:
         state.merge.reopened_points.append(name)
+    if name not in state.points or not state.points[name].is_open:
+        state.open_points += 1
     state.points[name] = Point(stage=data["stage"], name=name, knobs=list(data.get("knobs", ())))
     state.open_point = name
 
@@ -191,12 +193,17 @@ def point_closed(state: State, event: Event) -> None:
     """Close an optimization point with its outcome (R7)."""
     data = event.data
     point = state.points[data["name"]]
+    if point.is_open:
+        state.open_points -= 1
     point.is_open = False
     point.outcome = data["outcome"]
     point.reason = data["reason"]
     if state.open_point == point.name:
-        # Only merged branches leave a second point open: it becomes the open point, so it
-        # can still be closed (R7).
-        state.open_point = next(
-            (p.name for p in reversed(state.points.values()) if p.is_open), None
+        # Only merged branches leave a second point open: it becomes
+        # the open point, so it can still be closed (R7). The search is skipped otherwise,
+        # so closing a point stays O(1).
+        state.open_point = (
+            next((p.name for p in reversed(state.points.values()) if p.is_open), None)
+            if state.open_points
+            else None
         )

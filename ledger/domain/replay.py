@@ -90,6 +90,7 @@ def _attempt_started(state: State, event: Event) -> None:
     if state.stage is not None and attempt.stage != state.stage:
         merges.stage_behind(state, attempt.stage)
     state.pending = aid
+    state.pending_count += 1
     point = state.points.get(attempt.point) if attempt.point else None
     if point is not None:
         point.attempts.append(aid)
@@ -143,10 +144,13 @@ def _mark_measured(state: State, attempt: Attempt) -> None:
 def _finish(state: State, attempt: Attempt, status: str) -> None:
     if attempt.status != "pending":  # finished on two merged branches
         state.merge.finished_twice.append((attempt.id, attempt.status, status))
+    else:
+        state.pending_count -= 1
     attempt.status = status
     if state.pending == attempt.id:
-        # Only merged branches leave a second attempt pending: it becomes the pending one.
-        state.pending = _still_pending(state)
+        # Only merged branches leave a second attempt pending; the search is skipped
+        # otherwise, so finishing an attempt stays O(1).
+        state.pending = _still_pending(state) if state.pending_count else None
     if state.remeasure:
         merges.remeasure_finished(state, attempt.id, status)
 

@@ -259,10 +259,12 @@ class State:
     exited: dict[str, str] = field(factory=dict)  # stage -> exit condition
     # R7
     points: dict[str, Point] = field(factory=dict)
-    open_point: str | None = None  # the latest still open (merged branches may leave two)
+    open_point: str | None = None
+    open_points: int = 0  # more than one only where merged branches each opened one
     # R6, R8
     attempts: dict[str, Attempt] = field(factory=dict)
-    pending: str | None = None  # the latest still pending (merged branches may leave two)
+    pending: str | None = None
+    pending_count: int = 0  # more than one only where merged branches each started one
     best: Best | None = None
     # The first best, from the target sheet: where re-measuring two bests starts when the
     # branches last shared the baseline (DESIGN §8)

@@ -27,6 +27,23 @@ def canonical_json(value: Any) -> str:
     return _CANONICAL.encode(value)
 
 
+def sorted_json(value: Any) -> str:
+    """JSON with sorted keys, for in-memory keys only (orjson's floats may be spelled unlike
+    the canonical encoding's): fast, and equal for equal JSON values."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        pass
+    # numpy scalars or int keys: first make them the plain data they are stored as, so a
+    # value has one key whether it was given or read back; what orjson cannot encode at all
+    # (integers beyond 64 bits) takes the canonical encoding, again one key per value.
+    plain = loads(canonical_json(value))
+    try:
+        return orjson.dumps(plain, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return canonical_json(plain)
+
+
 def _plain_scalar(value: Any) -> Any:
     # numpy scalars (np.float32, np.int64, ...) arrive where callers pass measurement arrays;
     # they become the equal Python number. Checked by duck type so numpy is not imported here.
