@@ -166,7 +166,7 @@ def _log(name: str, data: bytes, lines: list[bytes], walker: Walker, keep: int, 
     else:  # rare: a torn batch is left out, so its parts must not count as heads
         events = events[:keep]
         head, lamport = _head_of(events), max((e.lamport for e in events), default=0)
-    size = prefix_size(lines, keep)
+    size = prefix_size(data, lines, keep)
     torn = (
         None
         if size == len(data)

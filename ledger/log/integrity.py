@@ -140,7 +140,7 @@ def _tail_findings(
         return [] if any(index >= after for index in skipped) else [finding]
     if not reason:
         return []
-    size = prefix_size(lines, keep)
+    size = prefix_size(data, lines, keep)
     return [
         Finding(
             keep + 1,

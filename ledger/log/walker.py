@@ -75,51 +75,60 @@ class Walker:
     def _deliver(self, event: Event) -> None:
         """Hand `event` to the sink once its batch is complete (all or none, DESIGN §4)."""
         i, n = event.part
-        assert self.sink is not None
+        pending, sink = self.pending, self.sink
+        assert sink is not None
         if i == 0:
             # Parts of an earlier batch still pending never finished: the scan reports that
             # batch as damage or as a torn tail, so they must not reach the sink.
-            self.pending.clear()
-        self.pending.append(event)
+            pending.clear()
+        pending.append(event)
         if i < n - 1:
             return
-        for part in self.pending:
+        for part in pending:
             if part.type == "ledger.repaired":
                 self.repaired.add(str(part.data.get("quarantine")))
-            self.sink(part)
-        self.pending.clear()
+            sink(part)
+        pending.clear()  # in place: the hot loop holds this list
 
     def feed(self, lines: Sequence[bytes], start: int = 0) -> None:
         """Verify and record `lines[start:]` in order; raise BadLine at the first that fails."""
+        # Once a line: the walker's tables as locals (replay's hot loop).
+        check, lamports, heads, open_batches = self.check, self.lamports, self.heads, self.open
+        sink, events, pending = self.sink, self.events, self.pending
         for index in range(start, len(lines)):
             try:
-                event = self.check(lines[index])
+                event = check(lines[index])
             except BadLine as bad:
                 bad.index = index
                 raise
-            i, n = event.part
-            first = index if i == 0 else self.open.pop(event.parents[0]).first
+            event_id, lamport, parents, (i, n) = event[:4]
+            first = index if i == 0 else open_batches.pop(parents[0]).first
             if i < n - 1:
-                self.open[event.id] = OpenBatch(i, n, first)
-            self._take(event)
-            if self.sink is None:
-                self.events.append(event)
+                open_batches[event_id] = OpenBatch(i, n, first)
+            lamports[event_id] = lamport
+            if lamport > self.max_lamport:
+                self.max_lamport = lamport
+            heads.difference_update(parents)
+            heads.add(event_id)
+            self.last = event_id
+            if sink is None:
+                events.append(event)
+            elif n == 1 and not pending and event.type != "ledger.repaired":
+                sink(event)  # a one-event batch, the usual case, goes straight on
             else:
                 self._deliver(event)
-
-    def _take(self, event: Event) -> None:
-        """Record `event` as the newest head, after its parents."""
-        self.lamports[event.id] = event.lamport
-        self.max_lamport = max(self.max_lamport, event.lamport)
-        self.heads.difference_update(event.parents)
-        self.heads.add(event.id)
-        self.last = event.id
 
     def take_written(self, events: Sequence[Event], verified: int) -> None:
         """Take in a batch this process sealed after the walker's head and wrote itself (valid
         by construction), so that the walker can still resume at `verified` bytes."""
+        lamports, heads = self.lamports, self.heads
         for event in events:
-            self._take(event)
+            lamports[event[0]] = event[1]  # id, lamport (an append's hot path: no descriptors)
+            heads.difference_update(event[2])  # parents
+            heads.add(event[0])
+        if events:
+            self.last = events[-1].id
+            self.max_lamport = max(self.max_lamport, events[-1].lamport)
         self.verified = verified
 
     def check(self, line: bytes) -> Event:
@@ -257,6 +266,8 @@ def unfinished_batch(walker: Walker, lines: list[bytes]) -> tuple[int, str | Non
     )
 
 
-def prefix_size(lines: list[bytes], keep: int) -> int:
+def prefix_size(data: bytes, lines: list[bytes], keep: int) -> int:
     """The byte count of the first `keep` lines with their newlines."""
+    if keep == len(lines):
+        return data.rfind(b"\n") + 1
     return sum(len(line) + 1 for line in lines[:keep])
