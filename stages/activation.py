@@ -94,29 +94,19 @@ def _evidence(
     )
 
 
-def _compare_problems(evidence: Evidence | None, digest: str) -> list[str]:
+def _problems(evidence: Evidence | None, digest: str, missing: str, name: str) -> list[str]:
+    """Why one kind of evidence does not activate `digest`: missing, stale, or failed (R1)."""
     if evidence is None:
-        return ["no E2E tensor-compare evidence is recorded"]
+        return [f"no {missing} evidence is recorded"]
     if evidence.impl_digest != digest:
         return [
-            f"the tensor-compare evidence checked another implementation "
+            f"the {name} evidence checked another implementation "
             f"({_short(evidence.impl_digest)}, current {_short(digest)}): stale"
         ]
     failing = [str(o["name"]) for o in evidence.outputs if not o["all_close"]]
     if failing:
         return [f"outputs not all_close: {', '.join(failing)}"]
-    return []
-
-
-def _layout_problems(evidence: Evidence | None, digest: str) -> list[str]:
-    if evidence is None:
-        return ["no layout-check evidence is recorded"]
-    if evidence.impl_digest != digest:
-        return [
-            f"the layout evidence checked another implementation "
-            f"({_short(evidence.impl_digest)}, current {_short(digest)}): stale"
-        ]
-    if evidence.exit_code != 0:
+    if evidence.exit_code not in (None, 0):
         return [f"the layout check exited {evidence.exit_code}, not 0"]
     return []
 
@@ -125,7 +115,10 @@ def activation_problems(state: State, digest: str) -> list[str]:
     """What keeps the latest evidence from activating implementation `digest` (R1); under
     require_measured, evidence the ledger did not measure itself (recorded before the
     manifest was) does not count."""
-    problems = _compare_problems(state.compare, digest) + _layout_problems(state.layout, digest)
+    problems = [
+        *_problems(state.compare, digest, "E2E tensor-compare", "tensor-compare"),
+        *_problems(state.layout, digest, "layout-check", "layout"),
+    ]
     if measured_only(state):
         for kind, evidence in (("compare", state.compare), ("layout", state.layout)):
             if evidence is not None and evidence.origin_level != "measured":

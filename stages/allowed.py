@@ -1,4 +1,4 @@
-"""What the state allows next (status `allowed`) and what was in flight (resume).
+"""What the state allows next (status `allowed`).
 
 `allowed` asks the same blocker functions the deciders use, so it cannot drift from them. It
 lists every step allowed now by its CLI name (the MCP server renders them as its tools' names,
@@ -11,9 +11,7 @@ merge conflict is open, only what finishes or re-measures.
 
 from __future__ import annotations
 
-from attrs import frozen
-
-from ledger.domain.state import Attempt, State
+from ledger.domain.state import State
 from ledger.schema.events import SKILLS
 from stages.activation import evidence_ready
 from stages.conflicts import conflicts
@@ -95,25 +93,3 @@ def finishing(state: State) -> tuple[str, ...]:
     ledger runs it), then a typed verify, a failure or giving it up."""
     by_hand = ("verify", "fail", "abandon")
     return ("measure", *by_hand) if declares_verifier(state) else by_hand
-
-
-@frozen
-class InFlight:
-    """Where an interrupted campaign stood: stage, open point, pending attempt, skills."""
-
-    stage: str | None
-    point: str | None
-    attempt: Attempt | None
-    skills: tuple[str, ...]
-    stopped: str | None
-
-
-def in_flight(state: State) -> InFlight:
-    """What was in flight when the log ended, for `resume`."""
-    return InFlight(
-        stage=active_stage(state),
-        point=state.open_point,
-        attempt=state.attempts.get(state.pending) if state.pending else None,
-        skills=tuple(state.skills),
-        stopped=state.stopped,
-    )

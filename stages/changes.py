@@ -18,7 +18,7 @@ from ledger.errors import BadInput
 from ledger.log import codec
 from stages.binding import best_impl_digest
 from stages.outcome import refuse
-from stages.pipeline import active_stage
+from stages.pipeline import active_stage, algorithm_step
 from stages.refusal import Refusal
 from stages.retry import next_idea, outcome_of
 
@@ -138,12 +138,11 @@ def same_impl_refusal(state: State, digest: str | None, override: str | None) ->
     if digest is None:
         return None
     if digest == best_impl_digest(state):
-        impl = f"custom/{state.op}/{state.op}_impl.py"
         return refuse(
             "R5",
             "no algorithm change: the implementation is the best's",
             f"implementation {digest[:12]} is the one the best was measured with",
-            f"edit {impl}, then {Step('try', state.op, algorithm=TEXT, impl=impl)}",
+            algorithm_step(state),
         )
     if override is not None:
         return None

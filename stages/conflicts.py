@@ -19,14 +19,13 @@ from typing import Any
 from ledger.domain.state import State
 from ledger.schema.conflicts import Conflict, ConflictKind
 from ledger.schema.events import BASE_SKILLS, STAGES, TUNE_SKILLS
-from ledger.schema.vocabulary import MAX_BASE_SKILLS, MAX_TUNE_SKILLS
+from ledger.schema.vocabulary import ADOPTED, MAX_BASE_SKILLS, MAX_TUNE_SKILLS
 
 KEEP = "keep"
 FASTER = "faster"
 STRICTER = "stricter"
 REMEASURE = "remeasure"
 BASELINE = "baseline"  # the party of a `bests` conflict that is the target sheet's baseline
-_ADOPTED = ("adopt", "target-reached")
 
 # The rule each kind breaks, as the protocol says it (DESIGN §8's table).
 RULES: Mapping[ConflictKind, str] = {
@@ -219,4 +218,4 @@ def _is_pending(state: State, attempt: str) -> bool:
 
 def _is_adopted(state: State, attempt: str) -> bool:
     found = state.attempts.get(attempt)
-    return found is not None and found.verdict in _ADOPTED and found.measurement is not None
+    return found is not None and found.verdict in ADOPTED and found.measurement is not None

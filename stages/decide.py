@@ -22,7 +22,7 @@ from stages import activation, pipeline, remeasure, search, skills, stop, target
 from stages import commands as cmd
 from stages.allowed import allowed
 from stages.conflicts import RULES, conflicts
-from stages.outcome import Decision, Result, accept, build, nonempty, plain
+from stages.outcome import Decision, Result, accept, build, nonempty, plain, refuse
 from stages.person import needs_reason, person_name, person_refusal, policy_before
 from stages.policy import DEFAULT_POLICY, DEFAULTS_KEY, GUARD_RULES, check_policy_value, loosens
 from stages.refusal import Refusal
@@ -141,8 +141,6 @@ def _conflict_gate(state: State) -> Refusal | None:
     found = conflicts(state)
     if not found:
         return None
-    from stages.outcome import refuse
-
     first = found[0]
     blocking = f"conflict {first.id} ({RULES[first.kind]})"
     remeasuring = remeasure.next_step(state)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from attrs import frozen
+import attrs
 
 from ledger.domain.state import PersonAct, State
 from ledger.errors import BadInput
@@ -67,21 +67,11 @@ def policy_before(state: State, key: str) -> Any:
     return DEFAULT_POLICY.get(key, "auto" if key == REQUIRE_MEASURED else None)
 
 
-@frozen
-class PersonDecision:
-    """One recorded person's decision, as the views show it (person None: unknown, recorded
-    before issue 27)."""
-
-    event: str
-    kind: str  # "policy", "relax", "resume-campaign", "accept-rollback"
-    what: str
-    reason: str
-    person: str | None
-
-
-def person_decisions(state: State) -> list[PersonDecision]:
+def person_decisions(state: State) -> list[PersonAct]:
     """Every person's decision the ledger holds, in ledger order: policy changes that lowered
-    a guard, relaxations without evidence, resumed stops and accepted rollbacks."""
+    a guard, relaxations without evidence, resumed stops and accepted rollbacks; a policy
+    change's `what` names the values before and after (person None: unknown, recorded before
+    issue 27)."""
     return [_decision(act) for act in state.person_acts if _is_decision(act)]
 
 
@@ -91,16 +81,11 @@ def _is_decision(act: PersonAct) -> bool:
     return act.person is not None or loosens(act.key or "", act.before, act.value)
 
 
-def _decision(act: PersonAct) -> PersonDecision:
-    what = act.what
-    if act.kind == "policy":
-        what = (
-            f"policy {act.key} {codec.canonical_json(act.before)} -> "
-            f"{codec.canonical_json(act.value)}"
-        )
-    return PersonDecision(
-        event=act.event, kind=act.kind, what=what, reason=act.reason, person=act.person
-    )
+def _decision(act: PersonAct) -> PersonAct:
+    if act.kind != "policy":
+        return act
+    before, after = codec.canonical_json(act.before), codec.canonical_json(act.value)
+    return attrs.evolve(act, what=f"policy {act.key} {before} -> {after}")
 
 
 def person_label(person: str | None) -> str:

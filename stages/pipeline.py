@@ -15,6 +15,7 @@ from ledger.schema.events import (
     StageEntered,
     StageExited,
 )
+from ledger.schema.vocabulary import ADOPTED
 from stages.outcome import Result, accept, refuse
 from stages.policy import effective_policy
 from stages.refusal import Refusal
@@ -142,7 +143,7 @@ def ideas_without_gain(state: State) -> int:
     for attempt in reversed(state.attempts.values()):
         if attempt.kind != "algorithm" or attempt.status not in ("verified", "failed"):
             continue
-        if attempt.verdict in ("adopt", "target-reached"):
+        if attempt.verdict in ADOPTED:
             break
         count += 1
     return count
@@ -231,10 +232,15 @@ def exit_blocker(
     return None
 
 
+def algorithm_step(state: State) -> str:
+    """How an algorithm change is made: edit the impl, then `try` it with its file (R5)."""
+    impl = f"custom/{state.op}/{state.op}_impl.py"
+    return f"edit {impl}, then {Step('try', state.op, algorithm=TEXT, impl=impl)}"
+
+
 def _algorithm_exit_refusal(state: State, hand_back: bool) -> Refusal:
     limit = int(effective_policy(state)["algorithm_patience"])
     streak = ideas_without_gain(state)
-    impl = f"custom/{state.op}/{state.op}_impl.py"
     if hand_back:
         return refuse(
             "R4",
@@ -248,8 +254,7 @@ def _algorithm_exit_refusal(state: State, hand_back: bool) -> Refusal:
         "no exit condition of algorithm holds",
         f"the target is not met; {streak} of {limit} consecutive algorithm attempts "
         "without gain (policy algorithm_patience)",
-        f"try another idea (edit {impl}, then "
-        f"{Step('try', state.op, algorithm=TEXT, impl=impl)}); or hand back with the report "
+        f"try another idea ({algorithm_step(state)}); or hand back with the report "
         f"({Step('report', state.op)}, then "
         f"{Step('stage exit', state.op, name='algorithm', hand_back=True)}); or the user says "
         f"stop ({Step('stage exit', state.op, name='algorithm', user_stop=True)})",

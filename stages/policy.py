@@ -14,7 +14,8 @@ from typing import Any
 
 from ledger.domain.state import State
 from ledger.errors import BadInput
-from stages.budget import BUDGET_KEYS
+from ledger.schema.vocabulary import STAGES
+from stages.budget import BUDGET_KEYS, check_budget_value, check_evaluations
 
 # `policy.set` key under which `init` records the whole default policy.
 DEFAULTS_KEY = "defaults"
@@ -247,23 +248,9 @@ def _require_measured(value: Any) -> Any:
 
 
 def _stages(value: Any) -> Any:
-    from ledger.schema.events import STAGES
-
     if not isinstance(value, list) or not all(v in STAGES for v in value):
         raise ValueError(f"expected a list of stages ({', '.join(STAGES)}), got {value!r}")
     return value
-
-
-def _budget_evaluations(value: Any) -> Any:
-    from stages.budget import check_evaluations
-
-    return check_evaluations(value)
-
-
-def _budget_seconds(value: Any) -> Any:
-    from stages.budget import check_budget_value
-
-    return check_budget_value(value)
 
 
 _CHECKS: Mapping[str, Callable[[Any], Any]] = {
@@ -283,9 +270,9 @@ _CHECKS: Mapping[str, Callable[[Any], Any]] = {
     "retry_similarity": _fraction(0.0, 1.0, low_open=True, high_open=False),
     REQUIRE_MEASURED: _require_measured,
     # R10 budgets (stages/budget.py): off (null) unless set; not pinned at init.
-    "max_evaluations": _budget_evaluations,
-    "max_device_seconds": _budget_seconds,
-    "max_wall_seconds": _budget_seconds,
+    "max_evaluations": check_evaluations,
+    "max_device_seconds": check_budget_value,
+    "max_wall_seconds": check_budget_value,
 }
 
 

@@ -14,7 +14,6 @@ from stages.policy import effective_policy
 from stages.refusal import Refusal
 
 _UNSUCCESSFUL = ("rollback", "no-gain")
-_IDEAS = "algorithm-ideas"  # the key of `_Ideas` in State.derived
 
 
 def next_idea() -> str:

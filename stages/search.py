@@ -17,7 +17,7 @@ from stages.changes import (
     unchanged_refusal,
 )
 from stages.outcome import Result, accept, build, nonempty, plain, refuse
-from stages.pipeline import active_stage, next_stage
+from stages.pipeline import active_stage, algorithm_step, next_stage
 from stages.policy import declares_verifier, effective_policy, patience
 from stages.refusal import Refusal
 from stages.retry import config_retry, idea_retry, override_reason
@@ -62,15 +62,9 @@ def config_stage_blocker(state: State, change: str) -> Refusal | None:
             "R5",
             f"the {stage} stage changes the algorithm only, not the config",
             f"current stage: {stage}",
-            _algorithm_step(state),
+            algorithm_step(state),
         )
     return None
-
-
-def _algorithm_step(state: State) -> str:
-    """How an algorithm change is made: edit the impl, then `try` it with its file (R5)."""
-    impl = f"custom/{state.op}/{state.op}_impl.py"
-    return f"edit {impl}, then {Step('try', state.op, algorithm=TEXT, impl=impl)}"
 
 
 def point_blocker(state: State) -> Refusal | None:
@@ -97,7 +91,7 @@ def open_blocker(state: State) -> Refusal | None:
             "R7",
             "optimization points belong to stages 1-3",
             f"current stage: {stage}",
-            _algorithm_step(state),
+            algorithm_step(state),
         )
     return _first(
         config_stage_blocker(state, "point"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+import attrs
 from attrs import frozen
 
 from ledger.domain import devices
@@ -31,6 +32,7 @@ from ledger.schema.events import (
     Verdict,
     VerdictReached,
 )
+from ledger.schema.vocabulary import ADOPTED
 from stages import remeasure
 from stages.binding import attempt_binding_problem
 from stages.bootstrap import bootstrap_interval
@@ -193,42 +195,33 @@ def decide_verify(state: State, command: Verify) -> Result:
     policy = effective_policy(state)
     failure = _failure_of(measured)
     if failure is not None:
-        verdict = VerdictReached(
-            attempt=attempt.id,
-            verdict="rollback",
-            failure=failure,
-            method="failure",
-            best_attempt=best.attempt,
-            best_median_us=median(best.measurement.times_us),
-            attempt_median_us=median(measured.times_us),
-            ratio=median(measured.times_us) / median(best.measurement.times_us),
-            policy=verdict_policy(policy, attempt.stage),
-        )
+        best_median, attempt_median = median(best.measurement.times_us), median(measured.times_us)
+        stats: dict[str, Any] = {
+            "verdict": "rollback",
+            "method": "failure",
+            "best_median_us": best_median,
+            "attempt_median_us": attempt_median,
+            "ratio": attempt_median / best_median,
+        }
     else:
-        stats = compute_verdict(
+        comparison = compute_verdict(
             best.measurement.times_us,
             measured.times_us,
             sheet.target_us,
             policy,
             seed_of(attempt.id),
         )
-        verdict = VerdictReached(
-            attempt=attempt.id,
-            verdict=stats.verdict,
-            failure=None,
-            method=stats.method,
-            best_attempt=best.attempt,
-            best_median_us=stats.best_median_us,
-            attempt_median_us=stats.attempt_median_us,
-            ratio=stats.ratio,
-            low=stats.low,
-            high=stats.high,
-            threshold=stats.threshold,
-            seed=stats.seed,
-            policy=verdict_policy(policy, attempt.stage),
-        )
+        # The noise keys it applied are recorded among the verdict's whole policy below.
+        stats = attrs.asdict(comparison, filter=lambda field, _value: field.name != "policy")
+    verdict = VerdictReached(
+        attempt=attempt.id,
+        failure=failure,
+        best_attempt=best.attempt,
+        policy=verdict_policy(policy, attempt.stage),
+        **stats,
+    )
     events: list[Payload] = [measured, verdict]
-    adopted = verdict.verdict in ("adopt", "target-reached")
+    adopted = verdict.verdict in ADOPTED
     if adopted:
         reported = _rests_on_reported(state, measured)
         if reported:

@@ -12,7 +12,8 @@ from typing import Any
 import attrs
 
 from ledger.domain import hints
-from ledger.domain.replay import attempt_id, evolve, replay
+from ledger.domain.keys import attempt_id
+from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.log.record import Draft, Event, Provenance, seal
 from ledger.schema.events import Origin, OutputCheck, Payload

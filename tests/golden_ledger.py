@@ -14,7 +14,8 @@ then review the diff of tests/data/ledger/.
 
 from __future__ import annotations
 
-from ledger.domain.replay import attempt_id, replay
+from ledger.domain.keys import attempt_id
+from ledger.domain.replay import replay
 from ledger.log.memory_store import MemoryStore
 from ledger.log.record import Draft, Provenance
 from ledger.schema.events import Device, Origin, OutputCheck

@@ -7,7 +7,7 @@ from driver import IMPL, Driver, candidate, compare, initialized, layout, sheet,
 
 from ledger.errors import RetryRefusal, StoppedRefusal
 from stages import commands as cmd
-from stages.allowed import allowed, in_flight, protocol_steps
+from stages.allowed import allowed, protocol_steps
 from stages.alternates import alternates
 from stages.conflicts import conflicts
 
@@ -102,7 +102,7 @@ def test_a_campaign_that_needs_the_algorithm_stage() -> None:
         description="Compute max and sum in one pass (online softmax)", impl_digest="impl-online"
     )
     failed = driver.start(idea)
-    assert in_flight(driver.state).attempt is not None
+    assert driver.state.pending == failed
     assert driver.verify(failed, 80.0)["verdict"] == "rollback"
     with pytest.raises(RetryRefusal):
         driver.run(

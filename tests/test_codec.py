@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ledger.log import codec, record
 from ledger.schema.events import PAYLOAD_TYPES, PolicySet
-from ledger.schema.values import TIME_MAX_US, TIME_MIN_US, as_tuple
+from ledger.schema.values import TIME_MAX_US, TIME_MIN_US
 
 # Text that includes what breaks naive line handling: line and paragraph separators, NEL,
 # quotes, backslashes, control characters and astral-plane characters.
@@ -151,9 +151,9 @@ def _strategy_of_field(
         return ANY_INT
     if field.name in FIELD_STRATEGIES:
         return FIELD_STRATEGIES[field.name]
-    # `converter=as_tuple` converts the container only, not the numbers inside it.
+    # `converter=tuple` converts the container only, not the numbers inside it.
     converter: object = field.converter
-    converted = converter is not None and converter is not as_tuple
+    converted = converter is not None and converter is not tuple
     return _strategy_of_type(hint, converted=converted)
 
 

@@ -12,7 +12,7 @@ from driver import BASE_CONFIG, Driver, candidate, in_point, in_stage, vec, with
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.domain.replay import config_key
+from ledger.domain.configs import config_key
 from ledger.errors import BadInput
 from ledger.log import codec
 from ledger.priors.diversity import config_distance

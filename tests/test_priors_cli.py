@@ -13,7 +13,7 @@ import pytest
 from cli_harness import Cli
 from driver import IMPL, compare, layout, sheet, verify
 
-from ledger.domain.replay import attempt_id
+from ledger.domain.keys import attempt_id
 from ledger.priors.knowledge import builtin_priors
 from ledger.priors.profile import OpProfile
 from ledger.shell.api import OpLedger

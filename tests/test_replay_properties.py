@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from ledger.domain.replay import config_key, evolve, replay
+from ledger.domain.configs import config_key
+from ledger.domain.replay import evolve, replay
 from ledger.domain.state import State
 from ledger.errors import HandBack, LedgerError
 from ledger.log import codec

@@ -22,7 +22,7 @@ from ledger.cli.base import (
 )
 from ledger.domain import inputs
 from ledger.domain.hints import Fill, arg
-from ledger.domain.replay import attempt_id
+from ledger.domain.keys import attempt_id
 from ledger.errors import BadInput
 from ledger.projections.verdict_result import attempt_result, describe_result
 from ledger.schema.events import FAILURES, Origin

@@ -1,20 +1,16 @@
 """How the campaign's gates change the state: evidence and activation (R1), skills (R2), the
-target sheet and relaxations (R3), stages (R4) and optimization points (R7).
-
-One handler per event type, registered in ledger/domain/replay.py; each updates the replay's
-State in place and never refuses (rules are the deciders' job): what only a merge of two
-branches can produce is recorded as a fact in `State.merge` (stages/conflicts.py decides).
-"""
+target sheet and relaxations (R3), stages (R4) and optimization points (R7); the handlers
+replay registers (ledger/domain/replay.py says how they fold)."""
 
 from __future__ import annotations
 
 from ledger.domain import fold_merges as merges
+from ledger.domain.fold_records import person_act
 from ledger.domain.keys import measured_key
 from ledger.domain.state import (
     Best,
     Evidence,
     Measurement,
-    PersonAct,
     Point,
     Relaxation,
     State,
@@ -152,16 +148,9 @@ def relaxed(state: State, event: Event) -> None:
     )
     if not evidence:
         # Without measured evidence: a person's decision (issue 27; before it, person unknown).
-        state.person_acts.append(
-            PersonAct(
-                event=event.id,
-                kind="relax",
-                what=f"{data['what']} tile limit relaxed to {codec.canonical_json(data['limit'])} "
-                "without measured evidence",
-                reason=data["basis"],
-                person=person,
-            )
-        )
+        limit = codec.canonical_json(data["limit"])
+        what = f"{data['what']} tile limit relaxed to {limit} without measured evidence"
+        person_act(state, event, "relax", what, data["basis"])
     merges.relaxed(state, data["what"], event.id, data.get("supersedes"))
 
 

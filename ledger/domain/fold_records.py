@@ -1,11 +1,10 @@
 """How the campaign's records change the state: reports (R4), the stop (R10), policy values,
-notes, torn-tail repairs, accepted rollbacks and the resolutions of merge conflicts.
-
-One handler per event type, registered in ledger/domain/replay.py; each updates the replay's
-State in place.
-"""
+notes, torn-tail repairs, accepted rollbacks and the resolutions of merge conflicts; the
+handlers replay registers (ledger/domain/replay.py says how they fold)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from ledger.domain import fold_merges as merges
 from ledger.domain.keys import rekey_measured
@@ -14,9 +13,17 @@ from ledger.log.record import Event
 from ledger.schema.conflicts import Conflict
 
 
+def person_act(
+    state: State, event: Event, kind: str, what: str, reason: str, **policy: Any
+) -> None:
+    """Keep a step that may be a person's decision, with the person the event names (None: not
+    given, or unknown before issue 27)."""
+    act = PersonAct(event.id, kind, what, reason, event.data.get("person"), **policy)
+    state.person_acts.append(act)
+
+
 def report(state: State, event: Event) -> None:
     """Record a report, and whether it came after incore exited (R4)."""
-    state.reports.append(event.id)
     state.attempts_at_report = len(state.attempts)
     if "incore" in state.exited:
         state.report_after_incore = True
@@ -42,16 +49,9 @@ def handed_back(state: State, event: Event) -> None:
 def resumed(state: State, event: Event) -> None:
     """Lift the stop (utilization, or budget) a person decided to go past (R10): a person's
     decision."""
-    state.person_acts.append(
-        PersonAct(
-            event=event.id,
-            kind="resume-campaign",
-            what=f"lifted the {state.stopped or 'utilization'} stop "
-            f"({event.data['lifted'] or 'no detail'})",
-            reason=event.data["reason"],
-            person=event.data.get("person"),
-        )
-    )
+    detail = event.data["lifted"] or "no detail"
+    what = f"lifted the {state.stopped or 'utilization'} stop ({detail})"
+    person_act(state, event, "resume-campaign", what, event.data["reason"])
     state.stopped = None
     state.stop_detail = ""
     state.stop_report = None
@@ -66,20 +66,12 @@ def policy(state: State, event: Event) -> None:
         state.policy_defaults = dict(value)
     else:
         before = state.policy.get(key, "auto" if key == "require_measured" else None)
+        reason = event.data.get("reason", "")
         state.policy[key] = value
-        state.policy_reasons[key] = event.data.get("reason", "")
+        state.policy_reasons[key] = reason
         # Whether it lowered a guard is stages.person's call (the guards live in stages/).
-        state.person_acts.append(
-            PersonAct(
-                event=event.id,
-                kind="policy",
-                what=f"policy {key}",
-                reason=event.data.get("reason", ""),
-                person=event.data.get("person"),
-                key=key,
-                before=before,
-                value=value,
-            )
+        person_act(
+            state, event, "policy", f"policy {key}", reason, key=key, before=before, value=value
         )
 
 
@@ -97,15 +89,8 @@ def rollback_accepted(state: State, event: Event) -> None:
     """Record the lost event a person accepted, so the rollback check passes even before
     MEMORY.md is re-rendered; a person's decision."""
     state.rollbacks_accepted.append(event.data["missing"])
-    state.person_acts.append(
-        PersonAct(
-            event=event.id,
-            kind="accept-rollback",
-            what=f"accepted a rollback: the ledger lost {event.data['missing']}",
-            reason=event.data["reason"],
-            person=event.data.get("person"),
-        )
-    )
+    lost = f"accepted a rollback: the ledger lost {event.data['missing']}"
+    person_act(state, event, "accept-rollback", lost, event.data["reason"])
 
 
 def conflict_resolved(state: State, event: Event) -> None:

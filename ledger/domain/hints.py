@@ -161,10 +161,17 @@ def named(words: str) -> str:
 def _render_arg(name: str, value: Any, caller: Caller) -> str:
     if caller == "mcp":
         return name if value is None else f"{name}={_mcp_value(value)}"
-    flag = "--set" if name == "change" else "--" + name.replace("_", "-")
-    if isinstance(value, list):
+    flag = "--set" if name == "change" else "--" + name.replace("_", "-")  # as `try` spells it
+    return _cli_option(flag, name, value)
+
+
+def _cli_option(flag: str, name: str, value: Any) -> str:
+    """An option with its value; a list is the option repeated, except `limit`'s (one JSON)."""
+    if value is None or value is True:
+        return flag
+    if isinstance(value, list) and name != "limit":
         return " ".join(f"{flag} {_cli_value(item)}" for item in value)
-    return flag if value is None else f"{flag} {_cli_value(value)}"
+    return f"{flag} {_cli_value(value)}"
 
 
 def _is_fill(value: Any) -> bool:
@@ -195,16 +202,11 @@ def _render_cli(step: Step) -> str:
     args = dict(step.args)
     words = ["tune-ledger", action.words]
     words += [_cli_value(args[name]) for name in action.positional if name in args]
-    for name, value in step.args:
-        if name in action.positional or value is False or value is None:
-            continue
-        flag = action.flag(name)
-        if value is True:
-            words.append(flag)
-        elif isinstance(value, list) and name != "limit":  # a repeated option
-            words += [f"{flag} {_cli_value(item)}" for item in value]
-        else:
-            words.append(f"{flag} {_cli_value(value)}")
+    words += [
+        _cli_option(action.flag(name), name, value)
+        for name, value in step.args
+        if name not in action.positional and value is not False and value is not None
+    ]
     return " ".join(words)
 
 

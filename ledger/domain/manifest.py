@@ -17,6 +17,7 @@ import functools
 import hashlib
 import math
 import re
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -168,7 +169,7 @@ class _Reader:
         }
         return Manifest(
             source=self.source,
-            op_name=None if data.get("op_name") is None else str(data["op_name"]),
+            op_name=_opt(data.get("op_name")),
             p0_shapes=self.shapes(data.get("p0_shapes")),
             target_us=target_us,
             metric=metric,
@@ -212,8 +213,7 @@ class _Reader:
             raise self.fail(
                 ("perf_target", "time_us"), f"{time_us!r} is not a finite time > 0 µs", hint
             )
-        metric, tool = value.get("metric"), value.get("tool")
-        return float(time_us), None if metric is None else str(metric), _opt(tool)
+        return float(time_us), _opt(value.get("metric")), _opt(value.get("tool"))
 
     def tolerance(self, value: Any) -> tuple[float | None, float | None]:
         if value is None:
@@ -333,8 +333,6 @@ class _Reader:
             raise self.fail(where, "must be a command or a mapping with command", hint)
         command = spec.get("command")
         if isinstance(command, str):
-            import shlex
-
             command = shlex.split(command)
         if (
             not isinstance(command, list)

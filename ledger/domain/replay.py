@@ -21,24 +21,13 @@ from typing import Any
 from ledger.domain import fold_gates as gates
 from ledger.domain import fold_merges as merges
 from ledger.domain import fold_records as records
-from ledger.domain.configs import config_key
-from ledger.domain.keys import ATTEMPT_ID_LEN, attempt_id, measured_key
+from ledger.domain.keys import ATTEMPT_ID_LEN, measured_key
 from ledger.domain.samples import median
 from ledger.domain.state import Adoption, Attempt, Best, Measurement, State
 from ledger.log.record import Event
 from ledger.schema import events as ev
+from ledger.schema.vocabulary import ADOPTED
 
-__all__ = [
-    "ATTEMPT_ID_LEN",
-    "HANDLERS",
-    "attempt_id",
-    "config_key",
-    "evolve",
-    "median",
-    "replay",
-]
-
-_ADOPTED = ("adopt", "target-reached")
 # The outcome of an attempt that measured the best again on another device (no verdict).
 REMEASURED = "remeasured"
 
@@ -186,14 +175,14 @@ def _still_pending(state: State) -> str | None:
 
 
 def _verdict(state: State, event: Event) -> None:
-    data = event[6]  # event.data (see _attempt_started)
+    data = event.data
     attempt = state.attempts[data["attempt"]]
     _finish(state, attempt, "verified")
     attempt.verdict = data["verdict"]
     attempt.failure = data["failure"]
     attempt.compared_us = data["best_median_us"]
     attempt.compared_best = data["best_attempt"]
-    adopted = attempt.verdict in _ADOPTED
+    adopted = attempt.verdict in ADOPTED
     if adopted and attempt.measurement is not None:
         held = state.best.attempt if state.best is not None else None
         state.merge.adoptions.append(Adoption(attempt.id, data["best_attempt"], held))

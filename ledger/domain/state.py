@@ -1,9 +1,5 @@
-"""The replayed state of one op's campaign: everything the stage machines decide from.
-
-State is an accumulator, not a value: `evolve` (ledger/domain/replay.py) updates it in place,
-so replaying N events costs O(N) rather than copying growing collections at every step. A State
-belongs to the one replay that builds it; to know the state at two points of a log, replay twice.
-"""
+"""The replayed state of one op's campaign: everything the stage machines decide from (an
+accumulator that `evolve` updates in place: ledger/domain/replay.py says why)."""
 
 from __future__ import annotations
 
@@ -282,10 +278,8 @@ class State:
     # R3: the config the baseline was measured with (kept to re-key it under a new manifest)
     baseline_config: dict[str, Any] = field(factory=dict)
     overrides: list[tuple[str, str]] = field(factory=list)  # (attempt id, reason)
-    # R4: the event ids of reports, and whether one was generated after incore exited
-    reports: list[str] = field(factory=list)
     # R4: how many attempts had started when the latest report was generated (a hand-back
-    # needs a report that covers every attempt)
+    # needs a report that covers every attempt), and whether one came after incore exited
     attempts_at_report: int = -1
     report_after_incore: bool = False
     # R10

@@ -46,10 +46,6 @@ class Log:
     size: int
     torn: Torn | None
 
-    def line_of(self, index: int) -> int:
-        """The 1-based line number of `events[index]` (the valid prefix has no gaps)."""
-        return index + 1
-
     def repaired(self) -> frozenset[str]:
         """The quarantine files that this log's ledger.repaired events record."""
         return frozenset(

@@ -7,18 +7,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-_orjson: Any
-try:  # orjson parses ~3x faster than json; both give the same values (see README).
-    import orjson
+import orjson
 
-    _orjson = orjson
-    # The parser itself, not a wrapper: replay calls it once per line.
-    loads: Callable[[bytes | str], Any] = orjson.loads
-
-except ImportError:  # pragma: no cover - exercised only where orjson is missing
-    loads = json.loads
-
-    _orjson = None
+# orjson parses ~3x faster than json and gives the same values (see README); it only parses:
+# the committed bytes are encoded by the standard library (`canonical_json`).
+loads: Callable[[bytes | str], Any] = orjson.loads
 
 
 ID_HEX = 32
@@ -37,11 +30,8 @@ def canonical_json(value: Any) -> str:
 def sorted_json(value: Any) -> str:
     """JSON with sorted keys, for in-memory keys only (orjson's floats may be spelled unlike
     the canonical encoding's): fast, and equal for equal JSON values."""
-    if _orjson is None:
-        return canonical_json(value)
-    try:  # bytes.decode: half the cost of str(bytes, "utf-8"), the same text
-        text: str = _orjson.dumps(value, option=_orjson.OPT_SORT_KEYS).decode()
-        return text
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:
         pass
     # numpy scalars or int keys: first make them the plain data they are stored as, so a
@@ -49,7 +39,7 @@ def sorted_json(value: Any) -> str:
     # (integers beyond 64 bits) takes the canonical encoding, again one key per value.
     plain = loads(canonical_json(value))
     try:
-        return str(_orjson.dumps(plain, option=_orjson.OPT_SORT_KEYS), "utf-8")
+        return orjson.dumps(plain, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:
         return canonical_json(plain)
 
@@ -88,13 +78,7 @@ def encode_line(record_without_id: dict[str, Any]) -> tuple[str, bytes]:
     """Return (id, line bytes with trailing newline) for a record given without its id."""
     if "id" in record_without_id:
         raise ValueError("the record must not carry an id yet")
-    return encode_body(canonical_json(record_without_id))
-
-
-def encode_body(body: str) -> tuple[str, bytes]:
-    """Return (id, line bytes with trailing newline) for the canonical JSON of a record
-    without its id (a non-empty object)."""
-    encoded = body.encode("utf-8")
+    encoded = canonical_json(record_without_id).encode("utf-8")
     event_id = digest(encoded)[:ID_HEX]
     return event_id, b'{"id":"' + event_id.encode("ascii") + b'",' + encoded[1:] + b"\n"
 

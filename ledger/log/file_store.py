@@ -25,13 +25,8 @@ class FileStore(Store):
         self.path = Path(path)
         refuse_symlinks(self.path, None if root is None else Path(root))
         self.lock_path = lock_path(self.path)
-        # Plain strings for the append path: pathlib's objects cost more per call than the
-        # system calls they wrap, and an append is a handful of system calls.
-        self._folder = str(self.path.parent)
-        self._lock_name = str(self.lock_path)
 
     def quarantine_names(self) -> list[str]:
-        """The names of the quarantine files beside the ledger, oldest first."""
         prefix = self.path.name + QUARANTINE_SUFFIX
         if not self.path.parent.is_dir():
             return []
@@ -39,7 +34,6 @@ class FileStore(Store):
         return sorted(found, key=quarantine_number)
 
     def quarantine_bytes(self, name: str) -> bytes:
-        """The bytes kept in one quarantine file."""
         return safe_files.read_bytes(
             self.path.parent / name,
             limit=safe_files.LEDGER_BYTES,
@@ -48,19 +42,9 @@ class FileStore(Store):
         )
 
     def quarantine_exists(self, name: str) -> bool:
-        """True when a quarantine file of that name is beside the ledger."""
-        # os.path.lexists, without its join and without raising when the file is missing (the
-        # append path asks this every time, and almost always of a missing file: building the
-        # FileNotFoundError cost as much as the system call); access() without following a
-        # link answers whether the name exists, whatever it is.
-        try:
-            return os.access(self._folder + os.sep + name, os.F_OK, follow_symlinks=False)
-        except ValueError:  # a name no file can have (a NUL byte)
-            return False
-
-    def _read_stamped(self) -> tuple[bytes, object]:
-        with opened_for_reading(self.path) as fd:
-            return (b"", None) if fd is None else (_read_all(fd, self.path), _identity(fd))
+        """True when a quarantine file of that name is beside the ledger (a link counts: it is
+        never followed; a name no file can have, with a NUL byte, is not there)."""
+        return os.path.lexists(self.path.parent / name)
 
     def _read_from(self, offset: int) -> tuple[object, bytes]:
         with opened_for_reading(self.path) as fd:
@@ -69,28 +53,19 @@ class FileStore(Store):
             size = safe_files.check_size(fd, self.path, safe_files.LEDGER_BYTES)
             return _identity(fd), os.pread(fd, max(size - offset, 0), offset)
 
-    def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
-        with opened_for_reading(self.path) as fd:
-            return (None, 0, b"") if fd is None else _stamp_of(fd, tail)
-
     def _session(self) -> _FileSession:
-        return _FileSession(self.path, self._lock_name)
+        return _FileSession(self.path, self.lock_path)
 
 
 class _FileSession:
     """The primitives of one append or rewrite of a ledger file, used while its lock is held:
-    a context manager that takes the lock on entry and releases it on exit (a class rather
-    than nested generator-based managers: an append is a handful of system calls, and the
-    managers' own cost was a tenth of one)."""
+    a context manager that takes the lock on entry and releases it on exit."""
 
-    def __init__(self, path: Path, lock: str) -> None:
+    def __init__(self, path: Path, lock: Path) -> None:
         self.path = path
         self.lock = lock
         self.lock_fd = -1
         self.fd: int | None = None
-        # The size the position check just read under this lock (None: unknown), so that the
-        # append after it needs no second fstat to know where a failed write is cut back to.
-        self.checked_size: int | None = None
 
     def __enter__(self) -> _FileSession:
         self.lock_fd = lock_exclusively(self.lock)
@@ -116,17 +91,12 @@ class _FileSession:
         return b"" if self.fd is None else _read_all(self.fd, self.path)
 
     def stamp(self, tail: int) -> tuple[object, int, bytes]:
-        if self.fd is None:
-            return None, 0, b""
-        stamped = _stamp_of(self.fd, tail)
-        self.checked_size = stamped[1]
-        return stamped
+        return (None, 0, b"") if self.fd is None else _stamp_of(self.fd, tail)
 
     def quarantine(self, name: str, torn: bytes) -> None:
         safe_files.write_new(self.path.with_name(name), torn, root=self.path.parent)
 
     def truncate(self, size: int) -> None:
-        self.checked_size = None
         if self.fd is None:  # a torn tail implies the file exists; nothing to cut otherwise
             return
         os.ftruncate(self.fd, size)
@@ -137,9 +107,9 @@ class _FileSession:
         if self.fd is None:
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL
             self.fd = safe_files.open_regular(self.path, flags)
-        size = os.fstat(self.fd).st_size if self.checked_size is None else self.checked_size
+        size = os.fstat(self.fd).st_size
         try:
-            _write_all(self.fd, lines)
+            safe_files.write_all(self.fd, lines)
             os.fsync(self.fd)
             if created:  # the new file's entry in its folder must be durable too
                 safe_files.fsync_dir(self.path.parent)
@@ -175,13 +145,6 @@ def _identity(fd: int) -> tuple[int, int]:
 def _read_all(fd: int, path: Path) -> bytes:
     """The whole ledger, refused (BadInput naming it) past the bound of a ledger's size."""
     return safe_files.read_descriptor(fd, path, safe_files.LEDGER_BYTES)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Write `data` with one os.write; loop only if the kernel writes less (a signal, ENOSPC)."""
-    written = os.write(fd, data)
-    while written < len(data):
-        written += os.write(fd, memoryview(data)[written:])
 
 
 def chain_findings(path: Path | str) -> list[Finding]:

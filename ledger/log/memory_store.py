@@ -32,11 +32,9 @@ class MemoryStore(Store):
             self._generation += 1
 
     def quarantine_names(self) -> list[str]:
-        """The names of the quarantine files beside the ledger, oldest first."""
         return list(self._quarantined)
 
     def quarantine_bytes(self, name: str) -> bytes:
-        """The bytes kept in one quarantine file."""
         return self._quarantined[name]
 
     def add_quarantine(self, name: str, data: bytes) -> None:
@@ -44,20 +42,11 @@ class MemoryStore(Store):
         self._quarantined[name] = bytes(data)
 
     def quarantine_exists(self, name: str) -> bool:
-        """True when a quarantine file of that name is beside the ledger."""
         return name in self._quarantined
-
-    def _read_stamped(self) -> tuple[bytes, object]:
-        with self._lock:
-            return self._data, self._generation
 
     def _read_from(self, offset: int) -> tuple[object, bytes]:
         with self._lock:
             return self._generation, self._data[offset:]
-
-    def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
-        with self._lock:
-            return _MemorySession(self).stamp(tail)
 
     @contextmanager
     def _session(self) -> Iterator[Session]:

@@ -108,10 +108,7 @@ def after_append(position: Position, events: Sequence[Event], written: bytes) ->
         lamport=events[-1].lamport,
         size=size,
         torn=None,
-        # the last TAIL bytes of tail + written, without copying the whole of both
-        tail=written[-TAIL:]
-        if len(written) >= TAIL
-        else position.tail[len(written) - TAIL :] + written,
+        tail=(position.tail + written)[-TAIL:],
         cursor=cursor,
     )
 

@@ -36,6 +36,10 @@ class TornCut:
     newline_only: bool = False
 
 
+# The repair events to write before a batch, and the torn bytes to move to quarantine.
+Repairs = tuple[list[LedgerRepaired | NewlineRestored], TornCut | None]
+
+
 class Cutter(Protocol):
     """The two primitives a repair needs from a store's locked session."""
 
@@ -55,7 +59,7 @@ def plan_repairs(
     read: Callable[[str], bytes],
     data: bytes,
     log: Log,
-) -> tuple[list[LedgerRepaired | NewlineRestored], TornCut | None]:
+) -> Repairs:
     """The repair events to write before the command's batch (a torn tail is kept, recorded,
     never silently dropped), and the torn bytes to move to quarantine."""
     unrecorded = [quarantined(name, read(name)) for name in _unrecorded(names, log)]

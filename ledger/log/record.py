@@ -134,42 +134,27 @@ def unstructure_payload(payload: Payload) -> dict[str, Any]:
 
 
 def seal(
-    draft: Draft,
-    parents: tuple[str, ...],
-    lamport: int,
-    part: tuple[int, int],
-    provenance: tuple[str, dict[str, Any]] | None = None,
+    draft: Draft, parents: tuple[str, ...], lamport: int, part: tuple[int, int]
 ) -> tuple[Event, bytes]:
-    """Place a draft in the log: compute its content id; return the event and its line.
-
-    `provenance` is the draft's provenance already encoded, as its JSON and its plain data
-    (`encode_provenance`; a batch shares one)."""
-    provenance_json, provenance_data = (
-        encode_provenance(draft.provenance) if provenance is None else provenance
-    )
-    payload_json = codec.canonical_json(unstructure_payload(draft.payload))
+    """Place a draft in the log: compute its content id; return the event and its line."""
+    bad = [parent for parent in parents if not _EVENT_ID.fullmatch(parent)]
+    if bad:
+        raise ValueError(f"not an event id: {bad[0]!r}")
     payload = draft.payload
-    body = envelope_body(
-        lamport, parents, part, payload_json, provenance_json, payload.SCHEMA, payload.TYPE
+    _event_id, line = codec.encode_line(
+        {
+            "lamport": int(lamport),
+            "parents": list(parents),
+            "part": [int(part[0]), int(part[1])],
+            "payload": unstructure_payload(payload),
+            "provenance": converter().unstructure(draft.provenance),
+            "schema": payload.SCHEMA,
+            "type": payload.TYPE,
+        }
     )
-    event_id, line = codec.encode_body(body)
-    # The payload is read back from the written text, so the in-memory event equals what a
-    # later replay sees (tuples become lists, numpy scalars become floats); the envelope's
-    # other fields are the very values just written.
-    event = new_event(
-        Event,
-        (
-            event_id,
-            int(lamport),
-            tuple(parents),
-            (int(part[0]), int(part[1])),
-            payload.TYPE,
-            payload.SCHEMA,
-            codec.loads(payload_json),
-            provenance_data,
-        ),
-    )
-    return event, line
+    # The event is read back from the written line, so the in-memory event equals what a
+    # later replay sees (tuples become lists, numpy scalars become floats).
+    return from_record(codec.loads(line)), line
 
 
 def seal_batch(
@@ -181,61 +166,19 @@ def seal_batch(
     events: list[Event] = []
     lines: list[bytes] = []
     parents = head
-    written_by: Provenance | None = None
     for index, draft in enumerate(drafts):
-        if written_by is not draft.provenance:  # a batch shares one
-            written_by = draft.provenance
-            encoded = encode_provenance(written_by)
-        event, line = seal(draft, parents, lamport + 1, (index, len(drafts)), encoded)
+        event, line = seal(draft, parents, lamport + 1, (index, len(drafts)))
         events.append(event)
         lines.append(line)
         parents, lamport = (event.id,), event.lamport
     return tuple(events), lines
 
 
-def envelope_body(
-    lamport: int,
-    parents: Sequence[str],
-    part: tuple[int, int],
-    payload_json: str,
-    provenance_json: str,
-    schema: int,
-    type_name: str,
-) -> str:
-    """The canonical JSON of a record without its id, around its already encoded payload and
-    provenance."""
-    # The envelope's keys in canonical (sorted) order around the two encoded values: the same
-    # text as encoding the whole record (tests compare them), without the encoder's fixed cost
-    # per call (json builds a new C encoder each time: ~5 µs) for the plain parts. Parents are
-    # verified hex ids and type names are ASCII constants: neither ever needs escaping.
-    return (
-        f'{{"lamport":{int(lamport)},"parents":[{",".join(map(_quoted_id, parents))}],'
-        f'"part":[{int(part[0])},{int(part[1])}],"payload":{payload_json},'
-        f'"provenance":{provenance_json},"schema":{int(schema)},"type":"{type_name}"}}'
-    )
-
-
-def encode_provenance(provenance: Provenance) -> tuple[str, dict[str, Any]]:
-    """A provenance as canonical JSON, and as the plain data a replay reads back from it (its
-    fields are strings, an int and nulls, which JSON gives back as they are)."""
-    data: dict[str, Any] = converter().unstructure(provenance)
-    return codec.canonical_json(data), data
-
-
 _EVENT_ID = re.compile(f"[0-9a-f]{{{codec.ID_HEX}}}")
-
-
-def _quoted_id(event_id: str) -> str:
-    if not _EVENT_ID.fullmatch(event_id):
-        raise ValueError(f"not an event id: {event_id!r}")
-    return f'"{event_id}"'
 
 
 # The schema version of each event type now; a line at another version is upcast on read.
 CURRENT_SCHEMA = {name: cls.SCHEMA for name, cls in PAYLOAD_TYPES.items()}
-# Builds an Event from one tuple of its fields, skipping NamedTuple's keyword-argument
-# __new__ on the replay path (the walker inlines `from_record` with it).
-new_event = tuple.__new__
 
 
 def from_record(record: dict[str, Any]) -> Event:
@@ -265,6 +208,11 @@ def from_record(record: dict[str, Any]) -> Event:
             record["provenance"],
         ),
     )
+
+
+# Builds an Event from one tuple of its fields, skipping NamedTuple's keyword-argument
+# __new__ on the replay path (the walker inlines `from_record` with it).
+new_event = tuple.__new__
 
 
 def to_record(event: Event) -> dict[str, Any]:

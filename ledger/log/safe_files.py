@@ -298,13 +298,18 @@ def write_new(path: Path | str, data: bytes, *, root: Path | str | None) -> None
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(path, flags, 0o644)
     try:
-        written = os.write(fd, data)
-        while written < len(data):
-            written += os.write(fd, memoryview(data)[written:])
+        write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
     fsync_dir(path.parent)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write `data` with one os.write; loop only if the kernel writes less (a signal, ENOSPC)."""
+    written = os.write(fd, data)
+    while written < len(data):
+        written += os.write(fd, memoryview(data)[written:])
 
 
 def fsync_dir(folder: Path | str) -> None:

@@ -28,6 +28,7 @@ from ledger.log.position import (
 )
 from ledger.log.quarantine import (
     Quarantined,
+    Repairs,
     cut_torn_tail,
     next_quarantine_name,
     plan_repairs,
@@ -80,7 +81,7 @@ class Store(ABC):
 
     def read_bytes(self) -> bytes:
         """The ledger's bytes as one consistent snapshot (no write half seen), unverified."""
-        return self._read_stamped()[0]
+        return self._read_from(0)[1]
 
     def _scan(self, data: bytes) -> Log:
         return chain.scan(data, self.name)
@@ -88,7 +89,7 @@ class Store(ABC):
     def stream(self, sink: Callable[[Event], object]) -> Position:
         """Verify the log and hand its events to `sink` in file order, keeping none of them
         (replay's path); the position it returns lets `append` skip re-reading the file."""
-        data, identity = self._read_stamped()
+        identity, data = self._read_from(0)
         position = chain.stream(data, self.name, sink)
         names = self.quarantine_names()
         if position.torn is not None or any(name not in position.repaired for name in names):
@@ -123,43 +124,37 @@ class Store(ABC):
         identity and last bytes show that nothing was written since.
         """
         with self._session() as session:
+            log: Log | Position
+            # Nothing written since `position` was read: no head moved, no tail to repair.
             if position is not None and unchanged_since(
                 position, session.stamp, self.quarantine_exists
             ):
-                # Nothing was written since `position` was read: no head moved, no tail to repair.
-                _check_head(position, expected_head)
-                if not drafts:
-                    return AppendResult(
-                        events=(), repairs=(), head=position.head, position=position
-                    )
-                events, lines = _seal_batches([drafts], position)
-                written = b"".join(lines)
-                session.write(written)
-                return AppendResult(
-                    events=tuple(events),
-                    repairs=(),
-                    head=(events[-1].id,),
-                    position=after_append(position, events, written),
-                )
-            data = session.data()
-            log = self._scan(data)
+                data, log = b"", position
+            else:
+                position, data = None, session.data()
+                log = self._scan(data)
             _check_head(log, expected_head)
             if not drafts:
-                return AppendResult(events=(), repairs=(), head=log.head)
-            repairs, torn = plan_repairs(
-                self.name, self.quarantine_names(), self.quarantine_bytes, data, log
-            )
+                return AppendResult(events=(), repairs=(), head=log.head, position=position)
+            planned: Repairs = ([], None)
+            if isinstance(log, Log):
+                planned = plan_repairs(
+                    self.name, self.quarantine_names(), self.quarantine_bytes, data, log
+                )
+            repairs, torn = planned
             # Seal everything before changing anything: a draft that cannot be encoded
             # must leave the ledger and its quarantine files as they were.
             events, lines = _seal_batches(
                 [*([Draft(r, drafts[0].provenance)] for r in repairs), drafts], log
             )
             lead = cut_torn_tail(session, torn, log.size) if torn is not None else b""
-            session.write(lead + b"".join(lines))
+            written = lead + b"".join(lines)
+            session.write(written)
         return AppendResult(
             events=tuple(events[len(repairs) :]),
             repairs=tuple(events[: len(repairs)]),
             head=(events[-1].id,),
+            position=None if position is None else after_append(position, events, written),
         )
 
     def rewrite(self, data: bytes, *, expected: bytes) -> None:
@@ -184,7 +179,8 @@ class Store(ABC):
 
     def unchanged_since(self, position: Position) -> bool:
         """True when the ledger still holds exactly the bytes `position` was read from."""
-        return unchanged_since(position, self._stamp_now, self.quarantine_exists)
+        found = appended_since(position, self._read_from, self.quarantine_exists)
+        return found is not None and found[1] == position.tail
 
     def findings(self) -> list[Finding]:
         """Every integrity finding: the chain's, then quarantine files unaccounted for."""
@@ -208,18 +204,10 @@ class Store(ABC):
         """True when a quarantine file of that name is beside the ledger."""
 
     @abstractmethod
-    def _read_stamped(self) -> tuple[bytes, object]:
-        """The ledger's bytes as one consistent snapshot, and the identity of what holds them
-        (a file replaced by a checkout is another file, even with the same bytes)."""
-
-    @abstractmethod
     def _read_from(self, offset: int) -> tuple[object, bytes]:
-        """The identity of what holds the ledger and its bytes from `offset` to the end, as one
-        consistent snapshot."""
-
-    @abstractmethod
-    def _stamp_now(self, tail: int) -> tuple[object, int, bytes]:
-        """The ledger's identity, size and last `tail` bytes now, read without writing."""
+        """The identity of what holds the ledger (a file replaced by a checkout is another file,
+        even with the same bytes) and its bytes from `offset` to the end, as one consistent
+        snapshot."""
 
     @abstractmethod
     def _session(self) -> AbstractContextManager[Session]:

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ledger.domain.replay import config_key
+from ledger.domain.configs import config_key
 from ledger.log import codec
 from ledger.priors.prior import KINDS, Candidate
 

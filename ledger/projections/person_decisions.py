@@ -4,8 +4,8 @@ stand lowered now."""
 
 from __future__ import annotations
 
-from ledger.domain.state import State
-from stages.person import PersonDecision, person_decisions, person_label
+from ledger.domain.state import PersonAct, State
+from stages.person import person_decisions, person_label
 from stages.policy import lowered_guards
 
 
@@ -14,7 +14,7 @@ def person_lines(state: State) -> list[str]:
     return [f"- {person_text(d)} (event `{d.event[:12]}`)" for d in person_decisions(state)]
 
 
-def person_text(decision: PersonDecision) -> str:
+def person_text(decision: PersonAct) -> str:
     """One person's decision as plain text: what was decided, by whom, and why (the dashboard
     shows the same words as MEMORY.md and the report)."""
     reason = _one_line(decision.reason) or "(no reason)"

@@ -18,7 +18,6 @@ from ledger.schema.values import (
     Device,
     Origin,
     OutputCheck,
-    as_tuple,
     float_or_none,
     integer,
     json_object,
@@ -131,7 +130,7 @@ class TargetSheetWritten:
     metric: str = "time"
     # M of the cube problem, when known: selects the row of the cube tile table (R3).
     cube_m: int | None = None
-    baseline_samples_us: tuple[float, ...] = field(default=(), converter=as_tuple)
+    baseline_samples_us: tuple[float, ...] = field(default=(), converter=tuple)
     util_pct: float | None = field(default=None, converter=percent_or_none)
     bubble_pct: float | None = field(default=None, converter=percent_or_none)
     # The device the baseline ran on; None: unknown (typed in, or a verifier that names none).
@@ -140,7 +139,7 @@ class TargetSheetWritten:
     # torch eager, run by the ledger; issue 29.6) and its samples; left out of the line when
     # the target was SPEC.md's budget or typed in.
     target_origin: Origin | None = None
-    target_samples_us: tuple[float, ...] = field(default=(), converter=as_tuple)
+    target_samples_us: tuple[float, ...] = field(default=(), converter=tuple)
 
 
 @frozen
@@ -161,7 +160,7 @@ class LimitRelaxed:
     supersedes: tuple[str, ...] | None = None
     # The measured attempts of this op the relaxation rests on (R3); empty only when a person
     # relaxed without evidence (`person` then names them).
-    evidence: tuple[str, ...] = field(default=(), converter=as_tuple)
+    evidence: tuple[str, ...] = field(default=(), converter=tuple)
     # Who decided a relaxation without evidence (a person's decision, DESIGN §3.3); None when
     # the relaxation rests on evidence, or (a schema-1 relaxation) the person is unknown.
     person: str | None = None

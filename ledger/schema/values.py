@@ -54,13 +54,6 @@ def positive_times(values: Iterable[Any]) -> tuple[float, ...]:
     return times
 
 
-def as_tuple(values: Iterable[Any]) -> tuple[Any, ...]:
-    """`tuple(values)`, as a function of Python's own: attrs reads a converter's signature
-    when it defines the class, and a builtin's signature is parsed from text by `inspect`,
-    which compiles the tokenizer's large regular expression (~4 ms of every start)."""
-    return tuple(values)
-
-
 def percent_or_none(value: Any) -> float | None:
     """None, or a finite percentage within [0, 100]."""
     if value is None:

@@ -24,6 +24,7 @@ MAX_TUNE_SKILLS = 1
 
 Verdict = Literal["rollback", "no-gain", "adopt", "target-reached"]
 VERDICTS: tuple[Verdict, ...] = ("rollback", "no-gain", "adopt", "target-reached")
+ADOPTED: tuple[Verdict, ...] = ("adopt", "target-reached")  # the verdicts that make a new best
 Failure = Literal["accuracy", "layout", "timeout", "oom", "compile", "runtime"]
 FAILURES: tuple[Failure, ...] = ("accuracy", "layout", "timeout", "oom", "compile", "runtime")
 AttemptKind = Literal["candidate", "mutation", "algorithm"]
