@@ -94,6 +94,11 @@ def test_after_init_the_way_forward_is_only_what_the_manifest_accepts(cli: Cli) 
     wanted = [f"tune-ledger evidence {kind} {OP} --from-spec" for kind in ("compare", "layout")]
     assert [line.strip() for line in said.splitlines()[1:]] == wanted
     assert cli.ok("resume", OP)["next"] == wanted
+    assert cli.ok("init", "other")["next"] == [  # no SPEC.md: every source is offered
+        "tune-ledger evidence compare other --from-spec"
+        " (or --run CMD, or --output NAME=true|false)",
+        "tune-ledger evidence layout other --from-spec (or --run CMD, or --exit-code N)",
+    ]
 
 
 def test_an_existing_ledger_is_governed_by_the_current_spec_md(cli: Cli) -> None:

@@ -39,7 +39,7 @@ def init(ctx: Ctx, op: str) -> None:
         from ledger.projections.resume_view import resume_fields
 
         steps = resume_fields(ctx.op(op).load().state, ())["next"]
-        return {"created": True}, "\n  ".join([f"initialized {op}; next:", *steps])
+        return {"created": True, "next": steps}, "\n  ".join([f"initialized {op}; next:", *steps])
 
     run_step(ctx, op, lambda _ledger: cmd.Init(op=op), next_steps, must_exist=False)
 
