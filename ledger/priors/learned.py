@@ -29,6 +29,7 @@ from ledger.domain.state import State
 from ledger.log import codec
 from ledger.priors.diversity import config_distance
 from ledger.priors.moves import Move, Reading, config_moves, moves_between, readings
+from ledger.schema.vocabulary import ADOPTED
 from stages.binding import best_impl_digest
 from stages.policy import effective_policy
 
@@ -39,7 +40,6 @@ RANK_OF_CALL: Mapping[str, int] = {"faster": 0, "untested": 1, "no-gain": 2, "mi
 DROPPED: frozenset[str] = frozenset({"slower", "failed"})
 # Failures the config decides (a timeout, an OOM or a crash may be the machine's).
 CONFIG_FAILURES = ("compile", "accuracy", "layout")
-_ADOPTED = ("adopt", "target-reached")
 BASELINE = "baseline"
 SHOWN_FINDINGS = 3  # findings spelt out in a reason
 CITED_FINDINGS = 10  # findings kept and listed by --json (latest first); all are counted
@@ -319,7 +319,7 @@ def op_measurements(state: State) -> OpMeasurements:
     running = state.activation_digest
     for attempt in state.attempts.values():
         ran = attempt.impl_digest or running
-        if attempt.status == "verified" and attempt.verdict in _ADOPTED:
+        if attempt.status == "verified" and attempt.verdict in ADOPTED:
             running = ran
         failure = attempt.failure if attempt.failure in CONFIG_FAILURES else None
         measurement = attempt.measurement

@@ -12,6 +12,7 @@ import attrs
 from attrs import frozen
 
 from ledger.domain.state import State
+from ledger.schema.vocabulary import ADOPTED
 
 REMEASURE_PREFIX = "remeasure:"
 
@@ -65,7 +66,7 @@ def track_record(state: State) -> TrackRecord:
             counts["failed"] += 1
         elif attempt.status != "verified":
             counts["unfinished"] += 1
-        elif attempt.verdict in ("adopt", "target-reached"):
+        elif attempt.verdict in ADOPTED:
             counts["adopted"] += 1
         elif attempt.verdict == "no-gain":
             counts["no_gain"] += 1

@@ -29,6 +29,7 @@ from ledger.projections.timeline import (
     stage_spans,
     steps,
 )
+from ledger.schema.vocabulary import ADOPTED
 from stages.person import person_label
 from stages.target import VEC_LIMIT, cube_table_row, latest_relaxation
 
@@ -107,7 +108,7 @@ def op_page(
     if state is None or view.summary is None:
         return OpPage(view, None, None, (), (), (), (), (), (), (), None)
     walk = steps(state)
-    adopted = tuple(s for s in walk if outcome(s.attempt) in ("adopt", "target-reached"))
+    adopted = tuple(s for s in walk if outcome(s.attempt) in ADOPTED)
     failed = tuple(s for s in walk if is_failed(s.attempt))
     decisions = (
         *(str(d) for d in report.get("decisions", ())),

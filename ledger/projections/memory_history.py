@@ -28,6 +28,7 @@ from ledger.projections.formatting import (
 )
 from ledger.projections.memory_layout import heading, join_blocks
 from ledger.projections.timeline import Step, baseline_config, is_failed, outcome
+from ledger.schema.vocabulary import ADOPTED
 
 # Bounds that keep MEMORY.md short enough for an agent's context however long the campaign
 # runs (1,000 attempts stay under 32 KB); the full history stays in the ledger.
@@ -37,13 +38,10 @@ HISTORY_ROWS = 10
 NOTES = 5
 
 
-_ADOPTED = ("adopt", "target-reached")
-
-
 def render_adopted(state: State, op: str, walk: Sequence[Step]) -> str:
     """Adopted changes from the baseline to the best, most recent last (R8)."""
     parts = [heading("adopted")]
-    adopted = [s for s in walk if s.attempt.failure is None and s.attempt.verdict in _ADOPTED]
+    adopted = [s for s in walk if s.attempt.failure is None and s.attempt.verdict in ADOPTED]
     sheet = state.target
     if not adopted:
         parts.append(

@@ -42,6 +42,7 @@ from ledger.projections.memory_target import TARGET_SOURCES, relaxations_table
 from ledger.projections.person_decisions import person_lines
 from ledger.projections.report_chart import render_chart
 from ledger.projections.timeline import Step, best_after, is_failed, outcome, stage_spans, steps
+from ledger.schema.vocabulary import ADOPTED
 from stages.binding import best_impl_digest
 from stages.policy import lowered_guards
 
@@ -226,11 +227,7 @@ def _stage_table(state: State, walk: Sequence[Step]) -> str:
 
 
 def _adopted_table(state: State, walk: Sequence[Step]) -> str:
-    adopted = [
-        s
-        for s in walk
-        if s.attempt.verdict in ("adopt", "target-reached") and s.attempt.failure is None
-    ]
+    adopted = [s for s in walk if s.attempt.verdict in ADOPTED and s.attempt.failure is None]
     if not adopted:
         return "None: the best is still the baseline.\n"
     baseline = state.target.baseline_us if state.target else None

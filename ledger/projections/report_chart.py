@@ -21,6 +21,7 @@ from ledger.log.codec import canonical_json
 from ledger.projections.formatting import fmt_num, fmt_time_us, one_line, truncate
 from ledger.projections.report_scale import Scale, nice_step, scale_for
 from ledger.projections.timeline import Step, best_after, outcome
+from ledger.schema.vocabulary import ADOPTED
 
 Axis = Callable[[float], float]
 
@@ -246,7 +247,7 @@ def _points(
             continue
         if attempt.measurement is None or attempt.verdict is None:
             continue  # pending or abandoned: nothing measured to plot
-        key = "adopt" if attempt.verdict in ("adopt", "target-reached") else attempt.verdict
+        key = "adopt" if attempt.verdict in ADOPTED else attempt.verdict
         time_us = attempt.measurement.median_us
         if scale.clipped(time_us):  # above the plot: a triangle on the top edge, outlined
             clipped = True

@@ -7,6 +7,7 @@ from typing import Any
 
 from ledger.log.record import Event
 from ledger.projections.formatting import fmt_time_us
+from ledger.schema.vocabulary import ADOPTED
 
 
 def attempt_result(events: Sequence[Event]) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def attempt_result(events: Sequence[Event]) -> dict[str, Any]:
                 method=data["method"],
                 best_before_us=data["best_median_us"],
                 best_us=data["attempt_median_us"]
-                if data["verdict"] in ("adopt", "target-reached")
+                if data["verdict"] in ADOPTED
                 else data["best_median_us"],
                 time_us=data["attempt_median_us"],
                 ratio=data["ratio"],

@@ -13,8 +13,7 @@ from typing import Any
 
 from ledger.domain.keys import attempt_id
 from ledger.log.record import Event
-
-_ADOPTED = ("adopt", "target-reached")
+from ledger.schema.vocabulary import ADOPTED
 
 
 def reported_decisions(events: Sequence[Event]) -> list[str]:
@@ -64,7 +63,7 @@ def _decisions_resting_on(events: Sequence[Event], weak: Sequence[str], what: st
             level[None] = data["origin"]["level"]
         elif event.type == "attempt.measured":
             level[data["attempt"]] = data["origin"]["level"]
-        elif event.type == "attempt.verdict" and data["verdict"] in _ADOPTED:
+        elif event.type == "attempt.verdict" and data["verdict"] in ADOPTED:
             attempt = data["attempt"]
             parts = []
             if level.get(attempt) in weak:
