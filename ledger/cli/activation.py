@@ -34,14 +34,14 @@ from stages import commands as cmd
 def init(ctx: Ctx, op: str) -> None:
     """Create custom/OP/events.jsonl and MEMORY.md for a new op."""
 
-    def next_steps(_outcome: StepResult) -> tuple[dict[str, Any], str]:
+    def present(_outcome: StepResult) -> tuple[dict[str, Any], str]:
         # resume's next steps: the evidence with the sources this op's SPEC.md accepts.
-        from ledger.projections.resume_view import resume_fields
+        from ledger.projections.resume_view import next_steps
 
-        steps = resume_fields(ctx.op(op).load().state, ())["next"]
+        steps = next_steps(ctx.op(op).load().state)
         return {"created": True, "next": steps}, "\n  ".join([f"initialized {op}; next:", *steps])
 
-    run_step(ctx, op, lambda _ledger: cmd.Init(op=op), next_steps, must_exist=False)
+    run_step(ctx, op, lambda _ledger: cmd.Init(op=op), present, must_exist=False)
 
 
 @click.group(cls=StrictGroup)

@@ -40,7 +40,7 @@ def _show(ctx: Ctx, op: str, view: str) -> None:
     data = status_view.json_safe({**status_view.status(state), "warnings": warnings})
     text = status_view.status_text(data)
     if view == "resume":
-        data = {**data, **status_view.json_safe(resume_view.resume_fields(state, data["allowed"]))}
+        data = {**data, **status_view.json_safe(resume_view.resume_fields(state))}
         text = resume_view.resume_text(data)
     found = [
         w

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from ledger.domain.hints import NAME, TEXT, Fill, Step, arg
@@ -14,30 +13,13 @@ from ledger.projections.status_view import measure_command, status, status_text
 
 def resume(state: State) -> dict[str, Any]:
     """What an interrupted agent needs: stage, skills to reload, pending attempt, next step."""
-    data = status(state)
-    return {**data, **resume_fields(state, data["allowed"])}
+    return {**status(state), **resume_fields(state)}
 
 
-def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
-    """The fields `resume` adds to `status` (`allowed`: the status's allowed commands)."""
-    from stages.allowed import protocol_steps  # the next steps, not what works at any time
-    from stages.conflicts import conflicts
-
+def resume_fields(state: State) -> dict[str, Any]:
+    """The fields `resume` adds to `status`."""
     pending = state.attempts.get(state.pending) if state.pending else None
     point = state.points.get(state.open_point) if state.open_point else None
-    op = state.op
-    steps: list[str] = []
-    if pending is not None:
-        steps.append(measure_command(state, pending))
-        abandon = Step("abandon", op, attempt=pending.id, reason="interrupted")
-        steps.append(f"or, if it cannot be measured: {abandon}")
-    elif conflicts(state):  # a merge left the campaign in conflict (DESIGN §8)
-        from stages import remeasure
-
-        steps.append(
-            remeasure.next_step(state)
-            or f"{Step('conflicts', op)} (then resolve each conflict as it says)"
-        )
     return {
         "reload_skills": list(state.skills),
         "pending_attempt": attempt_row(pending) if pending else None,
@@ -49,12 +31,32 @@ def resume_fields(state: State, allowed: Sequence[str]) -> dict[str, Any]:
         }
         if point
         else None,
-        "guide": guide(op),
-        # A stopped campaign's way forward is its end (R10), nothing once handed back.
-        "next": steps
-        or (campaign_end.end_steps(state) if state.stopped else None)
-        or ([] if state.stopped else [_next_step(state, name) for name in protocol_steps(state)]),
+        "guide": guide(state.op),
+        "next": next_steps(state),
     }
+
+
+def next_steps(state: State) -> list[str]:
+    """The ways forward, as the caller runs them: measure (or abandon) a pending attempt, settle
+    a merge's conflicts, end a stopped campaign (R10), else the protocol's next steps."""
+    from stages.allowed import protocol_steps  # the next steps, not what works at any time
+    from stages.conflicts import conflicts
+
+    pending = state.attempts.get(state.pending) if state.pending else None
+    op = state.op
+    if pending is not None:
+        abandon = Step("abandon", op, attempt=pending.id, reason="interrupted")
+        return [measure_command(state, pending), f"or, if it cannot be measured: {abandon}"]
+    if conflicts(state):  # a merge left the campaign in conflict (DESIGN §8)
+        from stages import remeasure
+
+        return [
+            remeasure.next_step(state)
+            or f"{Step('conflicts', op)} (then resolve each conflict as it says)"
+        ]
+    if state.stopped:  # its way forward is its end, nothing once handed back
+        return campaign_end.end_steps(state)
+    return [_next_step(state, name) for name in protocol_steps(state)]
 
 
 def guide(op: str | None) -> list[str]:
